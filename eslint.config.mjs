@@ -1,0 +1,112 @@
+// @ts-check
+import js from '@eslint/js';
+import nx from '@nx/eslint-plugin';
+import importX from 'eslint-plugin-import-x';
+import tseslint from 'typescript-eslint';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Roots of the projects tagged with `tag`, read from their package.json (the tags Nx uses). */
+function projectRootsTagged(tag) {
+  return ['libs', 'apps']
+    .flatMap((dir) => readdirSync(dir).map((name) => `${dir}/${name}`))
+    .filter((root) => {
+      try {
+        const pkg = JSON.parse(readFileSync(`${root}/package.json`, 'utf8'));
+        return (pkg.nx?.tags ?? []).includes(tag);
+      } catch {
+        return false;
+      }
+    });
+}
+
+// Modules a domain library may never import (invariant I-1): adapters, frameworks, brokers,
+// engines, databases and network modules. Domain code decides; adapters do IO.
+const bannedInDomain = [
+  '@nestjs/*',
+  '@nats-io/*',
+  'nats',
+  'dockerode',
+  'typeorm',
+  'pg',
+  'fastify',
+  'node:net',
+  'node:http',
+  'node:https',
+  'node:http2',
+  'node:dgram',
+  'node:dns',
+  'node:tls',
+  'node:child_process',
+  'node:fs',
+  'node:fs/promises',
+  'net',
+  'http',
+  'https',
+  'dgram',
+  'dns',
+  'tls',
+  'child_process',
+  'fs',
+];
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', 'coverage/**', '**/bin/*.js'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { '@nx': nx, 'import-x': importX },
+    rules: {
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          enforceBuildableLibDependency: false,
+          allow: [],
+          banTransitiveDependencies: false,
+          checkNestedExternalImports: true,
+          depConstraints: [
+            { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: [], bannedExternalImports: bannedInDomain.filter((m) => m !== 'zod') },
+            { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain'], bannedExternalImports: bannedInDomain },
+            { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter', 'type:testing'] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter', 'type:testing'] },
+            { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter', 'type:testing'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter'] },
+          ],
+        },
+      ],
+      'import-x/no-cycle': 'error',
+      'import-x/no-self-import': 'error',
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/consistent-type-imports': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.property.name='only']", message: 'No focused tests.' },
+        { selector: "CallExpression[callee.property.name='skip']", message: 'No skipped tests.' },
+      ],
+    },
+  },
+  {
+    // I-1 for Node built-ins, which the module-boundary rule does not see.
+    files: [...projectRootsTagged('type:domain'), ...projectRootsTagged('type:contracts')].map((root) => `${root}/src/**/*.ts`),
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: bannedInDomain.filter((m) => !m.includes('*')), patterns: ['@nestjs/*', '@nats-io/*'] }],
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['**/*.spec.ts'],
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      '@typescript-eslint/unbound-method': 'off',
+    },
+  },
+);

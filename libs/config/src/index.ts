@@ -1,0 +1,10 @@
+export {
+  DatabaseConfigSchema,
+  DEFAULT_DATABASE_URL,
+  DEFAULT_EVIDENCE_STREAM,
+  DEFAULT_EVIDENCE_SUBJECT_PREFIX,
+  DEFAULT_NATS_URL,
+  EvidenceLogConfigSchema,
+  loadConfig,
+} from './load-config.js';
+export type { DatabaseConfig, EvidenceLogConfig } from './load-config.js';

@@ -1,0 +1,4 @@
+export { canonicalJson, CanonicalJsonError } from './canonical-json.js';
+export { LINK_FIELDS, receiptBody, receiptHash, receiptPreimage, sealReceipt, sha256Hex } from './receipt-hash.js';
+export { ChainVerifier, verifyChain } from './verify-chain.js';
+export type { ChainBreakReason, ChainVerification, VerifyOptions } from './verify-chain.js';

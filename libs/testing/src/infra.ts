@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * Helpers for integration tests on the real NATS and PostgreSQL. Tests that run in parallel
+ * (and helpers sharing this machine) must never collide: every test names its own stream,
+ * subjects, database and container labels with `uniqueName`.
+ */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+}
+
+export function testNatsUrl(): string {
+  return process.env.CAIRN_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+}
+
+/** The server-level URL tests use to create their own databases (the role needs CREATEDB). */
+export function testDatabaseUrl(): string {
+  return process.env.CAIRN_TEST_DATABASE_URL ?? 'postgres://cairn:cairn@127.0.0.1:5432/cairn';
+}
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database of the test's own; `drop()` removes it (and ends its sessions). */
+export async function createTestDatabase(prefix = 'cairn_test'): Promise<TestDatabase> {
+  const name = uniqueName(prefix).toLowerCase();
+  const admin = new pg.Client({ connectionString: testDatabaseUrl() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(testDatabaseUrl());
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: testDatabaseUrl() });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

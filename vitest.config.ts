@@ -1,0 +1,38 @@
+import { defineConfig } from 'vitest/config';
+
+// Tests run against the TypeScript sources of the workspace packages (the `@cairn/source`
+// export condition); the apps they spawn as processes run from `dist/` (built by `npm test`).
+const resolve = { conditions: ['@cairn/source', 'node', 'import', 'default'] };
+
+export default defineConfig({
+  resolve,
+  ssr: { resolve: { conditions: resolve.conditions, externalConditions: ['node', 'import', 'default'] } },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['{libs,apps,tools}/**/*.unit.spec.ts'], exclude: ['**/node_modules/**', '**/dist/**'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'int',
+          include: ['{libs,apps,tools}/**/*.int.spec.ts'],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['{libs,apps,tools}/**/*.e2e.spec.ts'],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
