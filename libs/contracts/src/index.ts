@@ -29,3 +29,125 @@ export {
   TimestampSchema,
 } from './envelope.js';
 export type { ChainId, Envelope, ReceiptEnvelope, UnsequencedBody } from './envelope.js';
+export { FROZEN_CAPS } from './frozen-caps.constants.js';
+export type { FrozenCaps } from './frozen-caps.constants.js';
+export {
+  FINAL_RUN_STATES,
+  FinalRunStateSchema,
+  POLICY_DECISIONS,
+  PolicyDecisionSchema,
+  RUN_STATES,
+  RunStateSchema,
+  VERDICTS,
+  VerdictSchema,
+} from './run-state.schema.js';
+export type { FinalRunState, PolicyDecision, RunState, Verdict } from './run-state.schema.js';
+export {
+  ArgSchema,
+  ArgvSchema,
+  CapsSpecSchema,
+  CHECK_OPS,
+  CheckIdSchema,
+  CheckOpSchema,
+  CheckSchema,
+  CheckSourceSchema,
+  CheckValueSchema,
+  ClaimCheckSchema,
+  ClaimSchema,
+  EnvNameSchema,
+  EnvSchema,
+  formatIssuePath,
+  HostPortSchema,
+  ImageRefSchema,
+  InputFileSchema,
+  InputPathSchema,
+  inputIssues,
+  JobNameSchema,
+  NetworkSpecSchema,
+  OutputPathSchema,
+  parseRunSpec,
+  RunNameSchema,
+  RunSpecSchema,
+  sandboxPathSchema,
+  SecretNameSchema,
+  sourceArtifactPath,
+  sourceStepIndex,
+  StepSpecSchema,
+  WorkdirSchema,
+} from './run-spec.schema.js';
+export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
+export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
+export type { SandboxSpec } from './sandbox-spec.schema.js';
+export {
+  ApprovalIdSchema,
+  ArtifactHashesSchema,
+  ByteCountSchema,
+  ContainerNameSchema,
+  DurationMsSchema,
+  ExecIdSchema,
+  ExitCodeSchema,
+  GrantedCapsSchema,
+  LeaseIdSchema,
+  LIMIT_KINDS,
+  LimitKindSchema,
+  RedactionSchema,
+  SandboxPathSchema,
+  SignalSchema,
+  StepIndexSchema,
+  TokenSchema,
+  WorkerIdSchema,
+} from './event-fields.schema.js';
+export type { GrantedCaps, LimitKind, Redaction } from './event-fields.schema.js';
+export {
+  ApprovalGrantedSchema,
+  ApprovalRejectedSchema,
+  ApprovalRequestedSchema,
+  CheckOutcomeSchema,
+  CriterionScoreSchema,
+  GradeFailedSchema,
+  GradeRecordedSchema,
+  InvariantOutcomeSchema,
+  KernelFactsSchema,
+  PolicyDecidedSchema,
+  RunCancelledSchema,
+  RunExecutedSchema,
+  RunFailedSchema,
+  RunRolledBackSchema,
+  RunScheduledSchema,
+  RunSealedSchema,
+  RunSubmittedSchema,
+  SandboxCreatedSchema,
+  SandboxDestroyedSchema,
+  StepCompletedSchema,
+  StepStartedSchema,
+  VerificationCompletedSchema,
+} from './run-events.schema.js';
+export {
+  SandboxExecCompletedSchema,
+  SandboxExecStartedSchema,
+  SandboxExpiredSchema,
+  SandboxFileReadSchema,
+  SandboxFileWrittenSchema,
+  SandboxRequestedSchema,
+} from './sandbox-events.schema.js';
+export { AlertRaisedSchema, EgressDeniedSchema, SecretRedactedSchema } from './security-events.schema.js';
+export { AdminKeyCreatedSchema, AdminPolicyChangedSchema } from './admin-events.schema.js';
+export {
+  EVENT_BODY_SCHEMAS,
+  EVENT_RECEIPT_SCHEMAS,
+  EVENT_TYPES,
+  EventTypeSchema,
+  EvidenceEventSchema,
+  EvidenceReceiptSchema,
+  isEventType,
+  parseEvidenceReceipt,
+} from './evidence-event.schema.js';
+export type {
+  EventType,
+  EvidenceEvent,
+  EvidenceEventOf,
+  EvidenceReceipt,
+  EvidenceReceiptOf,
+  ParseEvidenceReceiptResult,
+  ReceiptRejection,
+} from './evidence-event.schema.js';

@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import {
+  EVENT_BODY_SCHEMAS,
+  EVENT_RECEIPT_SCHEMAS,
+  EVENT_TYPES,
+  type EventType,
+  EvidenceEventSchema,
+  EvidenceReceiptSchema,
+  parseEvidenceReceipt,
+} from './evidence-event.schema.js';
+import { FINAL_RUN_STATES, RUN_STATES } from './run-state.schema.js';
+
+const sha = (c: string) => c.repeat(64);
+const caps = { wall_seconds: 600, memory_mib: 1024, pids: 128, disk_mib: 1024, cpus: 1 };
+const processResult = {
+  exit_code: 0,
+  signal: null,
+  stdout_sha256: sha('1'),
+  stderr_sha256: sha('2'),
+  stdout_bytes: 12,
+  stderr_bytes: 0,
+  output_truncated: false,
+  duration_ms: 40,
+  limits_hit: [],
+  redactions: [],
+};
+
+/** One valid set of type-specific fields for every event type. */
+const FIELDS: { [K in EventType]: Record<string, unknown> } = {
+  'run.submitted': {
+    spec: { name: 'demo', steps: [{ argv: ['make', 'test'] }], outputs: ['/out'] },
+    spec_sha256: sha('a'),
+    submitted_by: 'key:abc123',
+    idempotency_key_sha256: sha('b'),
+  },
+  'policy.decided': { decision: 'allow', policy_version: sha('c'), reasons: ['within caps'], caps, image: 'cairn/sandbox:1' },
+  'approval.requested': { approval_id: 'apr-1', scope: 'run', step_index: null, reason: 'prod apply', expires_at: '2026-01-02T00:00:00.000Z' },
+  'approval.granted': { approval_id: 'apr-1', approved_by: 'key:admin', comment: 'ok' },
+  'approval.rejected': { approval_id: 'apr-1', rejected_by: 'scheduler', cause: 'timeout' },
+  'run.scheduled': { worker_id: 'worker-1', lease_id: 'lease-9', lease_expires_at: '2026-01-01T00:10:00.000Z', attempt: 1 },
+  'sandbox.created': {
+    container_name: 'cairn-run_abc',
+    worker_id: 'worker-1',
+    driver: 'docker',
+    image: 'cairn/sandbox:1',
+    image_digest: `sha256:${sha('d')}`,
+    caps,
+    network: 'none',
+  },
+  'step.started': { step_index: 0, stage: 'step', tool: 'make', argv: ['make', 'test'], workdir: '/work', env_names: ['CI'] },
+  'step.completed': {
+    step_index: 0,
+    stage: 'step',
+    tool: 'make',
+    argv: ['make', 'test'],
+    ...processResult,
+    exit_code: 2,
+    artifact_hashes: { '/out/junit.xml': sha('e') },
+  },
+  'sandbox.destroyed': { container_name: 'cairn-run_abc', verified_gone: true, reason: 'completed', duration_ms: 900 },
+  'run.executed': { steps_completed: 1, exit_codes: [2], artifact_hashes: { '/out/junit.xml': sha('e') }, duration_ms: 1000 },
+  'kernel.facts': { facts: { junit: { tests: 3, failed: 1 }, exit_codes: [2], note: null }, operations: ['junit', 'exit_codes'] },
+  'verification.completed': {
+    verdict: 'REJECTED',
+    chain_ok: true,
+    head_hash: sha('f'),
+    receipts_checked: 11,
+    invariants: [{ id: 'teardown', ok: true }],
+    checks: [{ id: 'tests-pass', outcome: 'contradicted', detail: 'exit_code 2 ≠ 0' }],
+  },
+  'grade.recorded': {
+    score: 1,
+    max_score: 4,
+    upper_bound: 2,
+    criteria: [
+      { id: 'tests-pass', kind: 'check', weight: 3, earned: 0, scored: true },
+      { id: 'style', kind: 'judge', weight: 1, earned: 0, scored: false, detail: 'judge timed out' },
+    ],
+  },
+  'grade.failed': { reason: 'judge returned 503', error_code: 'E_UNAVAILABLE', retryable: true, unscored: ['style'] },
+  'run.failed': { error_code: 'E_IMAGE_PULL', message: 'image cairn/sandbox:9 not found', step_index: 0 },
+  'run.rolled_back': { error_code: 'E_TIMEOUT', message: 'step 0 passed 600 s' },
+  'run.cancelled': { cancelled_by: 'key:abc123', reason: 'not needed' },
+  'run.sealed': { final_state: 'SEALED', evidence_digest: sha('9') },
+  'sandbox.requested': {
+    spec: { image: 'cairn/sandbox:1', ttlSeconds: 900 },
+    spec_sha256: sha('a'),
+    requested_by: 'key:agent1',
+    expires_at: '2026-01-01T00:15:00.000Z',
+  },
+  'sandbox.exec.started': { exec_id: 'ex-1', argv: ['python3', '-c', 'print(1)'], workdir: '/work', env_names: [] },
+  'sandbox.exec.completed': { exec_id: 'ex-1', argv: ['python3', '-c', 'print(1)'], ...processResult },
+  'sandbox.file.written': { path: '/work/main.py', sha256: sha('3'), bytes: 120, mode: 0o644 },
+  'sandbox.file.read': { path: '/out/result.json', sha256: sha('4'), bytes: 64 },
+  'sandbox.expired': { ttl_seconds: 900, expires_at: '2026-01-01T00:15:00.000Z' },
+  'egress.denied': { host: '169.254.169.254', port: 80, reason: 'private_address', error_code: 'E_EGRESS', step_index: 0 },
+  'secret.redacted': { where: 'stdout', step_index: 0, pattern: 'github-token', count: 2 },
+  'alert.raised': { severity: 'critical', error_code: 'E_SECRET_SEEN', message: 'a key pattern appeared in stdout of step 0' },
+  'admin.key_created': { key_id: 'k_01', scopes: ['runs.write', 'runs.read'], expires_at: null, created_by: 'key:admin' },
+  'admin.policy_changed': { policy_version: sha('5'), previous_version: sha('6'), changed_by: 'key:admin', summary: 'allow pypi' },
+};
+
+function body(type: string, fields: Record<string, unknown> = FIELDS[type as EventType]) {
+  const chain = type.startsWith('sandbox.') && type !== 'sandbox.created' && type !== 'sandbox.destroyed' ? 'sbx_s1' : 'run_r1';
+  return { v: 1, seq: 3, run_id: chain, tenant: 'acme', type, actor: 'runtime', ts: '2026-01-01T00:00:03.123Z', causation: `${chain}:2`, ...fields };
+}
+
+function receipt(type: string, fields?: Record<string, unknown>) {
+  return { ...body(type, fields), prev_hash: sha('7'), hash: sha('8') };
+}
+
+describe('event catalogue', () => {
+  it('has one body and one receipt schema per type, and the unions cover exactly EVENT_TYPES', () => {
+    expect(Object.keys(EVENT_BODY_SCHEMAS).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(Object.keys(EVENT_RECEIPT_SCHEMAS).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(EvidenceEventSchema.options.map((o) => o.shape.type.value)).toEqual([...EVENT_TYPES]);
+    expect(EvidenceReceiptSchema.options.map((o) => o.shape.type.value)).toEqual([...EVENT_TYPES]);
+    expect(new Set(EVENT_TYPES).size).toBe(EVENT_TYPES.length);
+  });
+
+  it('names the run states and final states of PRODUCT.md', () => {
+    expect(RUN_STATES).toEqual(['SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED', 'RUNNING', 'EXECUTED', 'VERIFIED', 'GRADED', 'SEALED', 'FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED']);
+    expect(FINAL_RUN_STATES).toEqual(['SEALED', 'FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED']);
+  });
+});
+
+describe.each(EVENT_TYPES)('%s', (type) => {
+  const bodySchema = EVENT_BODY_SCHEMAS[type];
+  const receiptSchema = EVENT_RECEIPT_SCHEMAS[type];
+
+  it('accepts a valid body and receipt, unchanged, also after a JSON round trip', () => {
+    const good = receipt(type);
+    expect(bodySchema.parse(body(type))).toEqual(body(type));
+    expect(receiptSchema.parse(good)).toEqual(good);
+    expect(EvidenceReceiptSchema.parse(JSON.parse(JSON.stringify(good)))).toEqual(good);
+    expect(EvidenceEventSchema.parse(body(type))).toEqual(body(type));
+    expect(parseEvidenceReceipt(JSON.parse(JSON.stringify(good)))).toEqual({ ok: true, receipt: good });
+  });
+
+  it('refuses a receipt without its prev_hash/hash, and a body carrying an unknown field', () => {
+    expect(receiptSchema.safeParse(body(type)).success).toBe(false);
+    expect(bodySchema.safeParse({ ...body(type), extra: 1 }).success).toBe(false);
+    expect(parseEvidenceReceipt({ ...receipt(type), extra: 1 })).toMatchObject({ ok: false, reason: 'invalid_fields', type });
+  });
+
+  it.each(Object.keys(FIELDS[type]))('refuses a wrong-typed %s', (field) => {
+    const result = parseEvidenceReceipt(receipt(type, { ...FIELDS[type], [field]: -1.5 }));
+    expect(result).toMatchObject({ ok: false, reason: 'invalid_fields', type });
+    if (!result.ok) expect(result.issues.map((i) => i.path.split(/[.[]/)[0])).toContain(field);
+  });
+
+  it('refuses each missing required field, envelope included', () => {
+    const shape = bodySchema.shape as Record<string, { safeParse(v: unknown): { success: boolean } }>;
+    const required = Object.keys(shape).filter((key) => !shape[key]!.safeParse(undefined).success);
+    expect(required).toEqual(expect.arrayContaining(['v', 'seq', 'run_id', 'tenant', 'type', 'actor', 'ts', 'causation']));
+    for (const key of required) {
+      const { [key]: _dropped, ...rest } = receipt(type) as Record<string, unknown>;
+      expect(parseEvidenceReceipt(rest).ok, `${type} without ${key}`).toBe(false);
+    }
+  });
+});
+
+describe('cross-field rules', () => {
+  it('policy.decided: a deny names E_POLICY_DENIED or E_BUDGET; an allow names none', () => {
+    expect(parseEvidenceReceipt(receipt('policy.decided', { decision: 'deny', policy_version: sha('c'), reasons: [] })).ok).toBe(false);
+    expect(parseEvidenceReceipt(receipt('policy.decided', { decision: 'deny', policy_version: sha('c'), reasons: [], error_code: 'E_BUDGET' })).ok).toBe(true);
+    expect(parseEvidenceReceipt(receipt('policy.decided', { ...FIELDS['policy.decided'], error_code: 'E_POLICY_DENIED' })).ok).toBe(false);
+  });
+
+  it('grade.recorded: score ≤ upper_bound ≤ max_score', () => {
+    expect(parseEvidenceReceipt(receipt('grade.recorded', { ...FIELDS['grade.recorded'], upper_bound: 5 })).ok).toBe(false);
+    expect(parseEvidenceReceipt(receipt('grade.recorded', { ...FIELDS['grade.recorded'], score: 3 })).ok).toBe(false);
+  });
+
+  it('run.sealed: FAILED, ROLLBACK and REJECTED name their code; SEALED names none', () => {
+    expect(parseEvidenceReceipt(receipt('run.sealed', { final_state: 'ROLLBACK', evidence_digest: sha('9') })).ok).toBe(false);
+    expect(parseEvidenceReceipt(receipt('run.sealed', { final_state: 'ROLLBACK', evidence_digest: sha('9'), error_code: 'E_TIMEOUT' })).ok).toBe(true);
+    expect(parseEvidenceReceipt(receipt('run.sealed', { final_state: 'SEALED', evidence_digest: sha('9'), error_code: 'E_TIMEOUT' })).ok).toBe(false);
+    expect(parseEvidenceReceipt(receipt('run.sealed', { final_state: 'GRADED', evidence_digest: sha('9') })).ok).toBe(false);
+  });
+
+  it('run.submitted: the embedded spec is held to the RunSpec contract (I-3)', () => {
+    const spec = { name: 'x', steps: [{ argv: 'make test' }] };
+    const result = parseEvidenceReceipt(receipt('run.submitted', { ...FIELDS['run.submitted'], spec }));
+    expect(result).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    if (!result.ok) expect(result.message).toMatch(/spec\.steps\[0\]\.argv: argv must be an array of strings/);
+  });
+
+  it('egress.denied carries E_EGRESS only', () => {
+    expect(parseEvidenceReceipt(receipt('egress.denied', { ...FIELDS['egress.denied'], error_code: 'E_INTERNAL' })).ok).toBe(false);
+  });
+});
+
+describe('parseEvidenceReceipt', () => {
+  it('tells an unknown event type from invalid fields', () => {
+    expect(parseEvidenceReceipt(receipt('step.teleported', {}))).toMatchObject({
+      ok: false,
+      reason: 'unknown_event_type',
+      type: 'step.teleported',
+      message: 'unknown event type "step.teleported"',
+    });
+    expect(parseEvidenceReceipt(receipt('step.completed', { ...FIELDS['step.completed'], exit_code: 'zero' }))).toMatchObject({
+      ok: false,
+      reason: 'invalid_fields',
+      type: 'step.completed',
+      issues: [{ path: 'exit_code', message: expect.any(String) as string }],
+    });
+  });
+
+  it('calls a non-object or a missing type invalid, not unknown', () => {
+    for (const input of [null, 42, 'run.submitted', [], { ...receipt('run.sealed'), type: undefined }, { ...receipt('run.sealed'), type: 7 }]) {
+      expect(parseEvidenceReceipt(input)).toMatchObject({ ok: false, reason: 'invalid_fields', type: null });
+    }
+  });
+
+  it('refuses a later schema version as invalid fields (readers upcast; v1 readers do not guess)', () => {
+    expect(parseEvidenceReceipt({ ...receipt('run.sealed'), v: 2 })).toMatchObject({ ok: false, reason: 'invalid_fields' });
+  });
+
+  it('refuses envelope damage: a bad run id, a non-UTC timestamp, an upper-case hash', () => {
+    expect(parseEvidenceReceipt({ ...receipt('run.sealed'), run_id: 'RUN_1' }).ok).toBe(false);
+    expect(parseEvidenceReceipt({ ...receipt('run.sealed'), ts: '2026-01-01T00:00:03+02:00' }).ok).toBe(false);
+    expect(parseEvidenceReceipt({ ...receipt('run.sealed'), hash: sha('A') }).ok).toBe(false);
+  });
+});

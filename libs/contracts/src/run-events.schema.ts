@@ -1,0 +1,243 @@
+import { z } from 'zod';
+import { ActorSchema, Sha256HexSchema, TimestampSchema } from './envelope.js';
+import { ErrorCodeSchema } from './error-codes.js';
+import {
+  ApprovalIdSchema,
+  ArtifactHashesSchema,
+  ContainerNameSchema,
+  DurationMsSchema,
+  eventBodySchema,
+  ExitCodeSchema,
+  GrantedCapsSchema,
+  LeaseIdSchema,
+  PROCESS_RESULT_FIELDS,
+  receiptSchemaOf,
+  SandboxPathSchema,
+  StepIndexSchema,
+  textSchema,
+  TokenSchema,
+  WorkerIdSchema,
+} from './event-fields.schema.js';
+import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
+import { ArgvSchema, CheckIdSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
+
+/* The receipts of a run's lifecycle, in the order a run meets them (PRODUCT.md "A run, end to end"). */
+
+export const RunSubmittedSchema = eventBodySchema('run.submitted', {
+  spec: RunSpecSchema,
+  /** sha256 of canonicalJson(spec). */
+  spec_sha256: Sha256HexSchema,
+  submitted_by: ActorSchema,
+  /** The idempotency key itself is the client's; the chain keeps only its hash. */
+  idempotency_key_sha256: Sha256HexSchema,
+});
+
+const policyDecidedFields = eventBodySchema('policy.decided', {
+  decision: PolicyDecisionSchema,
+  /** sha256 of the policy document that decided. */
+  policy_version: Sha256HexSchema,
+  reasons: z.array(textSchema(1024)).max(64),
+  error_code: ErrorCodeSchema.optional(),
+  /** The caps and image the run gets when allowed or held. */
+  caps: GrantedCapsSchema.optional(),
+  image: ImageRefSchema.optional(),
+});
+function checkPolicyDecision(
+  event: { decision: z.infer<typeof PolicyDecisionSchema>; error_code?: z.infer<typeof ErrorCodeSchema> | undefined },
+  ctx: z.core.$RefinementCtx,
+): void {
+  const code = event.error_code;
+  if (event.decision === 'deny' && code !== 'E_POLICY_DENIED' && code !== 'E_BUDGET') {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: 'a deny names E_POLICY_DENIED or E_BUDGET' });
+  }
+  if (event.decision === 'hold' && code !== undefined && code !== 'E_NO_APPROVAL') {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: 'a hold names E_NO_APPROVAL or nothing' });
+  }
+  if (event.decision === 'allow' && code !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: 'an allow carries no error code' });
+  }
+}
+export const PolicyDecidedSchema = policyDecidedFields.superRefine(checkPolicyDecision);
+export const PolicyDecidedReceiptSchema = receiptSchemaOf(policyDecidedFields).superRefine(checkPolicyDecision);
+
+export const ApprovalRequestedSchema = eventBodySchema('approval.requested', {
+  approval_id: ApprovalIdSchema,
+  /** `run`: held before scheduling; `step`: held before an `apply` step. */
+  scope: z.enum(['run', 'step']),
+  step_index: StepIndexSchema.nullable(),
+  reason: textSchema(1024),
+  expires_at: TimestampSchema,
+});
+
+export const ApprovalGrantedSchema = eventBodySchema('approval.granted', {
+  approval_id: ApprovalIdSchema,
+  approved_by: ActorSchema,
+  comment: textSchema(1024).optional(),
+});
+
+export const ApprovalRejectedSchema = eventBodySchema('approval.rejected', {
+  approval_id: ApprovalIdSchema,
+  rejected_by: ActorSchema,
+  /** A person said no, or nobody decided before `expires_at`. */
+  cause: z.enum(['rejected', 'timeout']),
+  comment: textSchema(1024).optional(),
+});
+
+export const RunScheduledSchema = eventBodySchema('run.scheduled', {
+  worker_id: WorkerIdSchema,
+  lease_id: LeaseIdSchema,
+  lease_expires_at: TimestampSchema,
+  /** 1 for the first placement; a lease re-offered before any step ran counts up. */
+  attempt: z.number().int().min(1),
+});
+
+export const SandboxCreatedSchema = eventBodySchema('sandbox.created', {
+  container_name: ContainerNameSchema,
+  worker_id: WorkerIdSchema,
+  driver: TokenSchema,
+  image: ImageRefSchema,
+  image_digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'sha256:<hex>').nullable(),
+  caps: GrantedCapsSchema,
+  network: z.enum(['none', 'egress_proxy']),
+});
+
+/** What a step receipt says about the step it belongs to. */
+const STEP_FIELDS = {
+  step_index: StepIndexSchema,
+  /** `inputs`, `step`, `outputs`, … — the phase of the run this process belongs to. */
+  stage: TokenSchema,
+  /** The program, as recorded for people: argv[0]'s base name. */
+  tool: textSchema(256).min(1),
+  argv: ArgvSchema,
+};
+
+export const StepStartedSchema = eventBodySchema('step.started', {
+  ...STEP_FIELDS,
+  workdir: SandboxPathSchema,
+  /** Names only: values may be secrets (I-7). */
+  env_names: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/)).max(256),
+});
+
+/** PRODUCT.md's step receipt. A non-zero exit is a result, not a failure; `error_code` says when a cap or scan stopped it. */
+export const StepCompletedSchema = eventBodySchema('step.completed', {
+  ...STEP_FIELDS,
+  ...PROCESS_RESULT_FIELDS,
+  artifact_hashes: ArtifactHashesSchema,
+  error_code: ErrorCodeSchema.optional(),
+});
+
+export const SandboxDestroyedSchema = eventBodySchema('sandbox.destroyed', {
+  container_name: ContainerNameSchema,
+  /** I-8: the engine was asked afterwards and the sandbox was gone. */
+  verified_gone: z.boolean(),
+  reason: z.enum(['completed', 'failed', 'cancelled', 'deleted', 'expired', 'reaped']),
+  duration_ms: DurationMsSchema.optional(),
+});
+
+export const RunExecutedSchema = eventBodySchema('run.executed', {
+  steps_completed: z.number().int().min(0).max(64),
+  exit_codes: z.array(ExitCodeSchema).max(64),
+  artifact_hashes: ArtifactHashesSchema,
+  duration_ms: DurationMsSchema,
+});
+
+export const KernelFactsSchema = eventBodySchema('kernel.facts', {
+  /** Named facts computed by registered operations only: `junit`, `exit_codes`, … → JSON values. */
+  facts: z.record(TokenSchema, z.json()),
+  /** The registered operations that produced them. */
+  operations: z.array(TokenSchema).max(256),
+});
+
+export const CheckOutcomeSchema = z.strictObject({
+  id: CheckIdSchema,
+  /** holds → counts for SUPPORTS; contradicted → REJECTED; unresolved (source missing or unreadable) → INCONCLUSIVE. */
+  outcome: z.enum(['holds', 'contradicted', 'unresolved']),
+  detail: textSchema(1024).optional(),
+});
+
+export const InvariantOutcomeSchema = z.strictObject({
+  /** `chain`, `every_step_has_receipt`, `caps_honoured`, `teardown`, `no_secret_leaked`, … */
+  id: TokenSchema,
+  ok: z.boolean(),
+  detail: textSchema(1024).optional(),
+});
+
+export const VerificationCompletedSchema = eventBodySchema('verification.completed', {
+  verdict: VerdictSchema,
+  chain_ok: z.boolean(),
+  /** The head the verifier recomputed from genesis. */
+  head_hash: Sha256HexSchema,
+  receipts_checked: z.number().int().min(1),
+  invariants: z.array(InvariantOutcomeSchema).max(64),
+  checks: z.array(CheckOutcomeSchema).max(256),
+  error_code: ErrorCodeSchema.optional(),
+});
+
+export const CriterionScoreSchema = z.strictObject({
+  id: CheckIdSchema,
+  kind: z.enum(['check', 'judge']),
+  weight: z.number().min(0),
+  earned: z.number().min(0),
+  /** Unscored criteria earn zero and raise the grade's upper bound instead. */
+  scored: z.boolean(),
+  detail: textSchema(1024).optional(),
+});
+
+const gradeRecordedFields = eventBodySchema('grade.recorded', {
+  score: z.number().min(0),
+  max_score: z.number().min(0),
+  /** score plus the weight of criteria that could not be scored. */
+  upper_bound: z.number().min(0),
+  criteria: z.array(CriterionScoreSchema).max(256),
+});
+function checkGrade(grade: { score: number; max_score: number; upper_bound: number }, ctx: z.core.$RefinementCtx): void {
+  if (!(grade.score <= grade.upper_bound && grade.upper_bound <= grade.max_score)) {
+    ctx.addIssue({ code: 'custom', path: ['upper_bound'], message: 'a grade has score ≤ upper_bound ≤ max_score' });
+  }
+}
+export const GradeRecordedSchema = gradeRecordedFields.superRefine(checkGrade);
+export const GradeRecordedReceiptSchema = receiptSchemaOf(gradeRecordedFields).superRefine(checkGrade);
+
+/** Not final: a degraded judge is recorded and may be retried before the run seals. */
+export const GradeFailedSchema = eventBodySchema('grade.failed', {
+  reason: textSchema(2048),
+  error_code: ErrorCodeSchema.optional(),
+  retryable: z.boolean(),
+  unscored: z.array(CheckIdSchema).max(256),
+});
+
+export const RunFailedSchema = eventBodySchema('run.failed', {
+  error_code: ErrorCodeSchema,
+  message: textSchema(2048),
+  step_index: StepIndexSchema.optional(),
+});
+
+export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {
+  error_code: ErrorCodeSchema,
+  message: textSchema(2048),
+  step_index: StepIndexSchema.optional(),
+});
+
+export const RunCancelledSchema = eventBodySchema('run.cancelled', {
+  cancelled_by: ActorSchema,
+  reason: textSchema(1024).optional(),
+  error_code: ErrorCodeSchema.optional(),
+});
+
+const runSealedFields = eventBodySchema('run.sealed', {
+  final_state: FinalRunStateSchema,
+  /** The chain head this seal covers (the hash of the receipt before it). */
+  evidence_digest: Sha256HexSchema,
+  error_code: ErrorCodeSchema.optional(),
+});
+function checkSeal(seal: { final_state: z.infer<typeof FinalRunStateSchema>; error_code?: unknown }, ctx: z.core.$RefinementCtx): void {
+  const needsCode = seal.final_state === 'FAILED' || seal.final_state === 'ROLLBACK' || seal.final_state === 'REJECTED';
+  if (needsCode && seal.error_code === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: `a run sealed ${seal.final_state} names its error code` });
+  }
+  if (seal.final_state === 'SEALED' && seal.error_code !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: 'a run sealed SEALED carries no error code' });
+  }
+}
+export const RunSealedSchema = runSealedFields.superRefine(checkSeal);
+export const RunSealedReceiptSchema = receiptSchemaOf(runSealedFields).superRefine(checkSeal);

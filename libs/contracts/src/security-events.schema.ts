@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { ErrorCodeSchema } from './error-codes.js';
+import { eventBodySchema, SandboxPathSchema, StepIndexSchema, textSchema, TokenSchema } from './event-fields.schema.js';
+
+/* Security receipts, on the chain of the run or sandbox they concern. */
+
+export const EgressDeniedSchema = eventBodySchema('egress.denied', {
+  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:[\]_-]+$/, 'a host name or address'),
+  port: z.number().int().min(0).max(65_535),
+  reason: z.enum(['not_allowlisted', 'private_address', 'resolution_failed']),
+  error_code: z.literal('E_EGRESS'),
+  step_index: StepIndexSchema.optional(),
+});
+
+/** Redaction happens before hashing; this says where and which pattern, never the value (I-7). */
+export const SecretRedactedSchema = eventBodySchema('secret.redacted', {
+  where: z.enum(['stdout', 'stderr', 'file', 'spec']),
+  step_index: StepIndexSchema.optional(),
+  path: SandboxPathSchema.optional(),
+  pattern: TokenSchema,
+  count: z.number().int().min(1),
+});
+
+/** Critical alerts (E_SECRET_SEEN, E_CHAIN_BROKEN) are evidence as well as log lines and webhooks. */
+export const AlertRaisedSchema = eventBodySchema('alert.raised', {
+  severity: z.enum(['critical', 'warning']),
+  error_code: ErrorCodeSchema,
+  message: textSchema(2048),
+});

@@ -1,0 +1,11 @@
+export { evolveRun, foldRun, initialRunView } from './evolve-run.js';
+export type { RunReceipt, RunView } from './evolve-run.js';
+export {
+  canTransition,
+  failureState,
+  isTerminal,
+  PRE_RUN_STATES,
+  ROLLBACK_ERROR_CODES,
+  RUN_TRANSITIONS,
+  TERMINAL_RUN_STATES,
+} from './run-transitions.js';
