@@ -1,0 +1,234 @@
+import { assertUnreachable, inputIssues, SecretNameSchema } from '@cairn/contracts';
+import type { GrantedCaps, NetworkSpec, PolicyDecision, RunSpec } from '@cairn/contracts';
+import { matchApprovalRules } from './approval-rules.js';
+import type { ApprovalRequirement } from './approval-rules.js';
+import { splitImageRef } from './image-ref.js';
+import { checkJobBudget } from './job-budget.js';
+import type { JobRunUsage } from './job-budget.js';
+import { CAP_NAMES, frozenCap, PolicyDocumentSchema } from './policy-document.schema.js';
+import type { CapName, NetworkPolicy, PolicyDocument } from './policy-document.schema.js';
+import { policyVersion } from './policy-version.js';
+
+/** The parts of a RunSpec that policy reads. */
+export type PolicySpec = Pick<RunSpec, 'image' | 'job' | 'steps' | 'caps' | 'network' | 'secrets'>;
+
+/** Everything besides the spec that a decision depends on; all of it is data the caller gathered. */
+export interface PolicyContext {
+  policy: PolicyDocument;
+  /** Digest (`sha256:…`) of each image present on the host, by name, where known. */
+  localImageDigests?: Readonly<Record<string, string>>;
+  /**
+   * Names the secret store holds. Absent means there is no store yet, so a spec that references
+   * any secret is refused: a run must not start believing it has a secret it cannot get.
+   */
+  secretNames?: readonly string[];
+  /**
+   * The job's other admitted runs. Required when the spec names a job: without them the budget
+   * cannot be checked, and an unchecked budget is refused (`[]` for a new job).
+   */
+  jobRuns?: readonly JobRunUsage[];
+  /** Ids of approvals already granted (see `ApprovalRequirement.id`). */
+  grantedApprovals?: readonly string[];
+}
+
+/** Caps as they go into receipts (snake_case): the contracts' `GrantedCaps`. */
+export type EffectiveCaps = GrantedCaps;
+
+export type EffectiveNetwork = 'none' | { egress: string[] };
+
+/**
+ * What the run gets when allowed. On `deny` it records what was asked and resolved (defaults
+ * filled in), none of which was granted.
+ */
+export interface EffectiveRun {
+  /** Without digest. */
+  image: string;
+  /** The pinned, requested or locally seen digest the run must use; `null` when none is known. */
+  image_digest: string | null;
+  caps: EffectiveCaps;
+  network: EffectiveNetwork;
+  /** Names only (I-7). */
+  secrets: string[];
+}
+
+/**
+ * A policy decision. No `undefined` anywhere, so it always passes `canonicalJson`; `error_code` is
+ * present exactly when the decision is `deny`; `reasons` fit the `policy.decided` receipt (at most
+ * 64, each at most 1024 characters). `policyDecidedFields` gives that receipt's own fields.
+ */
+export interface PolicyOutcome {
+  decision: PolicyDecision;
+  policy_version: string;
+  reasons: string[];
+  error_code?: 'E_POLICY_DENIED' | 'E_BUDGET';
+  effective: EffectiveRun;
+  /**
+   * Every approval the rules require, granted or not. Run-scope ones not yet granted hold the run;
+   * step-scope ones (steps marked `apply`) are for the runtime to hold before that step.
+   */
+  approvals: ApprovalRequirement[];
+}
+
+const RECEIPT_CAP_NAMES: Readonly<Record<CapName, keyof EffectiveCaps>> = {
+  wallSeconds: 'wall_seconds',
+  memoryMiB: 'memory_mib',
+  pids: 'pids',
+  diskMiB: 'disk_mib',
+  cpus: 'cpus',
+};
+
+/**
+ * Fail-closed: a run is allowed only when every rule positively admits it. Refusals are never
+ * repaired (a cap over its maximum is refused, not clamped — I-6), and every refusal is listed,
+ * not only the first, so one round trip shows the caller everything to fix.
+ */
+export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOutcome {
+  const { policy } = context;
+  const policy_version = policyVersion(policy);
+  const denied: string[] = [];
+
+  // A policy that does not validate (say, one raising a frozen cap) makes no decision but deny.
+  const checked = PolicyDocumentSchema.safeParse(policy);
+  if (!checked.success) {
+    denied.push(...inputIssues(checked.error).map((issue) => `policy is invalid at ${issue.path}: ${issue.message}`));
+  }
+
+  const image = decideImage(spec, context, denied);
+  const caps = decideCaps(spec, policy, denied);
+  const network = decideNetwork(policy.network, spec.network ?? 'none', denied);
+  const secrets = decideSecrets(spec.secrets ?? [], context.secretNames, denied);
+
+  const overBudget: string[] = [];
+  if (spec.job !== undefined) {
+    if (context.jobRuns === undefined) {
+      overBudget.push(`job ${spec.job}: the job's usage is unknown, so its budget cannot be checked`);
+    } else {
+      const budget = checkJobBudget(context.jobRuns, spec, policy.budgets);
+      if (!budget.ok) overBudget.push(...budget.reasons);
+    }
+  }
+
+  const approvals = matchApprovalRules(
+    policy.approvals.rules,
+    {
+      image: image.image,
+      egress: network === 'none' ? [] : network.egress,
+      applySteps: spec.steps.flatMap((step, i) => (step.apply === true ? [i] : [])),
+    },
+    context.grantedApprovals,
+  );
+
+  const effective: EffectiveRun = { ...image, caps, network, secrets };
+  if (denied.length > 0) {
+    const reasons = receiptReasons([...denied, ...overBudget]);
+    return { decision: 'deny', policy_version, reasons, error_code: 'E_POLICY_DENIED', effective, approvals };
+  }
+  if (overBudget.length > 0) {
+    return { decision: 'deny', policy_version, reasons: receiptReasons(overBudget), error_code: 'E_BUDGET', effective, approvals };
+  }
+  const pending = approvals.filter((req) => req.scope === 'run' && !req.granted);
+  if (pending.length > 0) {
+    const reasons = receiptReasons(pending.map((req) => `awaiting approval ${req.approval_id}: ${req.reason}`));
+    return { decision: 'hold', policy_version, reasons, effective, approvals };
+  }
+  return { decision: 'allow', policy_version, reasons: [], effective, approvals };
+}
+
+/** The type-specific fields of the `policy.decided` receipt; caps and image only when the run may go on. */
+export interface PolicyDecidedFields {
+  decision: PolicyDecision;
+  policy_version: string;
+  reasons: string[];
+  error_code?: 'E_POLICY_DENIED' | 'E_BUDGET';
+  caps?: GrantedCaps;
+  /** With its digest when one is known, so the runtime starts exactly that image. */
+  image?: string;
+}
+
+export function policyDecidedFields(outcome: PolicyOutcome): PolicyDecidedFields {
+  const { decision, policy_version, reasons, effective } = outcome;
+  if (outcome.error_code !== undefined) return { decision, policy_version, reasons, error_code: outcome.error_code };
+  const image = effective.image_digest === null ? effective.image : `${effective.image}@${effective.image_digest}`;
+  return { decision, policy_version, reasons, caps: effective.caps, image };
+}
+
+const MAX_REASONS = 64;
+const MAX_REASON_CHARS = 1024;
+
+/** Bounded as the receipt requires; what is cut is said, not dropped silently. */
+function receiptReasons(reasons: readonly string[]): string[] {
+  const kept = reasons.length <= MAX_REASONS ? [...reasons] : [...reasons.slice(0, MAX_REASONS - 1), `… and ${reasons.length - MAX_REASONS + 1} more`];
+  return kept.map((reason) => (reason.length <= MAX_REASON_CHARS ? reason : `${reason.slice(0, MAX_REASON_CHARS - 1)}…`));
+}
+
+function decideImage(spec: PolicySpec, context: PolicyContext, denied: string[]): Pick<EffectiveRun, 'image' | 'image_digest'> {
+  const { policy, localImageDigests } = context;
+  const requested = splitImageRef(spec.image ?? policy.defaultImage);
+  const allowed = policy.images.allow.find((entry) => entry.name === requested.name);
+  const local = localImageDigests?.[requested.name] ?? null;
+  if (allowed === undefined) {
+    denied.push(`image ${requested.name} is not on the policy's allowlist`);
+    return { image: requested.name, image_digest: requested.digest ?? local };
+  }
+
+  const pinned = allowed.digest ?? null;
+  if (pinned !== null && requested.digest !== null && requested.digest !== pinned) {
+    denied.push(`image ${requested.name}: requested digest ${requested.digest} is not the pinned ${pinned}`);
+  }
+  if (pinned !== null && local !== null && local !== pinned) {
+    denied.push(`image ${requested.name}: the local image has digest ${local}, not the pinned ${pinned}`);
+  }
+  if (pinned === null && requested.digest !== null && local !== null && local !== requested.digest) {
+    denied.push(`image ${requested.name}: the local image has digest ${local}, not the requested ${requested.digest}`);
+  }
+  return { image: requested.name, image_digest: pinned ?? requested.digest ?? local };
+}
+
+function decideCaps(spec: PolicySpec, policy: PolicyDocument, denied: string[]): EffectiveCaps {
+  const caps = { wall_seconds: 0, memory_mib: 0, pids: 0, disk_mib: 0, cpus: 0 };
+  for (const name of CAP_NAMES) {
+    const value = spec.caps?.[name] ?? policy.caps.defaults[name];
+    const frozen = frozenCap(name);
+    // Re-checked against the frozen caps even though a valid policy cannot exceed them (I-6).
+    const max = Math.min(policy.caps.max[name], frozen);
+    const integral = name !== 'cpus';
+    if (!(value > 0) || (integral && !Number.isInteger(value))) {
+      denied.push(`caps.${name} ${value} is not a positive ${integral ? 'integer' : 'number'}`);
+    } else if (value > max) {
+      denied.push(`caps.${name} ${value} exceeds the maximum ${max} (${max === frozen ? 'frozen cap' : 'policy maximum'})`);
+    }
+    caps[RECEIPT_CAP_NAMES[name]] = value;
+  }
+  spec.steps.forEach((step, i) => {
+    if (step.timeoutSeconds !== undefined && step.timeoutSeconds > caps.wall_seconds) {
+      denied.push(`steps[${i}].timeoutSeconds ${step.timeoutSeconds} exceeds caps.wallSeconds ${caps.wall_seconds}`);
+    }
+  });
+  return caps;
+}
+
+/** One case per egress mode of the policy; the allowlisting proxy adds its own. */
+function decideNetwork(policy: NetworkPolicy, requested: NetworkSpec, denied: string[]): EffectiveNetwork {
+  if (requested === 'none') return 'none';
+  switch (policy.egress) {
+    case 'deny':
+      denied.push(`network: egress to ${requested.egress.join(', ')} requested, but the policy denies all egress`);
+      return { egress: [...requested.egress] };
+    default:
+      return assertUnreachable(policy.egress, 'egress policy');
+  }
+}
+
+/** Secrets are names only (I-7); their values never pass through policy. */
+function decideSecrets(names: readonly string[], store: readonly string[] | undefined, denied: string[]): string[] {
+  const invalid = names.filter((name) => !SecretNameSchema.safeParse(name).success);
+  for (const name of invalid) denied.push(`secrets: ${JSON.stringify(name)} is not a secret name`);
+  const valid = names.filter((name) => !invalid.includes(name));
+  if (valid.length > 0 && store === undefined) {
+    denied.push(`secrets: no secret store is configured, so ${valid.join(', ')} cannot be provided`);
+  } else if (store !== undefined) {
+    const known = new Set(store);
+    for (const name of valid) if (!known.has(name)) denied.push(`secrets: ${name} is not in the secret store`);
+  }
+  return [...names];
+}

@@ -1,0 +1,29 @@
+import type { PolicyDocument } from './policy-document.schema.js';
+
+export const DEFAULT_SANDBOX_IMAGES = ['cairn/sandbox-busybox:1', 'cairn/sandbox-debian:1'] as const;
+
+/**
+ * The policy in force when an operator has written none: the two locally built sandbox images,
+ * small default caps, the frozen caps as maxima, no egress, and every `apply` step held for a person.
+ * Frozen so that nothing can raise a cap in it at run time (I-6).
+ */
+export const DEFAULT_POLICY: PolicyDocument = deepFreeze({
+  version: 1,
+  defaultImage: 'cairn/sandbox-busybox:1',
+  images: { allow: DEFAULT_SANDBOX_IMAGES.map((name) => ({ name })) },
+  caps: {
+    defaults: { wallSeconds: 60, memoryMiB: 256, pids: 64, diskMiB: 256, cpus: 1 },
+    max: { wallSeconds: 600, memoryMiB: 4096, pids: 256, diskMiB: 8192, cpus: 4 },
+  },
+  network: { egress: 'deny' },
+  approvals: { rules: [{ when: 'apply_step' }] },
+  budgets: { runsPerJob: 6, jobMinutes: 90 },
+});
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,38 @@
+export { matchApprovalRules } from './approval-rules.js';
+export type { ApprovalFacts, ApprovalRequirement } from './approval-rules.js';
+export { decidePolicy, policyDecidedFields } from './decide-policy.js';
+export type { EffectiveCaps, EffectiveNetwork, EffectiveRun, PolicyContext, PolicyDecidedFields, PolicyOutcome, PolicySpec } from './decide-policy.js';
+export { DEFAULT_POLICY, DEFAULT_SANDBOX_IMAGES } from './default-policy.constants.js';
+export { splitImageRef } from './image-ref.js';
+export type { ImageRef } from './image-ref.js';
+export { checkJobBudget } from './job-budget.js';
+export type { JobBudgetCheck, JobRunUsage } from './job-budget.js';
+export {
+  AllowedImageSchema,
+  ApprovalRuleSchema,
+  ApprovalTriggerSchema,
+  BudgetsSchema,
+  CAP_NAMES,
+  CapValuesSchema,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  FROZEN_RUN_CAPS,
+  frozenCap,
+  ImageDigestSchema,
+  ImageNameSchema,
+  NetworkPolicySchema,
+  parsePolicy,
+  PolicyDocumentSchema,
+  validatePolicy,
+} from './policy-document.schema.js';
+export type {
+  AllowedImage,
+  ApprovalRule,
+  ApprovalTrigger,
+  Budgets,
+  CapName,
+  CapValues,
+  NetworkPolicy,
+  PolicyDocument,
+  PolicyValidation,
+} from './policy-document.schema.js';
+export { policyVersion } from './policy-version.js';

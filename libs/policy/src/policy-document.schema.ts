@@ -1,0 +1,143 @@
+import { CairnError, FROZEN_CAPS, ImageRefSchema, inputIssues } from '@cairn/contracts';
+import type { InputIssue } from '@cairn/contracts';
+import { z } from 'zod';
+
+/*
+ * The policy document is data: operators write it, `policyVersion` hashes it, and every
+ * decision names that hash. It may only lower PRODUCT.md's frozen caps (I-6); a document that
+ * tries to raise one is itself invalid, so no decision is ever made under it.
+ */
+
+/** The caps a run is held to, by the same names as the RunSpec's `caps`. */
+export const CAP_NAMES = ['wallSeconds', 'memoryMiB', 'pids', 'diskMiB', 'cpus'] as const;
+export type CapName = (typeof CAP_NAMES)[number];
+
+/** The caps that PRODUCT.md freezes; `cpus` has no frozen maximum, only the policy's own. */
+export const FROZEN_RUN_CAPS = {
+  wallSeconds: FROZEN_CAPS.wallSeconds,
+  memoryMiB: FROZEN_CAPS.memoryMiB,
+  pids: FROZEN_CAPS.pids,
+  diskMiB: FROZEN_CAPS.diskMiB,
+} as const satisfies Partial<Record<CapName, number>>;
+
+export function frozenCap(name: CapName): number {
+  return name === 'cpus' ? Number.POSITIVE_INFINITY : FROZEN_RUN_CAPS[name];
+}
+
+const positiveInt = z.number().int().positive();
+
+export const CapValuesSchema = z.strictObject({
+  wallSeconds: positiveInt,
+  memoryMiB: positiveInt,
+  pids: positiveInt,
+  diskMiB: positiveInt,
+  cpus: z.number().positive().max(1024),
+});
+export type CapValues = z.infer<typeof CapValuesSchema>;
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+export const ImageDigestSchema = z.string().regex(DIGEST, 'a digest is sha256:<64 lower-case hex>');
+
+/** An image reference without a digest (`cairn/sandbox-busybox:1`). */
+export const ImageNameSchema = ImageRefSchema.refine((ref) => !ref.includes('@'), 'name the image without a digest');
+
+export const AllowedImageSchema = z.strictObject({
+  name: ImageNameSchema,
+  /** Pins the image's content: a local image with another digest is refused. */
+  digest: ImageDigestSchema.optional(),
+});
+export type AllowedImage = z.infer<typeof AllowedImageSchema>;
+
+/** What an approval rule matches. Run-level matches hold the run; `apply_step` holds before the step. */
+export const ApprovalTriggerSchema = z.union([
+  z.literal('egress'),
+  z.literal('apply_step'),
+  z.strictObject({ image: ImageNameSchema }),
+]);
+export type ApprovalTrigger = z.infer<typeof ApprovalTriggerSchema>;
+
+/** PRODUCT.md: no decision before the approval's timeout (default 24 h) cancels the run. */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 86_400;
+
+export const ApprovalRuleSchema = z.strictObject({
+  when: ApprovalTriggerSchema,
+  timeoutSeconds: positiveInt.max(7 * 86_400).optional(),
+});
+export type ApprovalRule = z.infer<typeof ApprovalRuleSchema>;
+
+/**
+ * Egress modes. Version 1 knows only `deny`; the allowlisting proxy adds a mode here and a case
+ * in `decideNetwork`, and the exhaustive switch there makes sure nothing forgets it.
+ */
+export const NetworkPolicySchema = z.strictObject({ egress: z.literal('deny') });
+export type NetworkPolicy = z.infer<typeof NetworkPolicySchema>;
+
+function cappedBy(frozen: number, what: string) {
+  return (value: number, ctx: z.core.$RefinementCtx) => {
+    if (value > frozen) {
+      ctx.addIssue({ code: 'custom', message: `${value} raises the frozen ${what} ${frozen}; a policy may only lower it` });
+    }
+  };
+}
+
+/** Job budgets; they may only lower the frozen ones. Tenant quotas and output bytes join them later. */
+export const BudgetsSchema = z.strictObject({
+  runsPerJob: positiveInt.superRefine(cappedBy(FROZEN_CAPS.runsPerJob, 'runsPerJob')),
+  jobMinutes: positiveInt.superRefine(cappedBy(FROZEN_CAPS.jobMinutes, 'jobMinutes')),
+});
+export type Budgets = z.infer<typeof BudgetsSchema>;
+
+const CapMaximaSchema = z.strictObject({
+  wallSeconds: positiveInt.superRefine(cappedBy(FROZEN_RUN_CAPS.wallSeconds, 'wallSeconds')),
+  memoryMiB: positiveInt.superRefine(cappedBy(FROZEN_RUN_CAPS.memoryMiB, 'memoryMiB')),
+  pids: positiveInt.superRefine(cappedBy(FROZEN_RUN_CAPS.pids, 'pids')),
+  diskMiB: positiveInt.superRefine(cappedBy(FROZEN_RUN_CAPS.diskMiB, 'diskMiB')),
+  cpus: z.number().positive().max(1024),
+});
+
+export const PolicyDocumentSchema = z
+  .strictObject({
+    version: z.literal(1),
+    /** Used when a RunSpec names no image; must be on the allowlist. */
+    defaultImage: ImageNameSchema,
+    images: z.strictObject({ allow: z.array(AllowedImageSchema).min(1).max(256) }),
+    caps: z.strictObject({
+      /** Applied to each cap a RunSpec leaves out. */
+      defaults: CapValuesSchema,
+      /** Per-run maxima; a request above one is refused, never clamped. */
+      max: CapMaximaSchema,
+    }),
+    network: NetworkPolicySchema,
+    approvals: z.strictObject({ rules: z.array(ApprovalRuleSchema).max(256) }),
+    budgets: BudgetsSchema,
+  })
+  .superRefine((policy, ctx) => {
+    for (const name of CAP_NAMES) {
+      const value = policy.caps.defaults[name];
+      const max = policy.caps.max[name];
+      if (value > max) ctx.addIssue({ code: 'custom', path: ['caps', 'defaults', name], message: `default ${value} is above the maximum ${max}` });
+    }
+    const names = policy.images.allow.map((image) => image.name);
+    const repeated = names.filter((name, i) => names.indexOf(name) !== i);
+    for (const name of new Set(repeated)) ctx.addIssue({ code: 'custom', path: ['images', 'allow'], message: `${name} is listed twice` });
+    if (!names.includes(policy.defaultImage)) {
+      ctx.addIssue({ code: 'custom', path: ['defaultImage'], message: `${policy.defaultImage} is not on images.allow` });
+    }
+  });
+export type PolicyDocument = z.infer<typeof PolicyDocumentSchema>;
+
+export type PolicyValidation = { ok: true; policy: PolicyDocument } | { ok: false; issues: InputIssue[] };
+
+/** Checks a policy document; every problem is reported with its path (`caps.max.pids: …`). */
+export function validatePolicy(doc: unknown): PolicyValidation {
+  const result = PolicyDocumentSchema.safeParse(doc);
+  return result.success ? { ok: true, policy: result.data } : { ok: false, issues: inputIssues(result.error) };
+}
+
+/** Like `validatePolicy`, but throws `E_INPUT` naming every problem: for loading a policy at boot. */
+export function parsePolicy(doc: unknown): PolicyDocument {
+  const result = validatePolicy(doc);
+  if (result.ok) return result.policy;
+  const message = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+  throw new CairnError('E_INPUT', `invalid policy: ${message}`, { issues: result.issues });
+}
