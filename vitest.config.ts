@@ -2,11 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 // Tests run against the TypeScript sources of the workspace packages (the `@cairn/source`
 // export condition); the apps they spawn as processes run from `dist/` (built by `npm test`).
-const resolve = { conditions: ['@cairn/source', 'node', 'import', 'default'] };
+const resolve = { conditions: ['@cairn/source', 'module', 'node', 'development|production'] };
 
 export default defineConfig({
   resolve,
-  ssr: { resolve: { conditions: resolve.conditions, externalConditions: ['node', 'import', 'default'] } },
+  ssr: { resolve: { conditions: resolve.conditions } },
   test: {
     projects: [
       {

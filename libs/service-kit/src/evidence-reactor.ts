@@ -1,0 +1,184 @@
+import { CairnError, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
+import { EvidenceLog, evidenceSubjects, KeyedSerialQueue } from '@cairn/evidence-log';
+import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { JsonLogger } from './json-logger.js';
+import { ReactionContext } from './reaction-context.js';
+
+/** What a service does with the receipts it reacts to. */
+export interface ReactorHandler {
+  /** Event types this service reacts to; every other receipt is acked and skipped. */
+  readonly types: ReadonlySet<string>;
+  handle(ctx: ReactionContext): Promise<void>;
+  /**
+   * Called once a receipt has failed `maxDeliver` times with an error that is not a passing
+   * outage. The default fails a run chain with `E_UNKNOWN_STATE` (I-5): never hang, never guess.
+   */
+  giveUp?(ctx: ReactionContext, error: unknown): Promise<void>;
+}
+
+export interface EvidenceReactorOptions {
+  service: string;
+  /** Durable consumer name, e.g. `cairn-policy`. */
+  durable: string;
+  nc: NatsConnection;
+  log: EvidenceLog;
+  handler: ReactorHandler;
+  logger: JsonLogger;
+  /** Receipts handled at once, across chains; one chain's receipts are always handled in order. */
+  concurrency?: number;
+  ackWaitMs?: number;
+  /** Deliveries of one receipt before `giveUp`. */
+  maxDeliver?: number;
+}
+
+const DEFAULTS = { concurrency: 8, ackWaitMs: 30_000, maxDeliver: 5 } as const;
+
+/**
+ * A service's durable pull consumer on the evidence stream (docs/adr/0003): decode and validate
+ * each receipt, hand the ones the service reacts to to its handler, ack after the handler's
+ * appends are stored. A passing outage (E_UNAVAILABLE) is retried without limit; any other
+ * failure is retried `maxDeliver` times, then the handler gives up on the run, on the record.
+ */
+export class EvidenceReactor {
+  private messages: ConsumerMessages | null = null;
+  private loop: Promise<void> | null = null;
+  private readonly perChain = new KeyedSerialQueue();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly options: Required<Omit<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log'>> &
+    Pick<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log'>;
+  private handled = 0;
+
+  constructor(options: EvidenceReactorOptions) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  get handledCount(): number {
+    return this.handled;
+  }
+
+  async start(): Promise<void> {
+    const { nc, log, durable, concurrency, ackWaitMs } = this.options;
+    const jsm = await jetstreamManager(nc);
+    const filter = evidenceSubjects(log.subjectPrefix);
+    await ensureDurable(jsm, log.streamName, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: filter,
+      ack_wait: nanos(ackWaitMs),
+      max_ack_pending: concurrency * 4,
+      max_deliver: -1,
+    });
+    const consumer = await jsm.jetstream().consumers.get(log.streamName, durable);
+    this.messages = await consumer.consume({ max_messages: concurrency * 2 });
+    this.loop = this.run(this.messages);
+  }
+
+  /** Stops pulling and waits for the receipts in hand. */
+  async stop(): Promise<void> {
+    if (this.messages === null) return;
+    await this.messages.close();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+    this.messages = null;
+  }
+
+  private async run(messages: ConsumerMessages): Promise<void> {
+    for await (const msg of messages) {
+      while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight);
+      const task = this.perChain.run(msg.subject, () => this.process(msg));
+      this.inFlight.add(task);
+      void task.finally(() => this.inFlight.delete(task));
+    }
+  }
+
+  private async process(msg: JsMsg): Promise<void> {
+    const { handler, logger, service } = this.options;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(new TextDecoder().decode(msg.data));
+    } catch {
+      logger.write('warn', 'skipping a message that is not JSON', { subject: msg.subject, stream_seq: msg.seq });
+      msg.ack();
+      return;
+    }
+    const parsed = parseEvidenceReceipt(raw);
+    if (!parsed.ok) {
+      // The projector records it as poison; a service never acts on what does not validate.
+      logger.write('warn', 'skipping an invalid receipt', { subject: msg.subject, stream_seq: msg.seq, reason: parsed.reason });
+      msg.ack();
+      return;
+    }
+    const receipt = parsed.receipt;
+    if (!handler.types.has(receipt.type)) {
+      msg.ack();
+      return;
+    }
+    const ctx = new ReactionContext(receipt, service, this.options.log, () => msg.working());
+    const keepAlive = setInterval(() => msg.working(), Math.max(1000, Math.floor(this.options.ackWaitMs / 3)));
+    try {
+      await handler.handle(ctx);
+      msg.ack();
+      this.handled += 1;
+    } catch (error) {
+      await this.failed(msg, ctx, error);
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private async failed(msg: JsMsg, ctx: ReactionContext, error: unknown): Promise<void> {
+    const { logger, handler, maxDeliver } = this.options;
+    const deliveries = msg.info.deliveryCount;
+    const code = isCairnError(error) ? error.code : 'E_INTERNAL';
+    const detail = { event: ctx.eventId, type: ctx.receipt.type, deliveries, code, error: error instanceof Error ? error.message : String(error) };
+    if (code === 'E_UNAVAILABLE') {
+      logger.write('warn', 'reaction failed on an outage; will retry', detail);
+      msg.nak(backoffMs(deliveries));
+      return;
+    }
+    if (deliveries < maxDeliver) {
+      logger.write('error', 'reaction failed; will retry', detail);
+      msg.nak(backoffMs(deliveries));
+      return;
+    }
+    logger.write('error', 'reaction failed for good; giving up on the chain', detail);
+    try {
+      await (handler.giveUp ?? defaultGiveUp)(ctx, error);
+      msg.ack();
+    } catch (giveUpError) {
+      logger.write('fatal', 'could not record giving up; will retry', { ...detail, giveUpError: String(giveUpError) });
+      msg.nak(backoffMs(deliveries));
+    }
+  }
+}
+
+async function defaultGiveUp(ctx: ReactionContext, error: unknown): Promise<void> {
+  if (!ctx.chainId.startsWith('run_')) return;
+  const message = error instanceof Error ? error.message : String(error);
+  await ctx.append('run.failed', { error_code: 'E_UNKNOWN_STATE', message: `${ctx.service} could not handle ${ctx.receipt.type}: ${message}`.slice(0, 2000) }, 'give-up');
+}
+
+function backoffMs(deliveries: number): number {
+  return Math.min(30_000, 250 * 2 ** Math.max(0, deliveries - 1));
+}
+
+type DurableConfig = Parameters<JetStreamManager['consumers']['add']>[1] & { durable_name: string };
+
+async function ensureDurable(jsm: JetStreamManager, stream: string, config: DurableConfig): Promise<void> {
+  try {
+    const existing = await jsm.consumers.info(stream, config.durable_name);
+    if (existing.config.filter_subject !== config.filter_subject || existing.config.ack_policy !== AckPolicy.Explicit) {
+      throw new CairnError('E_CONFLICT', `consumer ${config.durable_name} on ${stream} has another filter or ack policy`);
+    }
+    if (existing.config.ack_wait !== config.ack_wait || existing.config.max_ack_pending !== config.max_ack_pending) {
+      await jsm.consumers.update(stream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+    }
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
+    await jsm.consumers.add(stream, config);
+  }
+}

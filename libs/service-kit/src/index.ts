@@ -1,0 +1,10 @@
+export { EvidenceReactor } from './evidence-reactor.js';
+export type { EvidenceReactorOptions, ReactorHandler } from './evidence-reactor.js';
+export { JsonLogger } from './json-logger.js';
+export type { LogLevel } from './json-logger.js';
+export { ReactionContext } from './reaction-context.js';
+export { runServiceMain, startService } from './run-service.js';
+export type { RunningService } from './run-service.js';
+export { ServiceRuntimeModule } from './service-runtime.module.js';
+export type { ServiceModuleOptions } from './service-runtime.module.js';
+export { EVIDENCE_LOG, NATS_CONNECTION, REACTOR_HANDLER, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from './service.tokens.js';

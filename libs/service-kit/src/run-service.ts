@@ -1,0 +1,35 @@
+import { isCairnError } from '@cairn/contracts';
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { DynamicModule } from '@nestjs/common';
+import { JsonLogger } from './json-logger.js';
+
+export interface RunningService {
+  readonly app: INestApplicationContext;
+  stop(): Promise<void>;
+}
+
+/**
+ * Boots a service's root module as a Nest application context (no HTTP), with JSON logs on
+ * stderr and clean shutdown on SIGTERM/SIGINT. Used by every service's `main.ts` and by
+ * tests that run a service in-process.
+ */
+export async function startService(service: string, module: DynamicModule, options: { shutdownHooks?: boolean } = {}): Promise<RunningService> {
+  const app = await NestFactory.createApplicationContext(module, { logger: new JsonLogger(service, 'warn'), abortOnError: false });
+  if (options.shutdownHooks === true) app.enableShutdownHooks();
+  await app.init();
+  let stopped: Promise<void> | null = null;
+  return { app, stop: () => (stopped ??= app.close()) };
+}
+
+/** `main.ts` body: start, or print what is wrong (config names the variable) and exit 1. */
+export async function runServiceMain(service: string, build: () => DynamicModule): Promise<void> {
+  const logger = new JsonLogger(service);
+  try {
+    await startService(service, build(), { shutdownHooks: true });
+    logger.write('info', 'started', { pid: process.pid });
+  } catch (error) {
+    logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
+    process.exit(1);
+  }
+}

@@ -1,0 +1,112 @@
+import { CairnError } from '@cairn/contracts';
+import type { EvidenceLogConfig } from '@cairn/config';
+import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import type { DynamicModule, OnApplicationBootstrap, OnApplicationShutdown, Provider, Type } from '@nestjs/common';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { EvidenceReactor } from './evidence-reactor.js';
+import type { ReactorHandler } from './evidence-reactor.js';
+import { JsonLogger } from './json-logger.js';
+import { EVIDENCE_LOG, NATS_CONNECTION, REACTOR_HANDLER, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from './service.tokens.js';
+
+export interface ServiceModuleOptions<C extends EvidenceLogConfig> {
+  /** `policy`, `scheduler`, … — the actor on every receipt the service appends. */
+  service: string;
+  config: C;
+  /** The service's reactor handler; omit for services that only serve (e.g. a gateway). */
+  handler?: Type<ReactorHandler>;
+  /** Durable consumer name; defaults to `cairn-<service>`. */
+  durable?: string;
+  concurrency?: number;
+  ackWaitMs?: number;
+  providers?: Provider[];
+  imports?: DynamicModule['imports'];
+  exports?: DynamicModule['exports'];
+}
+
+/** Starts the reactor once the module is up and stops it (and NATS) on shutdown. */
+@Injectable()
+class ReactorLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private reactor: EvidenceReactor | null = null;
+
+  constructor(
+    @Inject(SERVICE_NAME) private readonly service: string,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(EVIDENCE_LOG) private readonly log: EvidenceLog,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+    @Inject(REACTOR_HANDLER) private readonly handler: ReactorHandler | null,
+    @Inject('cairn.reactor-options') private readonly reactorOptions: { durable: string; concurrency?: number; ackWaitMs?: number },
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.handler === null) return;
+    this.reactor = new EvidenceReactor({
+      service: this.service,
+      nc: this.nc,
+      log: this.log,
+      handler: this.handler,
+      logger: this.logger,
+      ...this.reactorOptions,
+    });
+    await this.reactor.start();
+    this.logger.write('info', 'reacting to the evidence stream', { durable: this.reactorOptions.durable, types: [...this.handler.types] });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.reactor?.stop();
+    await this.log.close();
+    if (!this.nc.isClosed()) await this.nc.drain();
+  }
+}
+
+/**
+ * The shared wiring of a Cairn service: config, one NATS connection, the evidence log, a JSON
+ * logger, and (when given) the service's reactor over the evidence stream.
+ */
+@Module({})
+export class ServiceRuntimeModule {
+  static forRoot<C extends EvidenceLogConfig>(options: ServiceModuleOptions<C>): DynamicModule {
+    const logger = new JsonLogger(options.service);
+    const handlerProviders: Provider[] = options.handler
+      ? [options.handler, { provide: REACTOR_HANDLER, useExisting: options.handler }]
+      : [{ provide: REACTOR_HANDLER, useValue: null }];
+    return {
+      module: ServiceRuntimeModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        { provide: SERVICE_NAME, useValue: options.service },
+        { provide: SERVICE_CONFIG, useValue: options.config },
+        { provide: SERVICE_LOGGER, useValue: logger },
+        {
+          provide: 'cairn.reactor-options',
+          useValue: {
+            durable: options.durable ?? `cairn-${options.service}`,
+            ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+            ...(options.ackWaitMs === undefined ? {} : { ackWaitMs: options.ackWaitMs }),
+          },
+        },
+        {
+          provide: NATS_CONNECTION,
+          useFactory: async (): Promise<NatsConnection> => {
+            try {
+              return await connect({ servers: options.config.CAIRN_NATS_URL.split(','), name: `cairn-${options.service}`, maxReconnectAttempts: -1 });
+            } catch (error) {
+              throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${options.config.CAIRN_NATS_URL}: ${String(error)}`);
+            }
+          },
+        },
+        {
+          provide: EVIDENCE_LOG,
+          inject: [NATS_CONNECTION],
+          useFactory: (nc: NatsConnection) => EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(options.config)),
+        },
+        ...handlerProviders,
+        ReactorLifecycle,
+        ...(options.providers ?? []),
+      ],
+      exports: [SERVICE_NAME, SERVICE_CONFIG, SERVICE_LOGGER, NATS_CONNECTION, EVIDENCE_LOG, ...(options.exports ?? [])],
+    };
+  }
+}
