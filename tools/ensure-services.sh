@@ -54,5 +54,10 @@ if ! docker_up; then
   as_root sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
   wait_for "dockerd" 120 docker_up
 fi
+# The minimal sandbox image is built locally from a static busybox (no registry here).
+if ! dpkg -s busybox-static >/dev/null 2>&1; then
+  log "installing busybox-static"
+  apt_install busybox-static
+fi
 
 log "NATS, PostgreSQL and Docker are answering"

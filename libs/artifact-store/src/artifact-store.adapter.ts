@@ -1,0 +1,108 @@
+import { CairnError, isCairnError, Sha256HexSchema } from '@cairn/contracts';
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
+/** What `verify` found: the bytes hash to their name, are missing, or do not (tampered, rotten). */
+export type ArtifactState = 'ok' | 'missing' | 'corrupt';
+
+/** Content-addressed storage for the files a run produced; artifacts are named by their sha256. */
+export interface ArtifactStore {
+  /** Stores `bytes` (once: equal bytes are one artifact) and returns their sha256 (hex). */
+  put(bytes: Uint8Array): Promise<string>;
+  /** The bytes, re-hashed on the way out: `E_NOT_FOUND` if absent, `E_INTERNAL` if they no longer match. */
+  get(sha256: string): Promise<Uint8Array>;
+  has(sha256: string): Promise<boolean>;
+  /** Re-hashes what is stored. */
+  verify(sha256: string): Promise<ArtifactState>;
+}
+
+const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/**
+ * The artifact store on a local file system: `<root>/sha256/<ab>/<rest of the hash>`, written to
+ * a temporary file, synced, then hard-linked into place — so a reader never sees a half-written
+ * artifact, a crash leaves at most a stray temporary file, and two writers of the same bytes
+ * cannot clobber each other (the second link finds the first).
+ */
+export class FsArtifactStore implements ArtifactStore {
+  constructor(private readonly root: string) {}
+
+  /** Where an artifact lives (the hash is checked first: no path can be smuggled in). */
+  pathOf(sha256: string): string {
+    if (!Sha256HexSchema.safeParse(sha256).success) throw new CairnError('E_INPUT', `not a lower-case hex sha256: ${JSON.stringify(sha256)}`);
+    return join(this.root, 'sha256', sha256.slice(0, 2), sha256.slice(2));
+  }
+
+  async put(bytes: Uint8Array): Promise<string> {
+    const sha256 = sha256Hex(bytes);
+    const target = this.pathOf(sha256);
+    if (await this.has(sha256)) return sha256;
+    const tmpDir = join(this.root, 'tmp');
+    await Promise.all([mkdir(dirname(target), { recursive: true }), mkdir(tmpDir, { recursive: true })]);
+    const temporary = join(tmpDir, `${sha256}.${randomBytes(6).toString('hex')}`);
+    try {
+      const file = await open(temporary, 'wx', 0o444);
+      try {
+        await file.writeFile(bytes);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      try {
+        await link(temporary, target);
+      } catch (error) {
+        // Someone stored the same bytes first: theirs is as good as ours.
+        if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
+      }
+      await syncDirectory(dirname(target));
+    } finally {
+      await rm(temporary, { force: true });
+    }
+    return sha256;
+  }
+
+  async get(sha256: string): Promise<Uint8Array> {
+    const path = this.pathOf(sha256);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') throw new CairnError('E_NOT_FOUND', `no artifact ${sha256}`, { sha256 });
+      throw error;
+    }
+    const actual = sha256Hex(bytes);
+    if (actual !== sha256) throw new CairnError('E_INTERNAL', `artifact ${sha256} is corrupt: its bytes hash to ${actual}`, { sha256, actual });
+    return new Uint8Array(bytes);
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    try {
+      return (await stat(this.pathOf(sha256))).isFile();
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return false;
+      throw error;
+    }
+  }
+
+  async verify(sha256: string): Promise<ArtifactState> {
+    try {
+      await this.get(sha256);
+      return 'ok';
+    } catch (error) {
+      if (isCairnError(error) && error.code === 'E_NOT_FOUND') return 'missing';
+      if (isCairnError(error) && error.code === 'E_INTERNAL') return 'corrupt';
+      throw error;
+    }
+  }
+}
+
+/** Makes a new directory entry durable (the rename/link itself, not only the file's bytes). */
+async function syncDirectory(path: string): Promise<void> {
+  const dir = await open(path, 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}

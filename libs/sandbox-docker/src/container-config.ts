@@ -1,0 +1,102 @@
+import { containerName, memoryLimitMiB, sandboxLabels, tmpfsLayout, type SandboxSpec, type TmpfsMount } from '@cairn/sandbox';
+import type Docker from 'dockerode';
+
+/** The unprivileged identity every sandbox process runs as; never root. */
+export interface SandboxUser {
+  uid: number;
+  gid: number;
+}
+
+export const DEFAULT_SANDBOX_USER: SandboxUser = Object.freeze({ uid: 1000, gid: 1000 });
+
+const MiB = 1024 * 1024;
+
+export const SANDBOX_ENV = Object.freeze([
+  'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  // The root is read-only: tools that write to $HOME or $TMPDIR must land on tmpfs.
+  'HOME=/work',
+  'TMPDIR=/tmp',
+]);
+
+/** Options of one tmpfs mount. Docker's tmpfs default is `noexec`, so exec is said explicitly. */
+export function tmpfsOptions(mount: TmpfsMount, user: SandboxUser): string {
+  const options = ['rw', mount.exec ? 'exec' : 'noexec', 'nosuid', 'nodev', `size=${mount.sizeMiB}m`, `nr_inodes=${mount.inodes}`];
+  // Program mounts belong to the sandbox user; /tmp and /dev/shm keep tmpfs's sticky 1777.
+  if (mount.exec) options.push(`uid=${user.uid}`, `gid=${user.gid}`, 'mode=0755');
+  return options.join(',');
+}
+
+/** What the engine is told beyond `HostConfig`'s typed fields (API 1.41 knows it; the types lag). */
+type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & { CgroupnsMode: 'private' | 'host' };
+
+/**
+ * The container every sandbox is: read-only root, no capabilities, no privilege gain, default
+ * seccomp, non-root, an init as PID 1 reaping an idle `sleep`, hard memory/pids/CPU caps,
+ * size-capped tmpfs for everything writable, no network, no IPC, no binds, no devices.
+ * Each setting is explained in docs/sandbox-hardening.md.
+ */
+export function hardenedContainerOptions(spec: SandboxSpec, imageId: string, user: SandboxUser = DEFAULT_SANDBOX_USER): Docker.ContainerCreateOptions {
+  if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid <= 0 || user.gid <= 0) {
+    throw new RangeError(`the sandbox user must be non-root, got ${user.uid}:${user.gid}`);
+  }
+  const { caps } = spec;
+  const layout = tmpfsLayout(caps.diskMiB);
+  const tmpfs: Record<string, string> = {};
+  for (const mount of layout) tmpfs[mount.path] = tmpfsOptions(mount, user);
+  const shm = layout.find((m) => m.path === '/dev/shm');
+  const memoryBytes = memoryLimitMiB(caps) * MiB;
+
+  const hostConfig: HostConfig = {
+    ReadonlyRootfs: true,
+    CapDrop: ['ALL'],
+    CapAdd: [],
+    Privileged: false,
+    // Default seccomp stays on: nothing here says `seccomp=unconfined`.
+    SecurityOpt: ['no-new-privileges'],
+    Init: true,
+    PidsLimit: caps.pids,
+    Memory: memoryBytes,
+    MemorySwap: memoryBytes,
+    OomKillDisable: false,
+    // Under host-wide memory pressure, a sandbox dies before the services that watch it.
+    OomScoreAdj: 500,
+    NanoCpus: Math.round(caps.cpus * 1e9),
+    Tmpfs: tmpfs,
+    // The /dev/shm tmpfs above takes precedence; ShmSize caps it the same should it not.
+    ShmSize: (shm?.sizeMiB ?? 1) * MiB,
+    NetworkMode: 'none',
+    IpcMode: 'private',
+    CgroupnsMode: 'private',
+    RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
+    AutoRemove: false,
+    Binds: [],
+    Mounts: [],
+    Devices: [],
+    PublishAllPorts: false,
+    Ulimits: [
+      { Name: 'core', Soft: 0, Hard: 0 },
+      { Name: 'nofile', Soft: 8192, Hard: 8192 },
+    ],
+    // Step output is read over exec and bounded there; PID 1 writes nothing worth a log file.
+    LogConfig: { Type: 'none', Config: {} },
+  };
+
+  return {
+    name: containerName(spec.labels.chainId, spec.instance),
+    Image: imageId,
+    Hostname: 'sandbox',
+    User: `${user.uid}:${user.gid}`,
+    WorkingDir: '/work',
+    Env: [...SANDBOX_ENV],
+    // PID 1 (under the init) idles for the sandbox's lifetime; every step is an exec.
+    Entrypoint: ['sleep'],
+    Cmd: [String(spec.lifetimeSeconds)],
+    Labels: sandboxLabels(spec.labels),
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    HostConfig: hostConfig,
+  };
+}

@@ -1,0 +1,66 @@
+import { parseSandboxSpec } from '@cairn/sandbox';
+import { describe, expect, it } from 'vitest';
+import { hardenedContainerOptions, tmpfsOptions } from './container-config.js';
+
+const spec = parseSandboxSpec({
+  image: 'cairn/sandbox-busybox:1',
+  caps: { wallSeconds: 60, memoryMiB: 256, pids: 64, diskMiB: 256, cpus: 1.5 },
+  labels: { workerId: 'w1', chainId: 'run_abc', pool: 'warm' },
+  instance: 2,
+  lifetimeSeconds: 3600,
+});
+const options = hardenedContainerOptions(spec, 'sha256:' + 'f'.repeat(64));
+const host = options.HostConfig!;
+const MiB = 1024 * 1024;
+
+describe('hardenedContainerOptions', () => {
+  it('locks the container down', () => {
+    expect(host).toMatchObject({
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      CapAdd: [],
+      Privileged: false,
+      SecurityOpt: ['no-new-privileges'],
+      Init: true,
+      NetworkMode: 'none',
+      IpcMode: 'private',
+      RestartPolicy: { Name: 'no' },
+      Binds: [],
+      Mounts: [],
+      Devices: [],
+    });
+    expect(JSON.stringify(options)).not.toContain('unconfined');
+    expect(options.User).toBe('1000:1000');
+  });
+
+  it('sets memory = swap = memoryMiB + diskMiB, pids, CPU and the tmpfs sizes from the caps', () => {
+    expect(host.Memory).toBe(512 * MiB);
+    expect(host.MemorySwap).toBe(512 * MiB);
+    expect(host.PidsLimit).toBe(64);
+    expect(host.NanoCpus).toBe(1_500_000_000);
+    expect(host.Tmpfs).toEqual({
+      '/tmp': 'rw,noexec,nosuid,nodev,size=32m,nr_inodes=4096',
+      '/work': 'rw,exec,nosuid,nodev,size=128m,nr_inodes=16384,uid=1000,gid=1000,mode=0755',
+      '/out': 'rw,exec,nosuid,nodev,size=64m,nr_inodes=8192,uid=1000,gid=1000,mode=0755',
+      '/dev/shm': 'rw,noexec,nosuid,nodev,size=32m,nr_inodes=4096',
+    });
+    expect(host.ShmSize).toBe(32 * MiB);
+  });
+
+  it('names and labels the container from its chain, and idles PID 1 for the lifetime', () => {
+    expect(options.name).toBe('cairn-run_abc-2');
+    expect(options.Labels).toEqual({ 'io.cairn.managed': '1', 'io.cairn.worker': 'w1', 'io.cairn.chain': 'run_abc', 'io.cairn.pool': 'warm' });
+    expect(options.Image).toBe('sha256:' + 'f'.repeat(64));
+    expect([options.Entrypoint, options.Cmd]).toEqual([['sleep'], ['3600']]);
+  });
+
+  it('refuses to run the sandbox as root', () => {
+    expect(() => hardenedContainerOptions(spec, 'x', { uid: 0, gid: 0 })).toThrow(RangeError);
+  });
+
+  it('gives program mounts to the sandbox user and leaves the others sticky', () => {
+    expect(tmpfsOptions({ path: '/work', sizeMiB: 1, inodes: 128, exec: true }, { uid: 1234, gid: 99 })).toBe(
+      'rw,exec,nosuid,nodev,size=1m,nr_inodes=128,uid=1234,gid=99,mode=0755',
+    );
+  });
+});

@@ -1,0 +1,512 @@
+import { CairnError, isCairnError } from '@cairn/contracts';
+import {
+  LimitWatch,
+  parseSandboxSpec,
+  planReconcile,
+  WorkerIdSchema,
+  workerLabelFilters,
+  WRITABLE_MOUNTS,
+  type DestroyResult,
+  type ExecRequest,
+  type ExecResult,
+  type LimitObservation,
+  type LimitSample,
+  type SandboxDriver,
+  type SandboxFileIn,
+  type SandboxFileOut,
+  type SandboxHandle,
+  type SandboxSpecInput,
+} from '@cairn/sandbox';
+import type Docker from 'dockerode';
+import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseSandboxLook, SANDBOX_LOOK_SCRIPT, type SandboxLook } from './cgroup-files.js';
+import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, type SandboxUser } from './container-config.js';
+import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
+import { BoundedBuffer, ExecStreamDemuxer, type OutputSink } from './exec-output.js';
+import { archiveCommand, checkFilesIn, entriesFor, packFiles, TarFileCollector } from './file-transfer.js';
+import { LimitProbe, type ProbeCoverage, type ProbeMode } from './limit-probe.js';
+
+export interface DockerSandboxDriverOptions {
+  /** A client to use; otherwise one on `socketPath` (default `/var/run/docker.sock`). */
+  docker?: Docker;
+  socketPath?: string;
+  /** Who runs inside; never root. Default 1000:1000. */
+  user?: SandboxUser;
+  /** How often caps are sampled while a step runs. Default 50 ms. */
+  pollIntervalMs?: number;
+  /** Wall time for moving files in or out. Default 120 s. */
+  transferTimeoutMs?: number;
+  /** `auto` (kernel counters from the host, needs root there) or `sandbox` (look from inside). */
+  probes?: ProbeMode;
+}
+
+interface SandboxState {
+  handle: SandboxHandle;
+  container: Docker.Container;
+  probe: LimitProbe;
+  busy: boolean;
+}
+
+interface StepCommand {
+  argv: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  workdir?: string;
+  stdin?: Uint8Array;
+  timeoutMs: number;
+}
+
+interface StepOutcome {
+  exitCode: number | null;
+  durationMs: number;
+  limits: LimitObservation[];
+  limitHit: ExecResult['limitHit'];
+  teardown: DestroyResult | null;
+}
+
+const MAX_OUTPUT_BYTES = 2 ** 31 - 1;
+const LOOK_INSIDE_TIMEOUT_MS = 3000;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const NUL = '\u0000';
+
+/** The Docker (dockerode) implementation of the sandbox port; see docs/sandbox-hardening.md. */
+export class DockerSandboxDriver implements SandboxDriver {
+  private readonly docker: Docker;
+  private readonly user: SandboxUser;
+  private readonly pollIntervalMs: number;
+  private readonly transferTimeoutMs: number;
+  private readonly probeMode: ProbeMode;
+  private readonly sandboxes = new Map<string, SandboxState>();
+
+  constructor(options: DockerSandboxDriverOptions = {}) {
+    this.docker = options.docker ?? createDockerClient(options.socketPath ?? DEFAULT_DOCKER_SOCKET);
+    this.user = options.user ?? DEFAULT_SANDBOX_USER;
+    if (this.user.uid <= 0 || this.user.gid <= 0) throw new RangeError('the sandbox user must not be root');
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.transferTimeoutMs = options.transferTimeoutMs ?? 120_000;
+    this.probeMode = options.probes ?? 'auto';
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (error) {
+      const absent = engineError(error, 'E_RUNTIME_ABSENT', 'pinging the container engine');
+      throw absent.code === 'E_RUNTIME_ABSENT' ? absent : new CairnError('E_RUNTIME_ABSENT', absent.message, absent.details);
+    }
+  }
+
+  async create(input: SandboxSpecInput): Promise<SandboxHandle> {
+    const spec = parseSandboxSpec(input);
+    const imageId = await this.resolveImage(spec.image);
+    const options = hardenedContainerOptions(spec, imageId, this.user);
+    const name = options.name ?? '';
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer(options);
+    } catch (error) {
+      const status = engineStatus(error);
+      if (status === 404) throw engineError(error, 'E_IMAGE_PULL', `image ${spec.image} vanished before ${name} was created`, { image: spec.image });
+      throw engineError(error, 'E_SANDBOX_START', `creating sandbox ${name}${status === 409 ? ' (the name is taken)' : ''}`, { name });
+    }
+    let started = false;
+    try {
+      await container.start();
+      const info = await container.inspect();
+      if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `sandbox ${name} stopped right after it started`, { name, state: info.State.Status });
+      const handle: SandboxHandle = Object.freeze({
+        id: container.id,
+        name,
+        chainId: spec.labels.chainId,
+        workerId: spec.labels.workerId,
+        imageId,
+        caps: Object.freeze({ ...spec.caps }),
+      });
+      const probe = await this.openProbe(container.id, info.State.Pid);
+      this.sandboxes.set(container.id, { handle, container, probe, busy: false });
+      started = true;
+      return handle;
+    } catch (error) {
+      throw engineError(error, 'E_SANDBOX_START', `starting sandbox ${name}`, { name });
+    } finally {
+      // I-8: a sandbox that did not come up is not left behind.
+      if (!started) await this.removeContainer(container.id).catch(() => undefined);
+    }
+  }
+
+  /** Where each cap of a sandbox is read from: the host's kernel counters, or a look from inside. */
+  async coverage(handle: SandboxHandle): Promise<ProbeCoverage> {
+    return (await this.state(handle)).probe.coverage;
+  }
+
+  async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecResult> {
+    checkExecRequest(handle, request);
+    const stdout = new BoundedBuffer(request.maxOutputBytes);
+    const stderr = new BoundedBuffer(request.maxOutputBytes);
+    const outcome = await this.runStep(handle, request, (stream, chunk) => (stream === 'stdout' ? stdout : stderr).push(chunk));
+    return {
+      ...outcome,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      stdoutBytes: stdout.total,
+      stderrBytes: stderr.total,
+      truncated: stdout.truncated || stderr.truncated,
+    };
+  }
+
+  async putFiles(handle: SandboxHandle, files: readonly SandboxFileIn[]): Promise<void> {
+    checkFilesIn(files);
+    if (files.length === 0) return;
+    const archive = await packFiles(files, this.user);
+    const stderr = new BoundedBuffer(16 * 1024);
+    const outcome = await this.runStep(
+      handle,
+      { argv: ['tar', '-x', '-f', '-', '-C', '/'], stdin: archive, timeoutMs: this.transferTimeoutMs },
+      (stream, chunk) => {
+        if (stream === 'stderr') stderr.push(chunk);
+      },
+    );
+    failOnTransfer(handle, 'putting files into', outcome, stderr);
+  }
+
+  async getFiles(handle: SandboxHandle, paths: readonly string[], maxBytes: number): Promise<SandboxFileOut[]> {
+    const entries = entriesFor(paths);
+    if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new CairnError('E_INPUT', 'maxBytes must be a non-negative integer');
+    if (entries.length === 0) return [];
+    const collector = new TarFileCollector(maxBytes);
+    const stderr = new BoundedBuffer(16 * 1024);
+    const outcome = await this.runStep(handle, { argv: archiveCommand(entries), timeoutMs: this.transferTimeoutMs }, (stream, chunk) => {
+      if (stream === 'stdout') collector.write(chunk);
+      else stderr.push(chunk);
+    });
+    failOnTransfer(handle, 'reading files from', outcome, stderr);
+    return collector.finish();
+  }
+
+  async destroy(handle: SandboxHandle): Promise<DestroyResult> {
+    this.sandboxes.delete(handle.id);
+    await this.removeContainer(handle.id);
+    return { verifiedGone: await this.verifyGone(handle.id) };
+  }
+
+  async reconcile(workerId: string, keep: (chainId: string) => boolean): Promise<string[]> {
+    if (!WorkerIdSchema.safeParse(workerId).success) throw new CairnError('E_INPUT', `not a worker id: ${JSON.stringify(workerId)}`);
+    let listed: Docker.ContainerInfo[];
+    try {
+      listed = await this.docker.listContainers({ all: true, filters: { label: workerLabelFilters(workerId) } });
+    } catch (error) {
+      throw engineError(error, 'E_INTERNAL', 'listing sandboxes to reconcile');
+    }
+    const targets = planReconcile(
+      listed.map((c) => ({ id: c.Id, names: c.Names, labels: c.Labels })),
+      workerId,
+      keep,
+    );
+    const reaped: string[] = [];
+    const failed: string[] = [];
+    for (const target of targets) {
+      this.sandboxes.delete(target.id);
+      try {
+        await this.removeContainer(target.id);
+        if (await this.verifyGone(target.id)) reaped.push(target.name);
+        else failed.push(target.name);
+      } catch (error) {
+        if (isCairnError(error) && error.code === 'E_RUNTIME_ABSENT') throw error;
+        failed.push(target.name);
+      }
+    }
+    if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not reap ${failed.join(', ')}`, { reaped, failed });
+    return reaped;
+  }
+
+  // --- steps ---------------------------------------------------------------------------------
+
+  /**
+   * Runs one command in the sandbox with caps watched: samples the counters before it starts,
+   * every `pollIntervalMs` while it runs, at the deadline and after it ends. The first cap seen
+   * stops the step by destroying the sandbox (a `setsid` child escapes a process-group kill).
+   */
+  private async runStep(handle: SandboxHandle, command: StepCommand, sink: OutputSink): Promise<StepOutcome> {
+    const state = await this.state(handle);
+    if (state.busy) throw new CairnError('E_CONFLICT', `sandbox ${handle.name} is already running a step`, { name: handle.name });
+    state.busy = true;
+    try {
+      return await this.watchStep(state, command, sink);
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  private async watchStep(state: SandboxState, command: StepCommand, sink: OutputSink): Promise<StepOutcome> {
+    const { handle, container } = state;
+    const startedAt = performance.now();
+    const startedEpoch = Date.now();
+    const elapsed = () => Math.round(performance.now() - startedAt);
+    const watch = new LimitWatch(await this.look(state, 0, true));
+
+    let exec: Docker.Exec;
+    let stream: Duplex;
+    try {
+      exec = await container.exec({
+        Cmd: [...command.argv],
+        Env: Object.entries(command.env ?? {}).map(([k, v]) => `${k}=${v}`),
+        ...(command.workdir === undefined ? {} : { WorkingDir: command.workdir }),
+        AttachStdin: command.stdin !== undefined,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      });
+      stream = await exec.start({ hijack: true, stdin: command.stdin !== undefined });
+    } catch (error) {
+      const status = engineStatus(error);
+      if (status === 404 || status === 409) throw this.gone(handle, error);
+      throw engineError(error, 'E_INTERNAL', `starting a step in ${handle.name}`, { name: handle.name });
+    }
+
+    const demuxer = new ExecStreamDemuxer(sink);
+    const ended = new Promise<void>((resolve) => {
+      stream.on('data', (chunk: Buffer) => demuxer.push(chunk));
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', () => resolve());
+    });
+    if (command.stdin !== undefined) stream.end(Buffer.from(command.stdin));
+    else stream.end();
+
+    // Set from the watch's callbacks; an object, so the compiler does not narrow it away.
+    const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
+    const stop = () => {
+      stopping.teardown ??= this.destroy(handle)
+        .catch((error: unknown) => {
+          stopping.error = engineError(error, 'E_INTERNAL', `destroying sandbox ${handle.name} after a cap was hit`, { name: handle.name });
+          return { verifiedGone: false };
+        })
+        .finally(() => stream.destroy());
+    };
+    let ticking: Promise<void> = Promise.resolve();
+    const tick = (deadlinePassed: boolean) => {
+      ticking = ticking.then(async () => {
+        if (stopping.teardown !== null) return;
+        // At the deadline, look inside too: a cap hit before it must win over the timeout.
+        const sample = await this.look(state, elapsed(), deadlinePassed);
+        if (deadlinePassed) sample.deadlinePassed = true;
+        watch.observe(sample);
+        if (watch.first !== null) stop();
+      });
+      // A look that fails is a look that saw nothing; the next tick or the final look tries again.
+      ticking = ticking.catch(() => undefined);
+    };
+    const poll = setInterval(() => tick(false), this.pollIntervalMs);
+    const deadline = setTimeout(() => tick(true), command.timeoutMs);
+
+    try {
+      await ended;
+    } finally {
+      clearInterval(poll);
+      clearTimeout(deadline);
+    }
+    await ticking;
+
+    let exitCode: number | null = null;
+    if (stopping.teardown === null) {
+      exitCode = await this.exitCodeOf(exec);
+      const missing = await this.finalLook(state, watch, elapsed(), startedEpoch, exitCode === null || exitCode > 128);
+      if (watch.first !== null) stop();
+      // Stopped or removed behind our back (or the engine went away), and no cap explains it:
+      // whatever the exit code says, the step did not end by itself.
+      else if (missing !== null) throw this.gone(handle, missing);
+    }
+    const durationMs = elapsed();
+    const destroyed = stopping.teardown === null ? null : await stopping.teardown;
+    if (stopping.error !== null) throw stopping.error;
+    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, teardown: destroyed };
+  }
+
+  /** A sample from the host, completed from inside the sandbox when asked and needed. */
+  private async look(state: SandboxState, atMs: number, inside: boolean): Promise<LimitSample> {
+    const sample = await state.probe.sample(atMs);
+    if (!inside || !state.probe.needsSandboxLook) return sample;
+    const seen = await this.lookInside(state);
+    return seen === undefined ? sample : state.probe.merge(sample, seen);
+  }
+
+  /**
+   * The last sample of a step, with the fallbacks that cost an API call or an exec. Returns why
+   * the sandbox is no longer running (removed, stopped, or the engine is gone), or null.
+   */
+  private async finalLook(state: SandboxState, watch: LimitWatch, atMs: number, startedEpoch: number, signalled: boolean): Promise<unknown> {
+    let missing: unknown = null;
+    const inspect = () =>
+      state.container.inspect().catch((error: unknown) => {
+        missing = error;
+        return null;
+      });
+    let info = await inspect();
+    // A step killed by a signal may have died with its sandbox, whose end the engine records a
+    // moment later: give it that moment before trusting "running".
+    for (let i = 0; signalled && info?.State.Running === true && i < 5; i++) {
+      await sleep(50);
+      info = await inspect();
+    }
+    const sample = await this.look(state, atMs, info?.State.Running === true);
+    if (info?.State.OOMKilled === true) sample.oomReported = true;
+    if (state.probe.coverage.memory === 'sandbox') {
+      const oom = await state.probe.engineReportedOom(startedEpoch - 10, Date.now());
+      if (oom === true) sample.oomReported = true;
+    }
+    watch.observe(sample);
+    if (missing === null && info?.State.Running !== true) missing = new Error(`it is ${info?.State.Status ?? 'gone'}`);
+    return missing;
+  }
+
+  /** Counters and free space read from inside the sandbox (when the host cannot look). */
+  private async lookInside(state: SandboxState): Promise<SandboxLook | undefined> {
+    let stream: Duplex | null = null;
+    // Bounded, so a sandbox too busy to answer cannot hold a step past its deadline.
+    const timer = setTimeout(() => stream?.destroy(), LOOK_INSIDE_TIMEOUT_MS);
+    try {
+      const exec = await state.container.exec({
+        Cmd: ['sh', '-c', SANDBOX_LOOK_SCRIPT, 'cairn-look', ...WRITABLE_MOUNTS],
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const started = await exec.start({ hijack: true, stdin: false });
+      stream = started;
+      const out = new BoundedBuffer(16 * 1024);
+      const demuxer = new ExecStreamDemuxer((s, chunk) => {
+        if (s === 'stdout') out.push(chunk);
+      });
+      started.on('data', (chunk: Buffer) => demuxer.push(chunk));
+      started.end();
+      await new Promise<void>((resolve) => {
+        started.once('end', resolve);
+        started.once('close', resolve);
+        started.once('error', () => resolve());
+      });
+      return parseSandboxLook(Buffer.from(out.bytes()).toString('utf8'));
+    } catch {
+      // Under a fork bomb even this exec cannot start: what it would have read stays unknown.
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+
+  /** The exit code once the engine has recorded it (it can trail the end of the stream). */
+  private async exitCodeOf(exec: Docker.Exec): Promise<number | null> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        const info = await exec.inspect();
+        if (!info.Running) return info.ExitCode ?? null;
+      } catch {
+        return null;
+      }
+      await sleep(20);
+    }
+    return null;
+  }
+
+  // --- bookkeeping ---------------------------------------------------------------------------
+
+  private async resolveImage(image: string): Promise<string> {
+    try {
+      return (await this.docker.getImage(image).inspect()).Id;
+    } catch (error) {
+      if (engineStatus(error) === 404) {
+        throw new CairnError('E_IMAGE_PULL', `image ${image} is not on this engine (sandbox images are built locally, never pulled)`, { image });
+      }
+      throw engineError(error, 'E_IMAGE_PULL', `looking up image ${image}`, { image });
+    }
+  }
+
+  private async openProbe(containerId: string, pid: number): Promise<LimitProbe> {
+    return LimitProbe.open({ docker: this.docker, containerId, pid, mounts: WRITABLE_MOUNTS, mode: this.probeMode });
+  }
+
+  /** The state of a handle, rebuilt from the engine for one this driver did not create. */
+  private async state(handle: SandboxHandle): Promise<SandboxState> {
+    const known = this.sandboxes.get(handle.id);
+    if (known !== undefined) return known;
+    const container = this.docker.getContainer(handle.id);
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await container.inspect();
+    } catch (error) {
+      if (engineStatus(error) === 404) throw this.gone(handle, error);
+      throw engineError(error, 'E_INTERNAL', `looking up sandbox ${handle.name}`, { name: handle.name });
+    }
+    if (!info.State.Running) throw this.gone(handle, new Error(`it is ${info.State.Status}`));
+    const probe = await this.openProbe(info.Id, info.State.Pid);
+    const state: SandboxState = { handle, container, probe, busy: false };
+    this.sandboxes.set(handle.id, state);
+    return state;
+  }
+
+  private gone(handle: SandboxHandle, error: unknown): CairnError {
+    this.sandboxes.delete(handle.id);
+    const cause = engineError(error, 'E_NOT_FOUND', `sandbox ${handle.name} is gone`, { name: handle.name });
+    return cause.code === 'E_RUNTIME_ABSENT' ? cause : new CairnError('E_NOT_FOUND', cause.message, cause.details);
+  }
+
+  /** Kill and remove; a sandbox already gone (or going) is fine. */
+  private async removeContainer(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (error) {
+      const status = engineStatus(error);
+      // 404: already gone; 409: a removal is already under way (verifyGone waits for it).
+      if (status !== 404 && status !== 409) throw engineError(error, 'E_INTERNAL', `removing sandbox ${id}`, { id });
+    }
+  }
+
+  /** I-8: the engine must answer 404 for the sandbox; waits out a removal in progress. */
+  private async verifyGone(id: string): Promise<boolean> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        await this.docker.getContainer(id).inspect();
+      } catch (error) {
+        if (engineStatus(error) === 404) return true;
+        throw engineError(error, 'E_INTERNAL', `checking that sandbox ${id} is gone`, { id });
+      }
+      await sleep(100);
+      if (attempt % 10 === 9) await this.removeContainer(id);
+    }
+    return false;
+  }
+}
+
+function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {
+  const bad = (message: string): never => {
+    throw new CairnError('E_INPUT', message, { name: handle.name });
+  };
+  const { argv, env, workdir, timeoutMs, maxOutputBytes } = request;
+  if (!Array.isArray(argv) || argv.length === 0) bad('argv must be a non-empty array of strings (I-3)');
+  for (const arg of argv) if (typeof arg !== 'string' || arg.includes(NUL)) bad('every argv element must be a string without NUL');
+  if (argv[0] === '') bad('argv[0] (the program) may not be empty');
+  for (const [name, value] of Object.entries(env ?? {})) {
+    if (!ENV_NAME.test(name) || typeof value !== 'string' || value.includes(NUL)) bad(`bad environment variable ${JSON.stringify(name)}`);
+  }
+  if (workdir !== undefined && (!workdir.startsWith('/') || workdir.includes(NUL))) bad('workdir must be an absolute path');
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) bad('timeoutMs must be a positive integer');
+  // I-6: a step's time may be lower than the sandbox's cap, never higher; refused, not clamped.
+  if (timeoutMs > handle.caps.wallSeconds * 1000) bad(`timeoutMs ${timeoutMs} is over the sandbox's cap of ${handle.caps.wallSeconds} s`);
+  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0 || maxOutputBytes > MAX_OUTPUT_BYTES) bad('maxOutputBytes must be a non-negative integer');
+}
+
+/** A file transfer is the runtime's own command: a cap hit is its error, and so is a failure. */
+function failOnTransfer(handle: SandboxHandle, what: string, outcome: StepOutcome, stderr: BoundedBuffer): void {
+  if (outcome.limitHit !== null) {
+    throw new CairnError(outcome.limitHit, `${what} ${handle.name} hit a cap; the sandbox was destroyed`, {
+      name: handle.name,
+      limits: outcome.limits,
+      verifiedGone: outcome.teardown?.verifiedGone ?? false,
+    });
+  }
+  if (outcome.exitCode !== 0) {
+    throw new CairnError('E_INTERNAL', `${what} ${handle.name} failed (exit ${outcome.exitCode ?? 'none'})`, {
+      name: handle.name,
+      stderr: Buffer.from(stderr.bytes()).toString('utf8'),
+    });
+  }
+}

@@ -1,0 +1,43 @@
+import { uniqueName } from '@cairn/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildBusyboxImage, createDockerClient, IMAGE_LABEL, imageDigest, listCairnImages } from '../src/index.js';
+
+const docker = createDockerClient();
+// A tag of this test's own: the shared cairn/sandbox-busybox:1 is never rebuilt or removed here.
+const tag = `cairn-test/${uniqueName('busybox').toLowerCase()}:1`;
+
+afterAll(async () => {
+  await docker
+    .getImage(tag)
+    .remove({ force: true })
+    .catch(() => undefined);
+});
+
+describe('buildBusyboxImage', () => {
+  it('builds a labelled image in seconds, without leaving containers behind, reproducibly', async () => {
+    const first = await buildBusyboxImage({ docker, tag });
+    expect(first.id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(first.durationMs).toBeLessThan(30_000);
+    expect(await imageDigest(tag, docker)).toBe(first.id);
+
+    const inspect = await docker.getImage(tag).inspect();
+    expect(inspect.Config.User).toBe('1000:1000');
+    expect(inspect.Config.Labels?.[IMAGE_LABEL]).toBe('busybox');
+    expect(inspect.Config.WorkingDir).toBe('/work');
+
+    const leftovers = await docker.listContainers({ all: true, filters: { ancestor: [first.id] } });
+    expect(leftovers).toEqual([]);
+
+    const again = await buildBusyboxImage({ docker, tag });
+    expect(again.id).toBe(first.id);
+
+    const listed = await listCairnImages(docker);
+    expect(listed.find((image) => image.id === first.id)?.tags).toContain(tag);
+  });
+
+  it('answers E_IMAGE_PULL for an image the engine does not have', async () => {
+    await expect(imageDigest(`cairn-test/absent-${uniqueName('x').toLowerCase()}:1`, docker)).rejects.toMatchObject({
+      cairnErrorCode: 'E_IMAGE_PULL',
+    });
+  });
+});
