@@ -1,1 +1,20 @@
-export {};
+export { appendMsgId, ENVELOPE_KEYS, GENESIS_HEAD, prepareAppend, sealOnto } from './append-body.builder.js';
+export type { AppendInput, CanonicalTemplate, ChainHead, PreparedAppend, SealedReceipt } from './append-body.builder.js';
+export { ChainHeadCache } from './chain-head.cache.js';
+export { EvidenceLog } from './evidence-log.adapter.js';
+export type { AppendResult, RawStoredMessage, ReadAllOptions, StoredReceipt } from './evidence-log.adapter.js';
+export {
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_HEAD_CACHE_SIZE,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PUBLISH_TIMEOUT_MS,
+  evidenceLogOptionsFromConfig,
+  MAX_RECEIPT_BYTES,
+  resolveEvidenceLogOptions,
+} from './evidence-log.options.js';
+export type { EvidenceLogOptions, ResolvedEvidenceLogOptions } from './evidence-log.options.js';
+export { evidenceStreamConfig, evidenceStreamProblems, evidenceSubjects } from './evidence-stream.config.js';
+export { JetStreamAckPublisher, parseAck } from './jetstream-ack.publisher.js';
+export type { PublishOutcome } from './jetstream-ack.publisher.js';
+export { KeyedSerialQueue } from './keyed-serial.queue.js';
+export { parseStoredReceipt } from './stored-receipt.parser.js';

@@ -1,0 +1,324 @@
+import { isCairnError } from '@cairn/contracts';
+import { verifyChain } from '@cairn/evidence';
+import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { connect, nanos } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppendInput } from './append-body.builder.js';
+import { EvidenceLog } from './evidence-log.adapter.js';
+import type { AppendResult, RawStoredMessage, StoredReceipt } from './evidence-log.adapter.js';
+import type { EvidenceLogOptions } from './evidence-log.options.js';
+
+// Real nats-server (2.9.10 here). Every test names its own stream and subject prefix; afterAll
+// deletes the streams (deleting a whole stream still works under deny_delete) and closes all.
+let admin: NatsConnection;
+let jsm: JetStreamManager;
+const streams: string[] = [];
+const logs: EvidenceLog[] = [];
+
+beforeAll(async () => {
+  admin = await connect({ servers: testNatsUrl() });
+  jsm = await jetstreamManager(admin);
+});
+
+afterAll(async () => {
+  await Promise.allSettled(logs.map((log) => log.close()));
+  for (const stream of streams) await jsm.streams.delete(stream).catch(() => false);
+  await admin.close();
+});
+
+function logOptions(overrides: Partial<EvidenceLogOptions> = {}): EvidenceLogOptions {
+  const stream = uniqueName('EVLOG');
+  streams.push(stream);
+  return { servers: testNatsUrl(), stream, subjectPrefix: uniqueName('evlog'), ...overrides };
+}
+
+async function open(options: EvidenceLogOptions): Promise<EvidenceLog> {
+  const log = await EvidenceLog.connect(options);
+  logs.push(log);
+  return log;
+}
+
+function event(overrides: Partial<AppendInput> = {}): AppendInput {
+  return { type: 'step.completed', actor: 'runtime', tenant: 'default', causation: null, fields: { exit_code: 0 }, ...overrides };
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+async function subjectCount(stream: string, subject: string): Promise<number> {
+  const info = await jsm.streams.info(stream, { subjects_filter: subject });
+  return info.state.subjects?.[subject] ?? 0;
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('EvidenceLog on JetStream', () => {
+  it('gives one linear chain from 50 concurrent appenders on 5 connections', async () => {
+    const options = logOptions();
+    const instances = await Promise.all(Array.from({ length: 5 }, () => open(options)));
+    const chainId = uniqueName('run');
+    const results: AppendResult[] = await Promise.all(
+      instances.flatMap((log, i) =>
+        Array.from({ length: 10 }, (_, j) => log.append(chainId, event({ key: `${i}-${j}`, fields: { appender: `${i}-${j}` } }))),
+      ),
+    );
+
+    expect(results.every((r) => !r.duplicate)).toBe(true);
+    const chain: StoredReceipt[] = await collect(instances[0]!.readChain(chainId));
+    expect(chain.map((s) => s.receipt.seq)).toEqual(Array.from({ length: 50 }, (_, k) => k + 1));
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId, requireNonEmpty: true })).toMatchObject({ ok: true, count: 50 });
+    expect(new Set(chain.map((s) => s.receipt.appender)).size).toBe(50);
+    expect(new Set(results.map((r) => r.streamSeq)).size).toBe(50);
+    expect(await subjectCount(options.stream, `${options.subjectPrefix}.${chainId}`)).toBe(50);
+    // What each appender was told is what the chain holds.
+    const stored = new Map(chain.map((s) => [s.streamSeq, s.receipt]));
+    for (const r of results) expect(stored.get(r.streamSeq)).toEqual(r.receipt);
+    expect(await instances[4]!.head(chainId)).toEqual({ streamSeq: chain[49]!.streamSeq, seq: 50, hash: chain[49]!.receipt.hash });
+    // Across processes the compare-and-set did reject someone: the retries were exercised.
+    expect(results.reduce((sum, r) => sum + r.attempts, 0)).toBeGreaterThan(50);
+  });
+
+  it('stores a retried append once, also when retried from another instance', async () => {
+    const options = logOptions();
+    const a = await open(options);
+    const chainId = uniqueName('run');
+    const subject = a.subjectFor(chainId);
+    const submitted = event({ type: 'run.submitted', actor: 'intake' });
+
+    const first = await a.append(chainId, submitted);
+    const [again, concurrent] = await Promise.all([a.append(chainId, submitted), a.append(chainId, submitted)]);
+    for (const r of [again, concurrent]) {
+      expect(r).toMatchObject({ duplicate: true, streamSeq: first.streamSeq });
+      expect(r.receipt).toEqual(first.receipt);
+    }
+    const b = await open(options);
+    const fromB = await b.append(chainId, { ...submitted, ts: '2030-01-01T00:00:00.000Z' });
+    expect(fromB).toMatchObject({ duplicate: true, streamSeq: first.streamSeq, attempts: 0 });
+    expect(fromB.receipt).toEqual(first.receipt);
+
+    // Once it is no longer the head, the stream's duplicate window recognises it.
+    const next = await a.append(chainId, event({ causation: `${chainId}:1` }));
+    expect(next.receipt.seq).toBe(2);
+    const late = await b.append(chainId, submitted);
+    expect(late).toMatchObject({ duplicate: true, streamSeq: first.streamSeq, attempts: 1 });
+    expect(late.receipt).toEqual(first.receipt);
+    expect(await subjectCount(options.stream, subject)).toBe(2);
+  });
+
+  it('recognises a retry of the head past the duplicate window', async () => {
+    const options = logOptions({ duplicateWindowMs: 1000 });
+    const a = await open(options);
+    const chainId = uniqueName('run');
+    const first = await a.append(chainId, event({ key: 'only' }));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const c = await open(options);
+    for (const log of [a, c]) {
+      const retry = await log.append(chainId, event({ key: 'only' }));
+      expect(retry).toMatchObject({ duplicate: true, attempts: 0, streamSeq: first.streamSeq });
+      expect(retry.receipt).toEqual(first.receipt);
+    }
+    expect(await subjectCount(options.stream, a.subjectFor(chainId))).toBe(1);
+  });
+
+  it('continues an existing chain from a new instance', async () => {
+    const options = logOptions();
+    const chainId = uniqueName('sbx');
+    const a = await open(options);
+    for (let i = 0; i < 3; i++) await a.append(chainId, event({ key: String(i) }));
+    const headA = await a.head(chainId);
+    await a.close();
+
+    const b = await open(options);
+    expect(await b.head(chainId)).toEqual(headA);
+    const fourth = await b.append(chainId, event({ key: '3' }));
+    expect(fourth).toMatchObject({ duplicate: false, attempts: 1 });
+    expect(fourth.receipt).toMatchObject({ seq: 4, prev_hash: headA!.hash });
+    await b.append(chainId, event({ key: '4' }));
+    const chain = await collect(b.readChain(chainId));
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId })).toMatchObject({ ok: true, count: 5 });
+  });
+
+  it('refuses a message delete and a purge at the broker', async () => {
+    const options = logOptions();
+    const log = await open(options);
+    const chainId = uniqueName('run');
+    const { streamSeq } = await log.append(chainId, event());
+
+    const deleted = await errorOf(jsm.streams.deleteMessage(options.stream, streamSeq));
+    expect(deleted).toBeInstanceOf(JetStreamApiError);
+    expect((deleted as JetStreamApiError).code).toBe(10057);
+    expect((deleted as Error).message).toMatch(/message delete not permitted/);
+    const purged = await errorOf(jsm.streams.purge(options.stream));
+    expect((purged as JetStreamApiError).code).toBe(10110);
+    expect((purged as Error).message).toMatch(/purge not permitted/);
+    const purgedSubject = await errorOf(jsm.streams.purge(options.stream, { filter: log.subjectFor(chainId) }));
+    expect((purgedSubject as JetStreamApiError).code).toBe(10110);
+    expect(await collect(log.readChain(chainId))).toHaveLength(1);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['max_msgs', { max_msgs: 1000 }],
+    ['max_age', { max_age: nanos(3_600_000) }],
+    ['deny_delete', { deny_delete: false }],
+    ['max_msgs_per_subject', { max_msgs_per_subject: 1 }],
+    ['allow_rollup_hdrs', { allow_rollup_hdrs: true, deny_purge: false }],
+  ])('refuses an existing stream whose %s could lose evidence', async (field, overrides) => {
+    const options = logOptions();
+    await jsm.streams.add({
+      name: options.stream,
+      subjects: [`${options.subjectPrefix}.>`],
+      storage: 'file',
+      deny_delete: true,
+      deny_purge: true,
+      allow_direct: true,
+      ...overrides,
+    });
+    const error = await errorOf(EvidenceLog.connect(options));
+    expect(isCairnError(error) && error.code).toBe('E_UNAVAILABLE');
+    expect((error as Error).message).toContain(field);
+    // Refused, not "repaired": the stream is as it was.
+    const info = await jsm.streams.info(options.stream);
+    expect(info.config).toMatchObject(overrides);
+  });
+
+  it('creates the stream as asked and accepts it again', async () => {
+    const options = logOptions();
+    await open(options);
+    const { config } = await jsm.streams.info(options.stream);
+    expect(config).toMatchObject({
+      subjects: [`${options.subjectPrefix}.>`],
+      storage: 'file',
+      deny_delete: true,
+      deny_purge: true,
+      allow_direct: true,
+      allow_rollup_hdrs: false,
+      max_msgs: -1,
+      max_bytes: -1,
+      max_age: 0,
+      max_msgs_per_subject: -1,
+      max_msg_size: 1024 * 1024,
+      duplicate_window: nanos(600_000),
+    });
+    const again = await open(options);
+    await expect(again.ensureStream()).resolves.toBeUndefined();
+  });
+
+  it('leaves a borrowed connection open on close, and appends nothing after it', async () => {
+    const options = logOptions();
+    const log = await EvidenceLog.fromConnection(admin, options);
+    const chainId = uniqueName('run');
+    await log.append(chainId, event());
+    await log.close();
+    expect(admin.isClosed()).toBe(false);
+    const error = await errorOf(log.append(chainId, event({ key: 'after' })));
+    expect(isCairnError(error) && error.code).toBe('E_UNAVAILABLE');
+    expect(await subjectCount(options.stream, log.subjectFor(chainId))).toBe(1);
+    // Reads need no publisher: still fine after close on a borrowed connection.
+    expect(await collect(log.readChain(chainId))).toHaveLength(1);
+
+    const own = await EvidenceLog.connect(options);
+    await own.close();
+    await expect(own.lastStreamSeq()).rejects.toMatchObject({ cairnErrorCode: 'E_UNAVAILABLE' });
+  });
+
+  it('reads an unknown chain as empty', async () => {
+    const log = await open(logOptions());
+    const chainId = uniqueName('run');
+    expect(await collect(log.readChain(chainId))).toEqual([]);
+    expect(await log.head(chainId)).toBeNull();
+    await log.append(uniqueName('run'), event());
+    expect(await collect(log.readChain(chainId))).toEqual([]);
+  });
+
+  it('keeps chains independent, and readAll returns every message in stream order', async () => {
+    const options = logOptions();
+    const log = await open(options);
+    const x = uniqueName('run');
+    const y = uniqueName('sbx');
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    for (let i = 0; i < 4; i++) {
+      await log.append(x, event({ key: String(i), traceparent }));
+      await log.append(y, event({ key: String(i) }));
+    }
+    await log.append(x, event({ key: '4' }));
+    const chainX = await collect(log.readChain(x));
+    const chainY = await collect(log.readChain(y));
+    expect(chainX.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(chainY.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4]);
+    expect(chainX.every((s) => s.subject === log.subjectFor(x) && s.receipt.run_id === x)).toBe(true);
+    expect(verifyChain(chainX.map((s) => s.receipt), { chainId: x }).ok).toBe(true);
+    expect(verifyChain(chainY.map((s) => s.receipt), { chainId: y }).ok).toBe(true);
+
+    const stored = await jsm.direct.getMessage(options.stream, { seq: chainX[0]!.streamSeq });
+    expect(stored?.header.get('traceparent')).toBe(traceparent);
+    expect(stored?.header.get('Cairn-Chain-Seq')).toBe('1');
+
+    expect(await log.lastStreamSeq()).toBe(9);
+    const all: RawStoredMessage[] = await collect(log.readAll());
+    expect(all.map((m) => m.streamSeq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(all.filter((m) => m.subject === log.subjectFor(x))).toHaveLength(5);
+    expect(all.every((m) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(m.time))).toBe(true);
+    const decoded = JSON.parse(new TextDecoder().decode(all[0]!.data)) as unknown;
+    expect(decoded).toEqual(chainX[0]!.receipt);
+    expect((await collect(log.readAll({ fromStreamSeq: 3, toStreamSeq: 5 }))).map((m) => m.streamSeq)).toEqual([3, 4, 5]);
+    expect(await collect(log.readAll({ fromStreamSeq: 10 }))).toEqual([]);
+    // A read ends at the last message present when it started, even while appends go on.
+    const reading = log.readAll()[Symbol.asyncIterator]();
+    const firstRead = await reading.next();
+    await log.append(y, event({ key: '4' }));
+    let count = firstRead.done === true ? 0 : 1;
+    while ((await reading.next()).done !== true) count += 1;
+    expect(count).toBe(9);
+  });
+
+  it('gives up with E_CONFLICT when the chain keeps moving, then recovers', async () => {
+    const options = logOptions();
+    const a = await open({ ...options, maxAttempts: 1 });
+    const b = await open(options);
+    const chainId = uniqueName('run');
+    await a.append(chainId, event({ key: 'a1' }));
+    await b.append(chainId, event({ key: 'b1' }));
+    const error = await errorOf(a.append(chainId, event({ key: 'a2' })));
+    expect(isCairnError(error) && error.code).toBe('E_CONFLICT');
+    const retried = await a.append(chainId, event({ key: 'a2' }));
+    expect(retried).toMatchObject({ duplicate: false, receipt: { seq: 3 } });
+    expect(verifyChain((await collect(a.readChain(chainId))).map((s) => s.receipt)).ok).toBe(true);
+  });
+
+  it('refuses invalid input (E_INPUT) and an oversized receipt (E_TOO_LARGE), publishing nothing', async () => {
+    const log = await open(logOptions());
+    const chainId = uniqueName('run');
+    await log.append(chainId, event());
+    const before = await log.lastStreamSeq();
+    const cases: [string, string, AppendInput][] = [
+      ['actor', chainId, event({ actor: 'Not An Actor' })],
+      ['tenant', chainId, event({ tenant: 'UPPER' })],
+      ['type', chainId, event({ type: 'nodot' })],
+      ['envelope override', chainId, event({ fields: { seq: 99 } })],
+      ['non-JSON field', chainId, event({ key: 'date', fields: { when: new Date() } })],
+      ['chain id with a dot', 'run_Bad.Subject', event()],
+      ['chain id with a wildcard', 'run_x.>', event()],
+    ];
+    for (const [what, chain, input] of cases) {
+      const error = await errorOf(log.append(chain, input));
+      expect(isCairnError(error) && error.code, what).toBe('E_INPUT');
+    }
+    const tooLarge = await errorOf(log.append(chainId, event({ key: 'big', fields: { blob: 'x'.repeat(1024 * 1024) } })));
+    expect(isCairnError(tooLarge) && tooLarge.code).toBe('E_TOO_LARGE');
+    expect(await log.lastStreamSeq()).toBe(before);
+    expect(() => log.subjectFor('run_a.b')).toThrow(/chain id/);
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import type { StreamConfig } from '@nats-io/jetstream';
+import { resolveEvidenceLogOptions } from './evidence-log.options.js';
+import { evidenceStreamConfig, evidenceStreamProblems } from './evidence-stream.config.js';
+
+const options = resolveEvidenceLogOptions({ servers: 'nats://127.0.0.1:4222', stream: 'EVIDENCE', subjectPrefix: 'cairn.evidence' });
+
+/** The config as a 2.9 server reports it after creating the stream we ask for. */
+function asStored(overrides: Partial<StreamConfig> = {}): Partial<StreamConfig> {
+  return { ...evidenceStreamConfig(options), sealed: false, mirror_direct: false, ...overrides };
+}
+
+describe('evidenceStreamConfig', () => {
+  it('asks for an append-only file stream with no limit that drops messages', () => {
+    expect(evidenceStreamConfig(options)).toMatchObject({
+      name: 'EVIDENCE',
+      subjects: ['cairn.evidence.>'],
+      storage: 'file',
+      retention: 'limits',
+      deny_delete: true,
+      deny_purge: true,
+      allow_direct: true,
+      allow_rollup_hdrs: false,
+      max_msgs: -1,
+      max_bytes: -1,
+      max_age: 0,
+      max_msgs_per_subject: -1,
+      max_msg_size: 1024 * 1024,
+      duplicate_window: 600_000_000_000,
+      num_replicas: 1,
+    });
+  });
+
+  it('has no problem as stored, created or found', () => {
+    expect(evidenceStreamProblems(asStored(), options, true)).toEqual([]);
+    expect(evidenceStreamProblems(asStored(), options, false)).toEqual([]);
+  });
+});
+
+describe('evidenceStreamProblems', () => {
+  it.each<[string, Partial<StreamConfig>]>([
+    ['max_msgs', { max_msgs: 1000 }],
+    ['max_bytes', { max_bytes: 1 << 30 }],
+    ['max_age', { max_age: 3_600_000_000_000 }],
+    ['max_msgs_per_subject', { max_msgs_per_subject: 10 }],
+    ['deny_delete', { deny_delete: false }],
+    ['deny_purge', { deny_purge: false }],
+    ['allow_rollup_hdrs', { allow_rollup_hdrs: true }],
+    ['allow_msg_ttl', { allow_msg_ttl: true }],
+    ['allow_direct', { allow_direct: false }],
+    ['retention', { retention: 'workqueue' }],
+    ['storage', { storage: 'memory' }],
+    ['subjects', { subjects: ['other.>'] }],
+    ['no_ack', { no_ack: true }],
+    ['sealed', { sealed: true }],
+    ['num_replicas', { num_replicas: 0 }],
+  ])('names %s when it could lose or refuse evidence', (field, overrides) => {
+    const problems = evidenceStreamProblems(asStored(overrides), options, false);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(field);
+  });
+
+  it('treats a missing deny flag (a server that dropped it) as off', () => {
+    const { deny_delete: _d, ...withoutDeny } = asStored();
+    expect(evidenceStreamProblems(withoutDeny, options, false).join()).toContain('deny_delete');
+  });
+
+  it('checks what the server kept only for a stream it created', () => {
+    const dropped = asStored({ duplicate_window: 120_000_000_000, max_msg_size: -1 });
+    expect(evidenceStreamProblems(dropped, options, false)).toEqual([]);
+    const problems = evidenceStreamProblems(dropped, options, true);
+    expect(problems.some((p) => p.includes('duplicate_window'))).toBe(true);
+    expect(problems.some((p) => p.includes('max_msg_size'))).toBe(true);
+  });
+});
