@@ -7,7 +7,62 @@ import { CairnError } from '@cairn/contracts';
  * instances, non-finite numbers, lone surrogates, sparse arrays, symbol keys, cycles).
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, '$', new Set());
+  try {
+    return fast(value, 0);
+  } catch (error) {
+    if (error !== REFUSED) throw error;
+    // Something is not plain JSON data: the precise path finds it and names where it is.
+    return serialise(value, '$', new Set());
+  }
+}
+
+/** Thrown by the fast path; never escapes `canonicalJson`. */
+const REFUSED = new Error('not plain JSON data'); // created once: throwing it costs no stack capture
+/** Deeper than this is treated as a possible cycle and left to the precise path. */
+const MAX_FAST_DEPTH = 256;
+
+/**
+ * The hot path: no path strings, no cycle set. Anything unusual throws REFUSED so the precise
+ * path can reject it with its location (or, for a deep but acyclic value, accept it).
+ */
+function fast(value: unknown, depth: number): string {
+  switch (typeof value) {
+    case 'string':
+      if (!value.isWellFormed()) throw REFUSED;
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw REFUSED;
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (depth > MAX_FAST_DEPTH) throw REFUSED;
+      if (Array.isArray(value)) {
+        if (Object.getPrototypeOf(value) !== Array.prototype || 'toJSON' in value) throw REFUSED;
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value)) throw REFUSED;
+          out += (i === 0 ? '' : ',') + fast(value[i], depth + 1);
+        }
+        return `${out}]`;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if ((proto !== Object.prototype && proto !== null) || 'toJSON' in value) throw REFUSED;
+      if (Object.getOwnPropertySymbols(value).length > 0) throw REFUSED;
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).sort();
+      let out = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        if (!key.isWellFormed()) throw REFUSED;
+        out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${fast(record[key], depth + 1)}`;
+      }
+      return `${out}}`;
+    }
+    default:
+      throw REFUSED;
+  }
 }
 
 export class CanonicalJsonError extends CairnError {

@@ -75,6 +75,14 @@ describe('canonicalJson (RFC 8785)', () => {
     expect(canonicalJson({ b: [1, { z: 1, a: [true, null] }], a: 'x' })).toBe('{"a":"x","b":[1,{"a":[true,null],"z":1}]}');
   });
 
+  it('accepts a deep value that is not a cycle', () => {
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 400; i++) deep = { d: deep };
+    const text = canonicalJson(deep);
+    expect(text.startsWith('{"d":{"d":')).toBe(true);
+    expect(text.endsWith(`"leaf"${'}'.repeat(400)}`)).toBe(true);
+  });
+
   it('accepts objects without a prototype', () => {
     const bare = Object.create(null) as Record<string, unknown>;
     bare.k = 1;
