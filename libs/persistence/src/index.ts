@@ -1,1 +1,17 @@
-export {};
+export { createDataSource, migrate, MIGRATIONS_TABLE, PERSISTENCE_ENTITIES, PERSISTENCE_MIGRATIONS, runMigrations } from './data-source.js';
+export type { DataSourceOptions } from './data-source.js';
+export { EvidenceEventEntity } from './entities/evidence-event.entity.js';
+export { PoisonEventEntity } from './entities/poison-event.entity.js';
+export { ProjectionPositionEntity } from './entities/projection-position.entity.js';
+export { RunEntity } from './entities/run.entity.js';
+export { POISON_RAW_LIMIT, POISON_REASONS } from './poison-reason.constants.js';
+export type { PoisonReason } from './poison-reason.constants.js';
+export { ProjectionFold } from './projection-fold.js';
+export type { ChainHead, EvidenceEventRow, FoldOutcome, PoisonRow, RawEvidenceMessage, RunRow } from './projection-fold.js';
+export { EVIDENCE_PROJECTION } from './projection-lock.constants.js';
+export { rebuildProjections } from './projection-rebuild.js';
+export type { ProjectionSource, RebuildOptions, RebuildProgress, RebuildResult } from './projection-rebuild.js';
+export { ProjectionWriter } from './projection-writer.js';
+export type { BatchResult, ProjectionWriterOptions } from './projection-writer.js';
+export { checkSchemaMatchesEntities } from './schema-check.js';
+export type { SchemaCheck } from './schema-check.js';

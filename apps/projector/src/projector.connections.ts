@@ -1,0 +1,34 @@
+import { createDataSource } from '@cairn/persistence';
+import type { Consumer } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { DataSource } from 'typeorm';
+import { openEvidenceConsumer } from './evidence-consumer.adapter.js';
+import type { ProjectorConfig } from './projector.config.js';
+
+/** What the projector talks to, opened and checked together, closed together. */
+export interface ProjectorConnections {
+  readonly nc: NatsConnection;
+  readonly consumer: Consumer;
+  readonly dataSource: DataSource;
+  /** Drains NATS and closes the database pool; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Opens NATS (checking the stream and the durable consumer) and the database, or nothing. */
+export async function openProjectorConnections(config: ProjectorConfig): Promise<ProjectorConnections> {
+  const nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-projector' });
+  const dataSource = createDataSource(config.CAIRN_DATABASE_URL, { applicationName: 'cairn-projector' });
+  const close = async () => {
+    if (!nc.isClosed()) await nc.drain();
+    if (dataSource.isInitialized) await dataSource.destroy();
+  };
+  try {
+    const consumer = await openEvidenceConsumer(nc, config);
+    await dataSource.initialize();
+    return { nc, consumer, dataSource, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,141 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { isCairnError } from '@cairn/contracts';
+import { ProjectionWriter } from '@cairn/persistence';
+import type { BatchResult } from '@cairn/persistence';
+import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
+import { DeliveryQueue } from './delivery.queue.js';
+import { EVIDENCE_CONSUMER } from './projector.tokens.js';
+import { PROJECTOR_CONFIG } from './projector.config.js';
+import type { ProjectorConfig } from './projector.config.js';
+
+export interface ProjectorStats {
+  batches: number;
+  projected: number;
+  poison: number;
+  skipped: number;
+  deferred: number;
+  failedBatches: number;
+  position: number;
+}
+
+/** How long a message that arrived ahead of a missing one waits before it is redelivered. */
+const DEFER_BASE_MS = 200;
+const DEFER_CAP_MS = 5_000;
+const RETRY_CAP_MS = 30_000;
+
+/**
+ * Pulls the evidence stream through the durable consumer and hands each batch to the
+ * projection writer; acknowledges only what the writer committed. Batches form naturally:
+ * whatever arrived while the previous batch was being written, up to the batch size.
+ */
+@Injectable()
+export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Projector');
+  private readonly counters: ProjectorStats = { batches: 0, projected: 0, poison: 0, skipped: 0, deferred: 0, failedBatches: 0, position: 0 };
+  private messages: ConsumerMessages | null = null;
+  private loop: Promise<void> = Promise.resolve();
+  private consecutiveFailures = 0;
+  private readonly stopping = new AbortController();
+
+  constructor(
+    @Inject(PROJECTOR_CONFIG) private readonly config: ProjectorConfig,
+    private readonly writer: ProjectionWriter,
+    @Inject(EVIDENCE_CONSUMER) private readonly consumer: Consumer,
+  ) {}
+
+  /** Settles when consuming stops: resolves after a clean shutdown, rejects on a fatal error. */
+  get done(): Promise<void> {
+    return this.loop;
+  }
+
+  stats(): ProjectorStats {
+    return { ...this.counters };
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.counters.position = await this.writer.position();
+    this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2 });
+    this.loop = this.consume(this.messages);
+    this.logger.log(
+      `projecting ${this.config.CAIRN_EVIDENCE_STREAM} (${this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.>) from position ${this.counters.position} with consumer ${this.config.CAIRN_PROJECTOR_DURABLE}`,
+    );
+  }
+
+  /** Drain: stop pulling, finish the batch in hand, then let the connections close. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping.abort();
+    await this.messages?.close();
+    await this.loop.catch(() => undefined);
+    const c = this.counters;
+    this.logger.log(
+      `stopped at position ${c.position}: ${c.batches} batches, ${c.projected} projected, ${c.poison} poison, ${c.skipped} redeliveries skipped, ${c.deferred} deferred, ${c.failedBatches} failed`,
+    );
+  }
+
+  /**
+   * A reader moves delivered messages into a queue; the writer loop takes whatever is queued (up
+   * to the batch size) each time it is free: small batches when quiet, full ones under load.
+   */
+  private async consume(messages: ConsumerMessages): Promise<void> {
+    const queue = new DeliveryQueue<JsMsg>();
+    const reader = (async () => {
+      try {
+        for await (const message of messages) queue.push(message);
+      } finally {
+        queue.close();
+      }
+    })();
+    try {
+      for (;;) {
+        const batch = await queue.take(this.config.CAIRN_PROJECTOR_BATCH_SIZE);
+        if (batch.length === 0) break;
+        await this.flush(batch);
+      }
+    } finally {
+      await messages.close();
+      await reader;
+    }
+  }
+
+  private async flush(batch: JsMsg[]): Promise<void> {
+    let result: BatchResult;
+    try {
+      result = await this.writer.applyBatch(batch.map((m) => ({ streamSeq: m.seq, subject: m.subject, data: m.data })));
+    } catch (error) {
+      this.counters.failedBatches += 1;
+      // A projections database that follows another stream will not heal by retrying.
+      if (isCairnError(error) && error.code === 'E_CONFLICT') {
+        this.logger.fatal(describe(error));
+        for (const m of batch) m.nak();
+        await this.messages?.close();
+        throw error;
+      }
+      this.consecutiveFailures += 1;
+      const wait = Math.min(RETRY_CAP_MS, 250 * 2 ** Math.min(this.consecutiveFailures, 7));
+      this.logger.error(`batch of ${batch.length} failed (${describe(error)}); redelivering in ${wait} ms`);
+      for (const m of batch) m.nak(wait);
+      // Back off, but never hold up a shutdown.
+      await delay(wait, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      return;
+    }
+    this.consecutiveFailures = 0;
+    for (const m of batch) {
+      if (m.seq <= result.position) m.ack();
+      else m.nak(Math.min(DEFER_CAP_MS, DEFER_BASE_MS * m.info.deliveryCount));
+    }
+    const counters = this.counters;
+    counters.batches += 1;
+    counters.projected += result.projected;
+    counters.poison += result.poison;
+    counters.skipped += result.skipped;
+    counters.deferred += result.deferred.length;
+    counters.position = result.position;
+    if (result.poison > 0) this.logger.warn(`${result.poison} poison message(s) recorded in poison_events; position ${result.position}`);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,70 @@
+import { DataSource } from 'typeorm';
+import { EvidenceEventEntity } from './entities/evidence-event.entity.js';
+import { PoisonEventEntity } from './entities/poison-event.entity.js';
+import { ProjectionPositionEntity } from './entities/projection-position.entity.js';
+import { RunEntity } from './entities/run.entity.js';
+import { EvidenceProjections1796004095823 } from './migrations/1796004095823-evidence-projections.migration.js';
+
+export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, PoisonEventEntity, ProjectionPositionEntity];
+export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823];
+export const MIGRATIONS_TABLE = 'cairn_migrations';
+
+export interface DataSourceOptions {
+  /** Connections in the pool; default 4. */
+  poolSize?: number;
+  /** Shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/**
+ * The one way to reach the projections database: entities and hand-written migrations, and
+ * nothing automatic (no synchronize, no migrations on connect). Call `initialize()` on it.
+ */
+export function createDataSource(url: string, options: DataSourceOptions = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    applicationName: options.applicationName ?? 'cairn',
+    entities: PERSISTENCE_ENTITIES,
+    migrations: PERSISTENCE_MIGRATIONS,
+    migrationsTableName: MIGRATIONS_TABLE,
+    migrationsTransactionMode: 'all',
+    synchronize: false,
+    migrationsRun: false,
+    logging: ['error'],
+    extra: { max: options.poolSize ?? 4 },
+  });
+}
+
+// A session lock (TypeORM takes none), so processes starting together migrate one at a time.
+const MIGRATION_LOCK = '1667328370, 2';
+
+/**
+ * Runs pending migrations under a session advisory lock; returns the names of those it ran.
+ * Holds one pooled connection for the lock while TypeORM migrates on another (pool size ≥ 2).
+ */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  const lock = dataSource.createQueryRunner();
+  try {
+    await lock.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
+    try {
+      const ran = await dataSource.runMigrations({ transaction: 'all' });
+      return ran.map((migration) => migration.name);
+    } finally {
+      await lock.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
+    }
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Connects to `url`, brings its schema up to date and disconnects; returns the migrations it ran. */
+export async function migrate(url: string): Promise<string[]> {
+  const dataSource = createDataSource(url, { poolSize: 2, applicationName: 'cairn-migrate' });
+  await dataSource.initialize();
+  try {
+    return await runMigrations(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}

@@ -1,0 +1,35 @@
+import type pg from 'pg';
+import type { DataSource } from 'typeorm';
+
+/**
+ * Runs `work` on one pooled `pg` client of the data source: the projection hot paths use plain
+ * SQL (unnest inserts, COPY) on the driver rather than the entity layer.
+ */
+export async function withPgClient<T>(dataSource: DataSource, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const connection: unknown = await runner.connect();
+    if (!isPgClient(connection)) throw new TypeError('the data source did not hand out a pg client');
+    return await work(connection);
+  } finally {
+    await runner.release();
+  }
+}
+
+/** BEGIN … COMMIT around `work`; any error rolls back and is rethrown. */
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    // The rollback can itself fail on a broken connection; the first error is the one to report.
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+function isPgClient(value: unknown): value is pg.PoolClient {
+  return typeof value === 'object' && value !== null && 'query' in value && typeof value.query === 'function' && 'release' in value;
+}

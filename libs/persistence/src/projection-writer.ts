@@ -1,0 +1,196 @@
+import { CairnError } from '@cairn/contracts';
+import type pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { inTransaction, withPgClient } from './pg-client.js';
+import { ProjectionFold } from './projection-fold.js';
+import type { EvidenceEventRow, PoisonRow, RawEvidenceMessage, RunRow } from './projection-fold.js';
+import { EVIDENCE_PROJECTION, PROJECTION_LOCK_SQL } from './projection-lock.constants.js';
+import { RUN_COLUMN_TYPES, RUN_COLUMNS, RUN_SELECT_COLUMNS, runRowFromDb, runValues } from './run-row.mapper.js';
+import type { RunDbRow } from './run-row.mapper.js';
+import { safeText } from './safe-text.js';
+
+export interface ProjectionWriterOptions {
+  /** The JetStream stream the projections follow; the position row must name the same one. */
+  stream: string;
+  subjectPrefix: string;
+}
+
+export interface BatchResult {
+  /** Receipts written to `evidence_events` (and `runs`). */
+  projected: number;
+  /** Messages written to `poison_events`. */
+  poison: number;
+  /** Messages at or below the position: already projected (a redelivery). */
+  skipped: number;
+  /**
+   * Stream seqs not applied because an earlier one is missing: the batch must continue the
+   * position without a hole. The caller hands them back later (a consumer: nak and redeliver).
+   */
+  deferred: number[];
+  /** The position after the batch: every stream seq at or below it is projected or poison. */
+  position: number;
+}
+
+/**
+ * Applies batches of evidence stream messages to the projections, exactly once: in one
+ * transaction it takes the projections' lock, reads the position (`FOR UPDATE`), drops what it
+ * already holds, folds the rest in stream order, writes receipts, runs and poison with one
+ * multi-row INSERT each, and moves the position. A crash anywhere leaves either all of it or none.
+ */
+export class ProjectionWriter {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly options: ProjectionWriterOptions,
+  ) {}
+
+  /** The position now (0 before anything was projected). */
+  async position(): Promise<number> {
+    const rows = await this.dataSource.query<{ stream: string; last: number }[]>(
+      'SELECT stream, last_stream_seq::float8 AS last FROM projection_positions WHERE name = $1',
+      [EVIDENCE_PROJECTION],
+    );
+    return rows[0]?.last ?? 0;
+  }
+
+  applyBatch(messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
+    return withPgClient(this.dataSource, (client) => inTransaction(client, () => this.applyInTransaction(client, messages)));
+  }
+
+  private async applyInTransaction(client: pg.PoolClient, messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
+    await client.query(PROJECTION_LOCK_SQL);
+    const position = await this.lockPosition(client);
+
+    // In stream order, each seq once: a consumer may hand over redeliveries out of order.
+    const ordered = [...new Map(messages.map((m) => [m.streamSeq, m])).values()].sort((a, b) => a.streamSeq - b.streamSeq);
+    let skipped = 0;
+    let next = position + 1;
+    const contiguous: RawEvidenceMessage[] = [];
+    const deferred: number[] = [];
+    for (const message of ordered) {
+      if (message.streamSeq <= position) skipped += 1;
+      else if (message.streamSeq === next && deferred.length === 0) {
+        contiguous.push(message);
+        next += 1;
+      } else deferred.push(message.streamSeq);
+    }
+    if (contiguous.length === 0) return { projected: 0, poison: 0, skipped, deferred, position };
+
+    const fold = new ProjectionFold(this.options.subjectPrefix);
+    await this.seed(client, fold, contiguous);
+    const events: EvidenceEventRow[] = [];
+    const poison: PoisonRow[] = [];
+    const runs = new Map<string, RunRow>();
+    for (const message of contiguous) {
+      const outcome = fold.apply(message);
+      if (outcome.kind === 'poison') poison.push(outcome.poison);
+      else {
+        events.push(outcome.event);
+        if (outcome.run !== null) runs.set(outcome.run.view.runId, outcome.run);
+      }
+    }
+    await insertEvents(client, events);
+    await insertPoison(client, poison);
+    await upsertRuns(client, [...runs.values()]);
+    const last = next - 1;
+    await client.query('UPDATE projection_positions SET last_stream_seq = $2, updated_at = now() WHERE name = $1', [
+      EVIDENCE_PROJECTION,
+      last,
+    ]);
+    return { projected: events.length, poison: poison.length, skipped, deferred, position: last };
+  }
+
+  /** Creates the position row on first use, then locks it and checks it follows our stream. */
+  private async lockPosition(client: pg.PoolClient): Promise<number> {
+    await client.query(
+      'INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING',
+      [EVIDENCE_PROJECTION, this.options.stream],
+    );
+    const { rows } = await client.query<{ stream: string; last: number }>(
+      'SELECT stream, last_stream_seq::float8 AS last FROM projection_positions WHERE name = $1 FOR UPDATE',
+      [EVIDENCE_PROJECTION],
+    );
+    const row = rows[0];
+    if (row === undefined) throw new CairnError('E_INTERNAL', 'the projection position row vanished inside its transaction');
+    if (row.stream !== this.options.stream) {
+      throw new CairnError('E_CONFLICT', `these projections follow stream ${row.stream}, not ${this.options.stream}: rebuild them from the stream to switch`, {
+        projected: row.stream,
+        stream: this.options.stream,
+      });
+    }
+    return row.last;
+  }
+
+  /** Loads the heads (every chain) and views (runs) of the chains the batch touches. */
+  private async seed(client: pg.PoolClient, fold: ProjectionFold, messages: readonly RawEvidenceMessage[]): Promise<void> {
+    const prefix = `${this.options.subjectPrefix}.`;
+    const chainIds = [...new Set(messages.map((m) => m.subject).filter((s) => s.startsWith(prefix)).map((s) => s.slice(prefix.length)))];
+    if (chainIds.length === 0) return;
+    const heads = await client.query<{ chain_id: string; seq: number; hash: string; tenant: string }>(
+      `SELECT c.chain_id, e.seq, e.hash, e.tenant
+         FROM unnest($1::text[]) AS c(chain_id)
+         CROSS JOIN LATERAL (
+           SELECT seq, hash, tenant FROM evidence_events WHERE chain_id = c.chain_id ORDER BY seq DESC LIMIT 1
+         ) AS e`,
+      [chainIds],
+    );
+    for (const head of heads.rows) fold.seedHead(head.chain_id, { seq: head.seq, hash: head.hash, tenant: head.tenant });
+    const runIds = chainIds.filter((id) => id.startsWith('run_'));
+    if (runIds.length === 0) return;
+    const runs = await client.query<RunDbRow>(`SELECT ${RUN_SELECT_COLUMNS} FROM runs WHERE run_id = ANY($1::text[])`, [runIds]);
+    for (const row of runs.rows) fold.seedRun(runRowFromDb(row));
+  }
+}
+
+async function insertEvents(client: pg.PoolClient, events: readonly EvidenceEventRow[]): Promise<void> {
+  if (events.length === 0) return;
+  await client.query(
+    `INSERT INTO evidence_events (stream_seq, chain_id, seq, type, tenant, actor, ts, causation, prev_hash, hash, receipt)
+     SELECT s, c, q, t, tn, a, ts::timestamptz, ca, p, h, r::jsonb
+       FROM unnest($1::int8[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+         AS u(s, c, q, t, tn, a, ts, ca, p, h, r)`,
+    [
+      events.map((e) => e.streamSeq),
+      events.map((e) => e.chainId),
+      events.map((e) => e.seq),
+      events.map((e) => e.type),
+      events.map((e) => e.tenant),
+      events.map((e) => e.actor),
+      events.map((e) => e.ts),
+      events.map((e) => e.causation),
+      events.map((e) => e.prevHash),
+      events.map((e) => e.hash),
+      events.map((e) => e.receiptJson),
+    ],
+  );
+}
+
+async function insertPoison(client: pg.PoolClient, poison: readonly PoisonRow[]): Promise<void> {
+  if (poison.length === 0) return;
+  await client.query(
+    `INSERT INTO poison_events (stream_seq, subject, chain_id, reason, detail, raw, raw_length)
+     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::int4[])`,
+    [
+      poison.map((p) => p.streamSeq),
+      poison.map((p) => safeText(p.subject)),
+      poison.map((p) => p.chainId),
+      poison.map((p) => p.reason),
+      poison.map((p) => safeText(p.detail)),
+      poison.map((p) => Buffer.from(p.raw.buffer, p.raw.byteOffset, p.raw.byteLength)),
+      poison.map((p) => p.rawLength),
+    ],
+  );
+}
+
+async function upsertRuns(client: pg.PoolClient, runs: readonly RunRow[]): Promise<void> {
+  if (runs.length === 0) return;
+  const values = runs.map(runValues);
+  const columns = RUN_COLUMNS.map((_, i) => values.map((row) => row[i] ?? null));
+  const unnest = RUN_COLUMNS.map((column, i) => `$${i + 1}::${RUN_COLUMN_TYPES[column]}[]`).join(', ');
+  const updates = RUN_COLUMNS.filter((c) => c !== 'run_id')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
+  await client.query(
+    `INSERT INTO runs (${RUN_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT (run_id) DO UPDATE SET ${updates}`,
+    columns,
+  );
+}
