@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { CairnError } from '@cairn/contracts';
+import { Command, CommanderError } from 'commander';
+import { createCommandContext } from './command-context.js';
+import type { CommandContext } from './command-context.js';
+import { registerExportCommand } from './commands/export.command.js';
+import { registerProjectionsCommand } from './commands/projections.command.js';
+import { registerVerifyCommand } from './commands/verify.command.js';
+import { EXIT_OK, EXIT_USAGE, toCliFailure } from './exit-codes.js';
+import type { ExitCode } from './exit-codes.js';
+import { Output } from './output.js';
+import type { CliStreams } from './output.js';
+
+function cliVersion(): string {
+  // src/ and dist/ both sit one level below the package root.
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+}
+
+export function buildProgram(context: CommandContext): Command {
+  const { streams } = context;
+  const program = new Command('cairn')
+    .description(
+      'Cairn keeps a hash-chained evidence log of every step of untrusted work run in hardened sandboxes. ' +
+        'This CLI verifies chain files and proof bundles offline, exports chains from the log, and rebuilds the projections.',
+    )
+    .version(cliVersion(), '-V, --version', 'print the version')
+    .option('--json', 'print results and errors as JSON on stdout (for machines)')
+    .helpOption('-h, --help', 'show help for a command')
+    .configureHelp({ showGlobalOptions: true })
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    // Commander's own messages are printed by runCli in the one error shape.
+    .configureOutput({
+      writeOut: (text) => void streams.stdout.write(text),
+      writeErr: (text) => void streams.stderr.write(text),
+      outputError: () => undefined,
+    })
+    .addHelpText(
+      'after',
+      '\nEnvironment: CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX, CAIRN_DATABASE_URL (see README.md).\n' +
+        'Exit status: 0 ok, 1 failed (e.g. E_CHAIN_BROKEN, E_UNAVAILABLE), 2 usage (E_INPUT).',
+    );
+  registerVerifyCommand(program, context);
+  registerExportCommand(program, context);
+  registerProjectionsCommand(program, context);
+  return program;
+}
+
+/** `--json` is honoured even when the command line fails to parse. */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+function usageFailure(error: CommanderError): CairnError {
+  if (error.code === 'commander.help') return new CairnError('E_INPUT', 'no command given (see the commands above)');
+  return new CairnError('E_INPUT', error.message.replace(/^error: /, ''), { reason: error.code.replace(/^commander\./, '') });
+}
+
+/** Runs one command line and returns its exit code; never throws, never exits the process. */
+export async function runCli(argv: readonly string[], streams: CliStreams): Promise<ExitCode> {
+  const context = createCommandContext(streams);
+  const program = buildProgram(context);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return EXIT_OK;
+  } catch (error) {
+    const output = new Output(streams, wantsJson(argv));
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT_OK;
+      output.failure(usageFailure(error).toBody());
+      return EXIT_USAGE;
+    }
+    const failure = toCliFailure(error);
+    const debug = streams.env.CAIRN_DEBUG !== undefined && streams.env.CAIRN_DEBUG !== '';
+    if (failure.stack !== undefined && !debug && !output.json) {
+      failure.body.message += ' (set CAIRN_DEBUG=1 for the stack trace)';
+    }
+    output.failure(failure.body, debug ? failure.stack : undefined);
+    return failure.exitCode;
+  }
+}

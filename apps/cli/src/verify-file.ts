@@ -1,0 +1,125 @@
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { isCairnError } from '@cairn/contracts';
+import { ChainVerifier, verifyChain } from '@cairn/evidence';
+import type { ChainVerification } from '@cairn/evidence';
+import { usageError } from './exit-codes.js';
+
+/** The proof bundle format this CLI reads (PRODUCT.md: one JSON document with a `format` field). */
+export const BUNDLE_FORMAT = 'cairn.bundle/v1';
+const BUNDLE_FORMAT_PREFIX = 'cairn.bundle/';
+/** A bundle is read whole; a chain file never is (it streams line by line in constant memory). */
+export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
+
+export type EvidenceFileFormat = 'chain' | 'bundle';
+
+export interface FileVerification {
+  format: EvidenceFileFormat;
+  verification: ChainVerification;
+}
+
+function errnoCode(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'unreadable';
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (error) {
+    return { ok: false, message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** A document is a bundle when it is one object whose `format` names a Cairn bundle version. */
+function bundleFormatOf(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const format = (value as Record<string, unknown>).format;
+  return typeof format === 'string' && format.startsWith(BUNDLE_FORMAT_PREFIX) ? format : null;
+}
+
+function verifyBundle(document: unknown, path: string): FileVerification {
+  const format = bundleFormatOf(document);
+  if (format !== BUNDLE_FORMAT) {
+    throw usageError(`${path}: unsupported proof bundle format ${JSON.stringify(format)} (this cairn reads ${BUNDLE_FORMAT})`, { format });
+  }
+  const receipts = (document as Record<string, unknown>).receipts;
+  if (!Array.isArray(receipts)) throw usageError(`${path}: a proof bundle needs a receipts array`);
+  return { format: 'bundle', verification: verifyChain(receipts as unknown[], { requireNonEmpty: true }) };
+}
+
+async function readWholeBundle(path: string, size: number): Promise<unknown> {
+  if (size > MAX_BUNDLE_BYTES) return undefined;
+  const parsed = parseJson(await readFile(path, 'utf8'));
+  return parsed.ok && bundleFormatOf(parsed.value) !== null ? parsed.value : undefined;
+}
+
+/**
+ * Verifies an evidence file offline: a chain file (JSON Lines, one receipt per line) streamed
+ * line by line through `ChainVerifier`, or a proof bundle (one JSON document). A line that is
+ * not a receipt breaks the chain at its position; an unreadable file is a usage error.
+ */
+export async function verifyFile(path: string): Promise<FileVerification> {
+  let size: number;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw usageError(`cannot read ${path}: not a regular file`, { path });
+    size = info.size;
+  } catch (error) {
+    if (isCairnError(error)) throw error;
+    throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });
+  }
+
+  const input = createReadStream(path, { encoding: 'utf8' });
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  const verifier = new ChainVerifier({ requireNonEmpty: true });
+  let lineNo = 0;
+  let firstBlankLine = 0;
+  let seenContent = false;
+  let oneLineBundle: unknown = undefined;
+  try {
+    for await (const raw of lines) {
+      lineNo += 1;
+      const line = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw;
+      if (line.trim() === '') {
+        if (firstBlankLine === 0) firstBlankLine = lineNo;
+        continue;
+      }
+      if (oneLineBundle !== undefined) throw usageError(`${path}: unexpected content after the proof bundle (line ${lineNo})`);
+      const parsed = parseJson(line);
+
+      if (!seenContent) {
+        seenContent = true;
+        // A bundle on one line, or pretty-printed (its first line alone is not JSON).
+        if (parsed.ok && bundleFormatOf(parsed.value) !== null) {
+          oneLineBundle = parsed.value;
+          continue;
+        }
+        if (!parsed.ok && line.trimStart().startsWith('{')) {
+          lines.close();
+          input.destroy();
+          const bundle = await readWholeBundle(path, size);
+          if (bundle !== undefined) return verifyBundle(bundle, path);
+        }
+      }
+
+      if (firstBlankLine !== 0) {
+        verifier.breakHere('malformed', `line ${firstBlankLine} is blank: a chain file holds one receipt per line`);
+        break;
+      }
+      if (!parsed.ok) {
+        verifier.breakHere('malformed', `line ${lineNo} is not JSON: ${parsed.message}`);
+        break;
+      }
+      if (!verifier.push(parsed.value)) break;
+    }
+  } catch (error) {
+    if (isCairnError(error)) throw error;
+    throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });
+  } finally {
+    lines.close();
+    input.destroy();
+  }
+  if (oneLineBundle !== undefined) return verifyBundle(oneLineBundle, path);
+  return { format: 'chain', verification: verifier.result() };
+}

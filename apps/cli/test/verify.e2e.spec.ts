@@ -1,0 +1,177 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sealReceipt } from '@cairn/evidence';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCairn, sampleChain, toJsonLines } from './cli.harness.js';
+
+const CHAIN = 'run_verify-e2e';
+let dir: string;
+let receipts: Record<string, unknown>[];
+let headHash: string;
+
+async function file(name: string, content: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cairn-verify-e2e-'));
+  receipts = sampleChain(CHAIN, 6);
+  headHash = String(receipts[5]!.hash);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('cairn verify <chain file>', () => {
+  it('verifies a good chain: exit 0 and the head hash', async () => {
+    const run = await runCairn(['verify', await file('good.jsonl', toJsonLines(receipts))]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`OK  6 receipts  chain ${CHAIN}  head ${headHash}\n`);
+  });
+
+  it('accepts a file without a trailing newline, and CRLF line ends', async () => {
+    const noNewline = await runCairn(['verify', await file('no-newline.jsonl', toJsonLines(receipts).trimEnd())]);
+    expect(noNewline.code).toBe(0);
+    const crlf = await runCairn(['verify', await file('crlf.jsonl', toJsonLines(receipts).replaceAll('\n', '\r\n'))]);
+    expect(crlf.code).toBe(0);
+    expect(crlf.stdout).toContain(`head ${headHash}`);
+  });
+
+  it('prints { ok, chainId, count, headHash } with --json', async () => {
+    const run = await runCairn(['verify', await file('good-json.jsonl', toJsonLines(receipts)), '--json']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ ok: true, chainId: CHAIN, count: 6, headHash });
+  });
+
+  it('fails a tampered field with E_CHAIN_BROKEN at its seq, exit 1', async () => {
+    const tampered = receipts.map((r) => (r.seq === 4 ? { ...r, exit_code: 1 } : r));
+    const run = await runCairn(['verify', await file('tampered.jsonl', toJsonLines(tampered))]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^error E_CHAIN_BROKEN: chain broken at seq 4 \(hash_mismatch\): /);
+    expect(run.stderr).not.toContain('    at ');
+  });
+
+  it('fails a tampered field with the JSON error shape under --json', async () => {
+    const tampered = receipts.map((r) => (r.seq === 2 ? { ...r, argv: ['rm', '-rf', '/'] } : r));
+    const run = await runCairn(['--json', 'verify', await file('tampered-json.jsonl', toJsonLines(tampered))]);
+    expect(run.code).toBe(1);
+    const body = JSON.parse(run.stdout) as { ok: boolean; error: { code: string; message: string; details: unknown } };
+    expect(body).toEqual({
+      ok: false,
+      error: { code: 'E_CHAIN_BROKEN', message: expect.stringContaining('seq 2') as string, details: { firstBadSeq: 2, reason: 'hash_mismatch' } },
+    });
+  });
+
+  it('fails a deleted line at the position of the missing receipt', async () => {
+    const run = await runCairn(['verify', await file('deleted.jsonl', toJsonLines(receipts.filter((r) => r.seq !== 3))), '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 3, reason: 'seq_out_of_order' } } });
+  });
+
+  it('fails a re-sealed receipt (hash recomputed over a changed body) at the next seq', async () => {
+    const { hash: _h, prev_hash: _p, ...body } = receipts[2]!;
+    const forged = sealReceipt(String(receipts[2]!.prev_hash), { ...body, exit_code: 0, stage: 'forged' });
+    const chain = receipts.map((r) => (r.seq === 3 ? forged : r));
+    const run = await runCairn(['verify', await file('forged.jsonl', toJsonLines(chain)), '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { details: { firstBadSeq: 4, reason: 'prev_hash_mismatch' } } });
+  });
+
+  it('breaks the chain at a line that is not JSON', async () => {
+    const lines = toJsonLines(receipts).split('\n');
+    lines[1] = '{"seq": 2, this is not json';
+    const run = await runCairn(['verify', await file('not-json.jsonl', lines.join('\n'))]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^error E_CHAIN_BROKEN: chain broken at seq 2 \(malformed\): line 2 is not JSON/);
+  });
+
+  it('breaks the chain at a blank line inside it', async () => {
+    const lines = toJsonLines(receipts).split('\n');
+    lines.splice(3, 0, '');
+    const run = await runCairn(['verify', await file('blank.jsonl', lines.join('\n')), '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { details: { firstBadSeq: 4, reason: 'malformed' } } });
+  });
+
+  it('fails an empty file: a chain holds at least one receipt', async () => {
+    for (const content of ['', '\n', '  \n\n']) {
+      const run = await runCairn(['verify', await file('empty.jsonl', content), '--json']);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 1, reason: 'empty' } } });
+    }
+  });
+});
+
+describe('cairn verify <proof bundle>', () => {
+  const bundle = (extra: Record<string, unknown> = {}) => ({ format: 'cairn.bundle/v1', chainId: CHAIN, receipts, ...extra });
+
+  it('verifies the receipts of a bundle, one-line or pretty-printed', async () => {
+    for (const [name, text] of [
+      ['bundle-line.json', JSON.stringify(bundle())],
+      ['bundle-pretty.json', `\n${JSON.stringify(bundle(), null, 2)}\n`],
+    ] as const) {
+      const run = await runCairn(['verify', await file(name, text)]);
+      expect(run.code, name).toBe(0);
+      expect(run.stdout).toBe(`OK  6 receipts  chain ${CHAIN}  head ${headHash}  (proof bundle)\n`);
+    }
+  });
+
+  it('fails a bundle with a tampered receipt', async () => {
+    const tampered = receipts.map((r) => (r.seq === 5 ? { ...r, actor: 'someone-else' } : r));
+    const run = await runCairn(['verify', await file('bundle-bad.json', JSON.stringify(bundle({ receipts: tampered }), null, 2)), '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 5, reason: 'hash_mismatch' } } });
+  });
+
+  it('refuses an unknown bundle version or a bundle without receipts as bad input, exit 2', async () => {
+    const v9 = await runCairn(['verify', await file('bundle-v9.json', JSON.stringify(bundle({ format: 'cairn.bundle/v9' })))]);
+    expect(v9.code).toBe(2);
+    expect(v9.stderr).toMatch(/^error E_INPUT: .*unsupported proof bundle format "cairn.bundle\/v9"/);
+    const noReceipts = await runCairn(['verify', await file('bundle-empty.json', JSON.stringify({ format: 'cairn.bundle/v1' }))]);
+    expect(noReceipts.code).toBe(2);
+  });
+
+  it('fails a bundle whose receipts array is empty', async () => {
+    const run = await runCairn(['verify', await file('bundle-none.json', JSON.stringify(bundle({ receipts: [] })))]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('E_CHAIN_BROKEN');
+  });
+});
+
+describe('cairn usage errors exit 2', () => {
+  it('no arguments', async () => {
+    const run = await runCairn([]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('Usage: cairn');
+  });
+
+  it('an unknown command', async () => {
+    const run = await runCairn(['frobnicate']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^error E_INPUT: unknown command 'frobnicate'/);
+  });
+
+  it('a missing file, and a directory, with E_INPUT', async () => {
+    const missing = await runCairn(['verify', join(dir, 'nope.jsonl')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(`error E_INPUT: cannot read ${join(dir, 'nope.jsonl')}: ENOENT\n`);
+    const directory = await runCairn(['verify', dir, '--json']);
+    expect(directory.code).toBe(2);
+    expect(JSON.parse(directory.stdout)).toMatchObject({ ok: false, error: { code: 'E_INPUT' } });
+  });
+
+  it('--help and --version exit 0', async () => {
+    const help = await runCairn(['verify', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: cairn verify [options] <file>');
+    const version = await runCairn(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+});
