@@ -1,0 +1,11 @@
+export { CancelRunHandler } from './cancel-run.handler.js';
+export { IdempotencyRepository } from './idempotency.repository.js';
+export type { ClaimOutcome, IdempotencyClaim } from './idempotency.repository.js';
+export { IntakeCommandsService } from './intake-commands.service.js';
+export { createIntakeDataSource, INTAKE_MIGRATIONS, INTAKE_MIGRATIONS_TABLE, runIntakeMigrations } from './intake-data-source.js';
+export { IntakeIdempotencyEntity } from './intake-idempotency.entity.js';
+export { IntakeConfigSchema } from './intake.config.js';
+export type { IntakeConfig } from './intake.config.js';
+export { INTAKE_SERVICE, intakeModule } from './intake.module.js';
+export { newRunId } from './run-id.js';
+export { INTAKE_ACTOR, SubmitRunHandler } from './submit-run.handler.js';

@@ -1,0 +1,45 @@
+import { CommandBus } from '@cairn/operational';
+import type { CommandServer } from '@cairn/operational';
+import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { CancelRunHandler } from './cancel-run.handler.js';
+import type { IntakeConfig } from './intake.config.js';
+import { SubmitRunHandler } from './submit-run.handler.js';
+
+/** Serves `submit` and `cancel` from the command stream while the service is up. */
+@Injectable()
+export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private servers: CommandServer[] = [];
+
+  constructor(
+    private readonly bus: CommandBus,
+    private readonly submit: SubmitRunHandler,
+    private readonly cancel: CancelRunHandler,
+    private readonly dataSource: DataSource,
+    @Inject(SERVICE_CONFIG) private readonly config: IntakeConfig,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const prefix = this.config.CAIRN_INTAKE_DURABLE_PREFIX;
+    const options = {
+      concurrency: this.config.CAIRN_INTAKE_CONCURRENCY,
+      onError: (error: unknown) => this.logger.write('fatal', 'stopped serving commands: the consumer failed', { error: String(error) }),
+    };
+    this.servers = [
+      await this.bus.serve('submit', `${prefix}-submit`, (command) => this.submit.handle(command), options),
+      await this.bus.serve('cancel', `${prefix}-cancel`, (command) => this.cancel.handle(command), options),
+    ];
+    this.logger.write('info', 'serving commands', { stream: this.bus.streamName, verbs: this.servers.map((s) => s.verb) });
+  }
+
+  /** Before the NATS connection drains: stop taking commands, finish those in hand, close the database. */
+  async onModuleDestroy(): Promise<void> {
+    const stopped = await Promise.allSettled(this.servers.map((server) => server.stop()));
+    for (const result of stopped) if (result.status === 'rejected') this.logger.write('error', 'a command server failed', { error: String(result.reason) });
+    this.servers = [];
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+}

@@ -1,0 +1,52 @@
+import { CairnError, parseRunSpec } from '@cairn/contracts';
+import { canonicalJson, sha256Hex } from '@cairn/evidence';
+import type { EvidenceLog } from '@cairn/evidence-log';
+import type { CommandOk, SubmitRunCommand } from '@cairn/operational';
+import { EVIDENCE_LOG } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import { checkEventFields } from './event-fields.check.js';
+import { IdempotencyRepository } from './idempotency.repository.js';
+import { newRunId } from './run-id.js';
+
+export const INTAKE_ACTOR = 'intake';
+
+/**
+ * `cairn.cmd.submit`: validate the spec again (fail closed), claim the idempotency key, and start
+ * the run's chain with `run.submitted`. A crash between the claim and the append is safe: the
+ * redelivered command finds the same run id with an empty chain and appends then, and the append's
+ * message id (chain, no causation, type) makes a repeated append store nothing.
+ */
+@Injectable()
+export class SubmitRunHandler {
+  constructor(
+    private readonly keys: IdempotencyRepository,
+    @Inject(EVIDENCE_LOG) private readonly log: EvidenceLog,
+  ) {}
+
+  async handle(command: SubmitRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    const spec = parseRunSpec(command.spec);
+    const specSha256 = sha256Hex(canonicalJson(spec));
+    const claim = await this.keys.claim({
+      tenant: command.tenant,
+      keySha256: command.idempotency_key_sha256,
+      bodySha256: specSha256,
+      runId: newRunId(),
+    });
+    if (claim.kind === 'mismatch') {
+      throw new CairnError('E_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used before with a different request body');
+    }
+    const runId = claim.runId;
+    // A chain already started: this is a resubmission, and nothing new happens.
+    if ((await this.log.head(runId)) !== null) return { run_id: runId, duplicate: true };
+
+    const fields = {
+      spec,
+      spec_sha256: specSha256,
+      submitted_by: command.submitted_by,
+      idempotency_key_sha256: command.idempotency_key_sha256,
+    };
+    checkEventFields('run.submitted', { chainId: runId, tenant: command.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
+    const appended = await this.log.append(runId, { type: 'run.submitted', actor: INTAKE_ACTOR, tenant: command.tenant, causation: null, fields });
+    return { run_id: runId, duplicate: appended.duplicate };
+  }
+}

@@ -1,0 +1,76 @@
+import type { EvidenceReceiptOf } from '@cairn/contracts';
+import { liveImageDigests, WorkerRegistry } from '@cairn/operational';
+import { decidePolicy, policyDecidedFields } from '@cairn/policy';
+import type { PolicyDocument, PolicyOutcome } from '@cairn/policy';
+import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
+import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { PolicyServiceConfig } from './policy.config.js';
+import { runChainOf } from './run-chain.reader.js';
+
+/** Injection token of the policy document in force (validated at boot). */
+export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
+
+/**
+ * Reacts to `run.submitted` with `policy.decided` (allow / hold / deny), decided by the pure
+ * `decidePolicy` over the policy in force and the images the live workers have. A held run also
+ * gets one `approval.requested` per run-scope approval it waits for, so a grant can name it.
+ */
+@Injectable()
+export class PolicyDecisionHandler implements ReactorHandler {
+  readonly types: ReadonlySet<string> = new Set(['run.submitted']);
+
+  constructor(
+    @Inject(POLICY_DOCUMENT) private readonly policy: PolicyDocument,
+    private readonly workers: WorkerRegistry,
+    @Inject(SERVICE_CONFIG) private readonly config: PolicyServiceConfig,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+  ) {}
+
+  async handle(ctx: ReactionContext): Promise<void> {
+    const submitted = ctx.receipt;
+    if (submitted.type !== 'run.submitted') return;
+    const chain = runChainOf(await ctx.readChain());
+    if (chain === null) {
+      this.logger.write('warn', 'not deciding a chain that does not validate', { run_id: ctx.chainId });
+      return;
+    }
+    const earlier = chain.receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');
+    if (earlier !== undefined) {
+      // Decided before (a redelivery, perhaps past the dedupe window): never decide twice, but
+      // finish a hold whose approval requests were cut off by a crash.
+      if (earlier.decision === 'hold' && !chain.receipts.some((r) => r.type === 'approval.requested')) {
+        await this.requestApprovals(ctx, await this.decide(submitted), Date.now());
+      }
+      return;
+    }
+    // Cancelled (or otherwise moved on) before policy got to it: nothing to decide.
+    if (chain.view?.state !== 'SUBMITTED') return;
+
+    const outcome = await this.decide(submitted);
+    await ctx.append('policy.decided', { ...policyDecidedFields(outcome) });
+    if (outcome.decision === 'hold') await this.requestApprovals(ctx, outcome, Date.now());
+    this.logger.write('info', 'decided', { run_id: ctx.chainId, decision: outcome.decision, error_code: outcome.error_code ?? null });
+  }
+
+  private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
+    const workers = await this.workers.list();
+    const localImageDigests = liveImageDigests(workers, Date.now(), this.config.CAIRN_WORKER_STALE_AFTER_MS);
+    // No secret store and no job usage exist yet: decidePolicy refuses what needs them (fail closed).
+    return decidePolicy(submitted.spec, { policy: this.policy, localImageDigests });
+  }
+
+  private async requestApprovals(ctx: ReactionContext, outcome: PolicyOutcome, now: number): Promise<void> {
+    for (const approval of outcome.approvals) {
+      if (approval.scope !== 'run' || approval.granted) continue;
+      const fields = {
+        approval_id: approval.approval_id,
+        scope: approval.scope,
+        step_index: approval.step_index,
+        reason: approval.reason,
+        expires_at: new Date(now + approval.timeout_seconds * 1000).toISOString(),
+      };
+      await ctx.append('approval.requested', fields, approval.approval_id);
+    }
+  }
+}

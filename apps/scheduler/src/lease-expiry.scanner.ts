@@ -1,0 +1,114 @@
+import { assertUnreachable, eventId } from '@cairn/contracts';
+import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
+import type { EvidenceLog } from '@cairn/evidence-log';
+import { isTerminal } from '@cairn/lifecycle';
+import { LeaseStore } from '@cairn/operational';
+import type { LeaseRecord } from '@cairn/operational';
+import { isExpired, onLeaseExpired } from '@cairn/scheduling';
+import { EVIDENCE_LOG, JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { runChainOf } from './run-chain.reader.js';
+import type { SchedulerConfig } from './scheduler.config.js';
+
+/** States in which a run's worker is (or is about to be) running it: losing the worker loses the run. */
+const HELD_BY_WORKER = new Set(['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL']);
+
+export type LeaseVerdict = 'failed' | 'released' | 'kept';
+
+/**
+ * Every `CAIRN_LEASE_SCAN_INTERVAL_MS`, looks for expired leases. The run of an expired lease that
+ * its worker held (scheduled, running, or paused for a step approval) is failed with
+ * `E_WORKER_LOST`, caused by its `run.scheduled`; a step is never run twice unasked. Leases of runs
+ * that have ended or moved past their worker, and leases never announced, are released.
+ */
+@Injectable()
+export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestroy {
+  private timer: NodeJS.Timeout | null = null;
+  private scanning: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly leases: LeaseStore,
+    @Inject(EVIDENCE_LOG) private readonly log: EvidenceLog,
+    @Inject(SERVICE_NAME) private readonly service: string,
+    @Inject(SERVICE_CONFIG) private readonly config: SchedulerConfig,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.schedule();
+  }
+
+  /** Before the NATS connection drains: no new scan, and the one under way finishes. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.scanning;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.scanning = this.scan()
+        .then(() => undefined)
+        .catch((error: unknown) => this.logger.write('error', 'lease scan failed; will scan again', { error: String(error) }))
+        .finally(() => {
+          this.scanning = null;
+          this.schedule();
+        });
+    }, this.config.CAIRN_LEASE_SCAN_INTERVAL_MS);
+  }
+
+  /** One pass over the lease store; returns what happened to each expired lease. */
+  async scan(now: number = Date.now()): Promise<Map<string, LeaseVerdict>> {
+    const verdicts = new Map<string, LeaseVerdict>();
+    for (const lease of await this.leases.list()) {
+      if (this.stopped) break;
+      if (!isExpired(lease, now)) continue;
+      try {
+        verdicts.set(lease.run_id, await this.expired(lease));
+      } catch (error) {
+        this.logger.write('error', 'could not settle an expired lease; will retry', { run_id: lease.run_id, error: String(error) });
+      }
+    }
+    return verdicts;
+  }
+
+  private async expired(lease: LeaseRecord): Promise<LeaseVerdict> {
+    const raw: ReceiptEnvelope[] = [];
+    for await (const stored of this.log.readChain(lease.run_id)) raw.push(stored.receipt);
+    const chain = runChainOf(raw);
+    if (chain === null) {
+      this.logger.write('warn', 'an expired lease of a chain that does not validate is kept', { run_id: lease.run_id });
+      return 'kept';
+    }
+    const { view, receipts } = chain;
+    const scheduled = receipts.findLast((r): r is EvidenceReceiptOf<'run.scheduled'> => r.type === 'run.scheduled' && r.lease_id === lease.lease_id);
+    if (view === null || view.sealed || isTerminal(view.state) || scheduled === undefined || !HELD_BY_WORKER.has(view.state)) {
+      await this.leases.delete(lease.run_id, lease.lease_id);
+      return 'released';
+    }
+    const expiry = onLeaseExpired({ lease });
+    switch (expiry.action) {
+      case 'fail':
+        await this.log.append(lease.run_id, {
+          type: 'run.failed',
+          actor: this.service,
+          tenant: view.tenant,
+          causation: eventId(lease.run_id, scheduled.seq),
+          key: `lease-expired-${lease.attempt}`,
+          fields: { error_code: expiry.error_code, message: expiry.reason.slice(0, 2000) },
+        });
+        await this.leases.delete(lease.run_id, lease.lease_id);
+        this.logger.write('warn', 'worker lost: run failed', { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id });
+        return 'failed';
+      case 'reoffer':
+        // Only a RunSpec that opts into retries is re-offered, and RunSpecs cannot opt in yet.
+        this.logger.write('error', 'a re-offer was asked for but is not supported; the lease is kept', { run_id: lease.run_id });
+        return 'kept';
+      default:
+        return assertUnreachable(expiry, 'lease expiry');
+    }
+  }
+}

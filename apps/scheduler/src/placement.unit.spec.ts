@@ -1,0 +1,53 @@
+import type { LeaseRecord, RegisteredWorker } from '@cairn/operational';
+import { describe, expect, it } from 'vitest';
+import { hasImage, withLeasedReservations } from './placement.js';
+
+const A = `sha256:${'a'.repeat(64)}`;
+const B = `sha256:${'b'.repeat(64)}`;
+
+function worker(workerId: string, overrides: Partial<RegisteredWorker> = {}): RegisteredWorker {
+  return {
+    workerId,
+    capacity: { slots: 2, memoryMiB: 4096, cpus: 2, diskMiB: 4096 },
+    isolation: ['docker'],
+    draining: false,
+    healthy: true,
+    lastHeartbeatAt: 0,
+    inFlight: [],
+    images: { 'cairn/sandbox-busybox:1': A },
+    ...overrides,
+  };
+}
+
+function lease(runId: string, workerId: string, memoryMiB = 512): LeaseRecord {
+  return {
+    lease_id: `lease_${runId}`,
+    run_id: runId,
+    worker_id: workerId,
+    attempt: 1,
+    granted_at: '2026-01-01T00:00:00.000Z',
+    expires_at: '2026-01-01T00:00:15.000Z',
+    reservation: { runId, memoryMiB, cpus: 1, diskMiB: 256 },
+  };
+}
+
+describe('withLeasedReservations', () => {
+  it('adds the leased runs to their workers, once each', () => {
+    const reported = { runId: 'run_a', memoryMiB: 100, cpus: 1, diskMiB: 1 };
+    const [w1, w2] = withLeasedReservations([worker('w1', { inFlight: [reported] }), worker('w2')], [lease('run_a', 'w1'), lease('run_b', 'w1'), lease('run_c', 'w2')]);
+    expect(w1!.inFlight.map((r) => r.runId)).toEqual(['run_a', 'run_b']);
+    expect(w1!.inFlight[0]!.memoryMiB).toBe(512);
+    expect(w2!.inFlight.map((r) => r.runId)).toEqual(['run_c']);
+  });
+});
+
+describe('hasImage', () => {
+  it('matches the tag, and the digest when the decision pins one', () => {
+    const w = worker('w1');
+    expect(hasImage(w, 'cairn/sandbox-busybox:1')).toBe(true);
+    expect(hasImage(w, `cairn/sandbox-busybox:1@${A}`)).toBe(true);
+    expect(hasImage(w, `cairn/sandbox-busybox:1@${B}`)).toBe(false);
+    expect(hasImage(w, 'cairn/sandbox-debian:1')).toBe(false);
+    expect(hasImage(w, 'constructor')).toBe(false);
+  });
+});

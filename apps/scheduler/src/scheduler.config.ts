@@ -1,0 +1,17 @@
+import { EvidenceLogConfigSchema } from '@cairn/config';
+import { OperationalConfigSchema } from '@cairn/operational';
+import { DEFAULT_STALE_AFTER_MS } from '@cairn/scheduling';
+import { z } from 'zod';
+
+/** The scheduler's whole configuration, read once from the environment at boot. */
+export const SchedulerConfigSchema = EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape).extend({
+  /** How long a lease lasts unless the runtime renews it. */
+  CAIRN_LEASE_TTL_MS: z.coerce.number().int().min(500).max(3_600_000).default(15_000),
+  /** How often the lease store is scanned for expired leases. */
+  CAIRN_LEASE_SCAN_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  /** A worker silent for longer than this gets no new runs. */
+  CAIRN_WORKER_STALE_AFTER_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_STALE_AFTER_MS),
+  /** Unacked for this long, a receipt is delivered again (after a crash). */
+  CAIRN_SCHEDULER_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+});
+export type SchedulerConfig = z.infer<typeof SchedulerConfigSchema>;

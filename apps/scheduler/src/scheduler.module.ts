@@ -1,0 +1,34 @@
+import { LeaseStore, WorkerRegistry } from '@cairn/operational';
+import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { DynamicModule } from '@nestjs/common';
+import { LeaseExpiryScanner } from './lease-expiry.scanner.js';
+import type { SchedulerConfig } from './scheduler.config.js';
+import { PLACEMENT_GATE, SchedulingHandler } from './scheduling.handler.js';
+import { SerialGate } from './serial-gate.js';
+
+export const SCHEDULER_SERVICE = 'scheduler';
+
+/** The scheduler: a reactor that places runs, and a timer that fails the runs of lost workers. */
+export function schedulerModule(config: SchedulerConfig): DynamicModule {
+  return ServiceRuntimeModule.forRoot({
+    service: SCHEDULER_SERVICE,
+    config,
+    handler: SchedulingHandler,
+    ackWaitMs: config.CAIRN_SCHEDULER_ACK_WAIT_MS,
+    providers: [
+      { provide: PLACEMENT_GATE, useValue: new SerialGate() },
+      {
+        provide: WorkerRegistry,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+      },
+      {
+        provide: LeaseStore,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+      },
+      LeaseExpiryScanner,
+    ],
+  });
+}

@@ -1,0 +1,131 @@
+import { CairnError } from '@cairn/contracts';
+import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
+import { LeaseStore, WorkerRegistry } from '@cairn/operational';
+import type { LeaseRecord } from '@cairn/operational';
+import { grantLease, isExpired, placeRun, reservationFor } from '@cairn/scheduling';
+import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
+import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import { hasImage, withLeasedReservations } from './placement.js';
+import { runChainOf } from './run-chain.reader.js';
+import type { RunChain } from './run-chain.reader.js';
+import type { SchedulerConfig } from './scheduler.config.js';
+import { SerialGate } from './serial-gate.js';
+
+/** Receipts after which a run holds nothing on its worker any more: its lease is released. */
+const RELEASING = new Set(['run.executed', 'run.failed', 'run.rolled_back', 'run.cancelled', 'run.sealed']);
+
+/** Placements in this process happen one at a time, so two runs never take the same last slot. */
+export const PLACEMENT_GATE = Symbol('cairn.placement-gate');
+
+/**
+ * Reacts to `policy.decided` allow (and to the `approval.granted` that releases a held run) by
+ * placing the run on a worker: the lease goes to the lease store first, then `run.scheduled` onto
+ * the chain. No room anywhere is an outage (E_UNAVAILABLE): the reactor naks and the run is tried
+ * again later, never dropped. A crash between the two writes is safe: the redelivered receipt finds
+ * the lease and announces it.
+ */
+@Injectable()
+export class SchedulingHandler implements ReactorHandler {
+  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.granted', ...RELEASING]);
+
+  constructor(
+    private readonly workers: WorkerRegistry,
+    private readonly leases: LeaseStore,
+    @Inject(PLACEMENT_GATE) private readonly gate: SerialGate,
+    @Inject(SERVICE_CONFIG) private readonly config: SchedulerConfig,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+  ) {}
+
+  async handle(ctx: ReactionContext): Promise<void> {
+    const receipt: EvidenceReceipt = ctx.receipt;
+    if (RELEASING.has(receipt.type)) {
+      if (await this.leases.delete(ctx.chainId)) this.logger.write('info', 'lease released', { run_id: ctx.chainId, by: receipt.type });
+      return;
+    }
+    if (!ctx.chainId.startsWith('run_')) return;
+    const chain = runChainOf(await ctx.readChain());
+    if (chain === null) {
+      this.logger.write('warn', 'not scheduling a chain that does not validate', { run_id: ctx.chainId });
+      return;
+    }
+    const decided = runnableDecision(receipt, chain);
+    if (decided === null) return;
+    await this.schedule(ctx, decided);
+  }
+
+  private async schedule(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>): Promise<void> {
+    const runId = ctx.chainId;
+    const caps = decided.caps;
+    const image = decided.image;
+    if (caps === undefined || image === undefined) {
+      throw new CairnError('E_UNKNOWN_STATE', `${runId}: policy.decided ${decided.decision} carries no caps or image`);
+    }
+    const lease = await this.gate.run(() => this.leaseFor(runId, caps, image));
+    await ctx.append('run.scheduled', {
+      worker_id: lease.worker_id,
+      lease_id: lease.lease_id,
+      lease_expires_at: lease.expires_at,
+      attempt: lease.attempt,
+    });
+    this.logger.write('info', 'scheduled', { run_id: runId, worker_id: lease.worker_id, lease_id: lease.lease_id });
+  }
+
+  /** The lease the run holds, or a new one on the best worker with room and the image. */
+  private async leaseFor(runId: string, caps: GrantedCaps, image: string): Promise<LeaseRecord> {
+    const now = Date.now();
+    const held = await this.leases.get(runId);
+    if (held !== null && !isExpired(held, now)) return held;
+    // A lease written but never announced, then left to expire (a crash and a long outage): no
+    // runtime ever saw it, so it is replaced.
+    if (held !== null) await this.leases.delete(runId, held.lease_id);
+
+    const [workers, leases] = await Promise.all([this.workers.list(), this.leases.list()]);
+    const candidates = withLeasedReservations(
+      workers.filter((worker) => hasImage(worker, image)),
+      leases.filter((lease) => !isExpired(lease, now)),
+    );
+    const request = reservationFor(runId, caps);
+    const worker = placeRun(candidates, request, now, { staleAfterMs: this.config.CAIRN_WORKER_STALE_AFTER_MS });
+    if (worker === null) {
+      throw new CairnError('E_UNAVAILABLE', `no worker has room for ${runId} (${image}); it waits`, {
+        runId,
+        workers: workers.length,
+        withImage: candidates.length,
+      });
+    }
+    // Attempt 1: a run is placed once; a lost worker fails it (E_WORKER_LOST), re-offers come later.
+    const granted = grantLease(runId, worker.workerId, now, this.config.CAIRN_LEASE_TTL_MS, 1);
+    const reservation = { runId, memoryMiB: request.memoryMiB, cpus: request.cpus, diskMiB: request.diskMiB };
+    const { lease } = await this.leases.create({ ...granted, reservation });
+    return lease;
+  }
+
+  /** Placement gave up (not for lack of room: that waits): fail the run, on the record. Releases never fail a run. */
+  async giveUp(ctx: ReactionContext, error: unknown): Promise<void> {
+    if (RELEASING.has(ctx.receipt.type) || !ctx.chainId.startsWith('run_')) {
+      this.logger.write('error', 'giving up on a lease release', { run_id: ctx.chainId, error: String(error) });
+      return;
+    }
+    const message = `scheduler could not place the run: ${error instanceof Error ? error.message : String(error)}`;
+    await ctx.append('run.failed', { error_code: 'E_UNKNOWN_STATE', message: message.slice(0, 2000) }, 'give-up');
+  }
+}
+
+/**
+ * The allowing decision to place the run by, or null when this receipt does not call for a
+ * placement: the run is placed already, has ended, or (on a grant) still waits for another approval.
+ */
+function runnableDecision(receipt: EvidenceReceipt, chain: RunChain): EvidenceReceiptOf<'policy.decided'> | null {
+  const { receipts, view } = chain;
+  if (view === null || view.sealed || receipts.some((r) => r.type === 'run.scheduled')) return null;
+  const decided = receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');
+  if (decided === undefined) return null;
+  if (receipt.type === 'policy.decided') {
+    return receipt.decision === 'allow' && view.state === 'SUBMITTED' ? decided : null;
+  }
+  if (receipt.type !== 'approval.granted' || decided.decision !== 'hold' || view.state !== 'AWAITING_APPROVAL') return null;
+  const granted = new Set(receipts.flatMap((r) => (r.type === 'approval.granted' ? [r.approval_id] : [])));
+  const pending = receipts.filter((r) => r.type === 'approval.requested' && r.scope === 'run' && !granted.has(r.approval_id));
+  return pending.length === 0 ? decided : null;
+}

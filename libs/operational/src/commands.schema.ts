@@ -1,0 +1,59 @@
+import { ActorSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
+import { z } from 'zod';
+
+/*
+ * Commands travel before a run exists (docs/adr/0003): they are requests, not evidence, so their
+ * contracts live here beside the command bus, not in @cairn/contracts. Snake_case like receipts.
+ */
+
+/** Ask intake to create a run. The gateway has validated the spec already; intake checks it again. */
+export const SubmitRunCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  /** Who asked: `key:<key id>` for a client, or a service name. */
+  submitted_by: ActorSchema,
+  /** sha256 (hex) of the client's Idempotency-Key; the key itself never leaves the gateway. */
+  idempotency_key_sha256: Sha256HexSchema,
+  spec: RunSpecSchema,
+});
+export type SubmitRunCommand = z.infer<typeof SubmitRunCommandSchema>;
+
+/** Ask intake to cancel a run of the tenant's. */
+export const CancelRunCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  run_id: RunIdSchema,
+  requested_by: ActorSchema,
+  reason: z.string().max(1024).optional(),
+});
+export type CancelRunCommand = z.infer<typeof CancelRunCommandSchema>;
+
+/** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
+export const COMMAND_SCHEMAS = {
+  submit: SubmitRunCommandSchema,
+  cancel: CancelRunCommandSchema,
+} as const;
+export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
+export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];
+export type CommandPayload<V extends CommandVerb> = z.infer<(typeof COMMAND_SCHEMAS)[V]>;
+
+export function isCommandVerb(value: string): value is CommandVerb {
+  return Object.hasOwn(COMMAND_SCHEMAS, value);
+}
+
+/** What a handler answers when it did what was asked (or had done it before: `duplicate`). */
+export const CommandOkSchema = z.strictObject({
+  ok: z.literal(true),
+  run_id: RunIdSchema,
+  /** True when the command had been carried out before and nothing new happened. */
+  duplicate: z.boolean(),
+});
+export type CommandOk = z.infer<typeof CommandOkSchema>;
+
+export const CommandFailedSchema = z.strictObject({
+  ok: z.literal(false),
+  error: ErrorBodySchema,
+});
+export type CommandFailed = z.infer<typeof CommandFailedSchema>;
+
+/** The reply to every command, sent on core NATS to the subject the sender named. */
+export const CommandReplySchema = z.discriminatedUnion('ok', [CommandOkSchema, CommandFailedSchema]);
+export type CommandReply = z.infer<typeof CommandReplySchema>;

@@ -1,0 +1,76 @@
+import { CairnError, isCairnError } from '@cairn/contracts';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { KV, KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { z } from 'zod';
+
+/** Limits of an operational bucket: state that is not evidence may lose history, so it is bounded. */
+export interface BucketLimits {
+  /** A key not written for this long disappears. */
+  ttlMs: number;
+  /** Values kept per key. */
+  history: number;
+  maxBytes: number;
+  maxValueBytes: number;
+}
+
+const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Opens the bucket, creating it with `limits` when it does not exist (an existing one keeps its own). */
+export async function openBucket(nc: NatsConnection, name: string, limits: BucketLimits): Promise<KV> {
+  if (!BUCKET_NAME.test(name)) throw new CairnError('E_INPUT', `invalid bucket name ${JSON.stringify(name)}: [A-Za-z0-9_-], at most 64`);
+  return kvCall(`cannot open the KV bucket ${name}`, () =>
+    new Kvm(nc).create(name, {
+      history: limits.history,
+      ttl: limits.ttlMs,
+      max_bytes: limits.maxBytes,
+      maxValueSize: limits.maxValueBytes,
+    }),
+  );
+}
+
+/** The JetStream stream behind a KV bucket (tests delete it to clean up). */
+export function bucketStreamName(bucket: string): string {
+  return `KV_${bucket}`;
+}
+
+/** A compare-and-set write lost to another writer. */
+export function isWrongRevision(error: unknown): boolean {
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
+
+/** Runs a KV operation; anything but a CairnError becomes E_UNAVAILABLE (a broker problem, retryable). */
+export async function kvCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (isCairnError(error)) throw error;
+    throw new CairnError('E_UNAVAILABLE', `${what}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The entry's value checked against `schema`; null for a deleted key or a value that breaks the schema. */
+export function decodeEntry<S extends z.ZodType>(entry: KvEntry | null, schema: S): z.infer<S> | null {
+  if (entry === null || entry.operation !== 'PUT') return null;
+  let raw: unknown;
+  try {
+    raw = entry.json<unknown>();
+  } catch {
+    return null;
+  }
+  const parsed = schema.safeParse(raw);
+  return parsed.success ? parsed.data : null;
+}
+
+/** Every live key of the bucket. */
+export async function listKeys(kv: KV, what: string): Promise<string[]> {
+  return kvCall(`cannot list ${what}`, async () => {
+    const keys: string[] = [];
+    for await (const key of await kv.keys()) keys.push(key);
+    return keys.sort();
+  });
+}

@@ -1,0 +1,77 @@
+import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { grantLease } from '@cairn/scheduling';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bucketStreamName } from './kv-bucket.js';
+import { LeaseStore } from './lease-store.adapter.js';
+import type { LeaseRecord } from './lease-store.adapter.js';
+
+let nc: NatsConnection;
+let leases: LeaseStore;
+const bucket = uniqueName('leases');
+
+function lease(runId: string, workerId: string, now: number, ttlMs = 15_000): LeaseRecord {
+  return { ...grantLease(runId, workerId, now, ttlMs), reservation: { runId, memoryMiB: 512, cpus: 1, diskMiB: 256 } };
+}
+
+beforeAll(async () => {
+  nc = await connect({ servers: testNatsUrl() });
+  leases = await LeaseStore.open(nc, { bucket });
+});
+
+afterAll(async () => {
+  await (await jetstreamManager(nc)).streams.delete(bucketStreamName(bucket));
+  await nc.close();
+});
+
+describe('LeaseStore on the real KV', () => {
+  it('creates a lease once: a second grant for the run gets the lease it already holds', async () => {
+    const now = Date.now();
+    const first = await leases.create(lease('run_one', 'w-1', now));
+    const second = await leases.create(lease('run_one', 'w-2', now + 5));
+    expect(first.created).toBe(true);
+    expect(second).toEqual({ lease: first.lease, created: false });
+    expect(await leases.get('run_one')).toEqual(first.lease);
+  });
+
+  it('renews only for the holder, never shortens, and never revives an expired lease', async () => {
+    const now = Date.now();
+    const held = (await leases.create(lease('run_renew', 'w-1', now, 10_000))).lease;
+    const renewed = await leases.renew('run_renew', 'w-1', now + 30_000, now + 1000);
+    expect(renewed.expires_at).toBe(new Date(now + 30_000).toISOString());
+    expect((await leases.renew('run_renew', 'w-1', now + 20_000, now + 2000)).expires_at).toBe(renewed.expires_at);
+    expect(await leases.get('run_renew')).toEqual({ ...held, expires_at: renewed.expires_at });
+    await expect(leases.renew('run_renew', 'w-2', now + 60_000, now + 2000)).rejects.toMatchObject({ code: 'E_CONFLICT', details: { reason: 'not_holder' } });
+    await expect(leases.renew('run_renew', 'w-1', now + 90_000, now + 31_000)).rejects.toMatchObject({ code: 'E_CONFLICT', details: { reason: 'expired' } });
+    await expect(leases.renew('run_nolease', 'w-1', now + 90_000)).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+  });
+
+  it('renews under compare-and-set: concurrent renewals all land on the latest revision', async () => {
+    const now = Date.now();
+    await leases.create(lease('run_cas', 'w-1', now, 10_000));
+    const untils = [20_000, 50_000, 30_000, 40_000].map((d) => now + d);
+    await Promise.all(untils.map((until) => leases.renew('run_cas', 'w-1', until, now)));
+    expect((await leases.get('run_cas'))?.expires_at).toBe(new Date(now + 50_000).toISOString());
+  });
+
+  it('lists, replaces and deletes leases; a guarded delete spares another lease', async () => {
+    const now = Date.now();
+    await leases.put(lease('run_list', 'w-1', now));
+    expect((await leases.list()).map((l) => l.run_id)).toEqual(expect.arrayContaining(['run_list', 'run_one', 'run_renew']));
+    const replaced = await leases.put({ ...lease('run_list', 'w-3', now), attempt: 2, lease_id: 'lease_other_2' });
+    expect((await leases.get('run_list'))?.worker_id).toBe('w-3');
+    expect(await leases.delete('run_list', 'lease_not_this_one')).toBe(false);
+    expect(await leases.delete('run_list', replaced.lease_id)).toBe(true);
+    expect(await leases.get('run_list')).toBeNull();
+    expect(await leases.delete('run_list')).toBe(false);
+    expect((await leases.list()).map((l) => l.run_id)).not.toContain('run_list');
+  });
+
+  it('refuses a lease whose reservation is for another run', async () => {
+    await expect(leases.put({ ...lease('run_a', 'w-1', Date.now()), reservation: { runId: 'run_b', memoryMiB: 1, cpus: 1, diskMiB: 1 } })).rejects.toMatchObject({
+      code: 'E_INPUT',
+    });
+  });
+});

@@ -1,0 +1,157 @@
+import { CairnError, inputIssues, LeaseIdSchema, RunIdSchema, TimestampSchema, WorkerIdSchema } from '@cairn/contracts';
+import { isExpired } from '@cairn/scheduling';
+import type { Lease } from '@cairn/scheduling';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { z } from 'zod';
+import { decodeEntry, isWrongRevision, kvCall, listKeys, openBucket } from './kv-bucket.js';
+import type { BucketLimits } from './kv-bucket.js';
+import { ReservationSchema } from './worker-record.schema.js';
+
+/** A lease (as `run.scheduled` carries it) with the capacity it holds on its worker. */
+export const LeaseRecordSchema = z
+  .strictObject({
+    lease_id: LeaseIdSchema,
+    run_id: RunIdSchema,
+    worker_id: WorkerIdSchema,
+    attempt: z.number().int().min(1),
+    granted_at: TimestampSchema,
+    expires_at: TimestampSchema,
+    reservation: ReservationSchema,
+  })
+  .refine((record) => record.reservation.runId === record.run_id, { message: 'the reservation is for another run', path: ['reservation', 'runId'] });
+export type LeaseRecord = z.infer<typeof LeaseRecordSchema>;
+
+const _isLease = (record: LeaseRecord): Lease => record;
+
+export interface LeaseStoreOptions extends Partial<BucketLimits> {
+  /** Default `cairn_leases`. */
+  bucket?: string;
+}
+
+export const DEFAULT_LEASES_BUCKET = 'cairn_leases';
+/**
+ * A lease lives seconds, but the bucket keeps a forgotten one for a day: the scheduler's scan must
+ * still see an expired lease after a long outage to fail its run, so the bucket's TTL is only a bound.
+ */
+const DEFAULT_LIMITS: BucketLimits = { ttlMs: 86_400_000, history: 1, maxBytes: 64 * 1024 * 1024, maxValueBytes: 64 * 1024 };
+const CAS_ATTEMPTS = 8;
+
+/** Why a renewal was refused, in `details.reason` of the E_CONFLICT. */
+export type RenewRefusal = 'not_holder' | 'expired';
+
+/**
+ * Leases in a KV bucket, a key per run id (operational state; the grant and the loss are evidence,
+ * the renewals are not). The scheduler writes and scans them; the runtime renews its own.
+ */
+export class LeaseStore {
+  private constructor(
+    private readonly kv: KV,
+    readonly bucket: string,
+  ) {}
+
+  static async open(nc: NatsConnection, options: LeaseStoreOptions = {}): Promise<LeaseStore> {
+    const bucket = options.bucket ?? DEFAULT_LEASES_BUCKET;
+    const limits = { ...DEFAULT_LIMITS };
+    if (options.ttlMs !== undefined) limits.ttlMs = options.ttlMs;
+    if (options.history !== undefined) limits.history = options.history;
+    if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
+    if (options.maxValueBytes !== undefined) limits.maxValueBytes = options.maxValueBytes;
+    return new LeaseStore(await openBucket(nc, bucket, limits), bucket);
+  }
+
+  /** Writes the run's lease, replacing any other. */
+  async put(record: LeaseRecord): Promise<LeaseRecord> {
+    const lease = checked(record);
+    await kvCall(`cannot write the lease of ${lease.run_id}`, () => this.kv.put(lease.run_id, JSON.stringify(lease)));
+    return lease;
+  }
+
+  /**
+   * Writes the run's lease unless the run already has one; returns the lease the run holds now and
+   * whether it is this one. Two schedulers racing for a run both end up naming the same lease.
+   */
+  async create(record: LeaseRecord): Promise<{ lease: LeaseRecord; created: boolean }> {
+    const lease = checked(record);
+    try {
+      await this.kv.create(lease.run_id, JSON.stringify(lease));
+      return { lease, created: true };
+    } catch (error) {
+      if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot write the lease of ${lease.run_id}: ${String(error)}`);
+    }
+    const held = await this.get(lease.run_id);
+    if (held === null) throw new CairnError('E_CONFLICT', `the lease of ${lease.run_id} changed while it was written`);
+    return { lease: held, created: false };
+  }
+
+  /**
+   * Extends the lease `workerId` holds on `runId` to `until` (epoch ms; never shortens it), with a
+   * compare-and-set on the key's revision. Refused with E_CONFLICT when another worker holds it
+   * (`details.reason: 'not_holder'`) or it has expired (`'expired'`: never revived, the run may be
+   * failed already); E_NOT_FOUND when the run has no lease.
+   */
+  async renew(runId: string, workerId: string, until: number, now: number = Date.now()): Promise<LeaseRecord> {
+    for (let attempt = 1; ; attempt++) {
+      const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
+      const lease = decodeEntry(entry, LeaseRecordSchema);
+      if (entry === null || lease === null) throw new CairnError('E_NOT_FOUND', `run ${runId} holds no lease`, { runId });
+      if (lease.worker_id !== workerId) throw refusal(runId, 'not_holder', `the lease of ${runId} is held by another worker`);
+      if (isExpired(lease, now)) throw refusal(runId, 'expired', `the lease of ${runId} expired at ${lease.expires_at}`);
+      if (!Number.isFinite(until)) throw new CairnError('E_INPUT', 'until is not a time');
+      const renewed: LeaseRecord = { ...lease, expires_at: new Date(Math.max(Date.parse(lease.expires_at), until)).toISOString() };
+      try {
+        await this.kv.update(runId, JSON.stringify(renewed), entry.revision);
+        return renewed;
+      } catch (error) {
+        if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot renew the lease of ${runId}: ${String(error)}`);
+        if (attempt >= CAS_ATTEMPTS) throw new CairnError('E_CONFLICT', `the lease of ${runId} kept changing: gave up after ${attempt} attempts`);
+      }
+    }
+  }
+
+  /** The run's lease, or null (none, or a value that does not validate). */
+  async get(runId: string): Promise<LeaseRecord | null> {
+    if (!RunIdSchema.safeParse(runId).success) return null;
+    const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
+    return decodeEntry(entry, LeaseRecordSchema);
+  }
+
+  /** Every lease, by run id. */
+  async list(): Promise<LeaseRecord[]> {
+    const leases: LeaseRecord[] = [];
+    for (const key of await listKeys(this.kv, 'leases')) {
+      const lease = await this.get(key);
+      if (lease !== null) leases.push(lease);
+    }
+    return leases;
+  }
+
+  /**
+   * Removes the run's lease; with `leaseId`, only if it is still that lease (so a cleanup never
+   * removes a newer attempt's). True when a lease was removed.
+   */
+  async delete(runId: string, leaseId?: string): Promise<boolean> {
+    const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
+    const lease = decodeEntry(entry, LeaseRecordSchema);
+    if (entry === null || entry.operation !== 'PUT') return false;
+    if (leaseId !== undefined && lease?.lease_id !== leaseId) return false;
+    try {
+      await this.kv.delete(runId, { previousSeq: entry.revision });
+      return true;
+    } catch (error) {
+      if (isWrongRevision(error)) return false;
+      throw new CairnError('E_UNAVAILABLE', `cannot delete the lease of ${runId}: ${String(error)}`);
+    }
+  }
+}
+
+function refusal(runId: string, reason: RenewRefusal, message: string): CairnError {
+  return new CairnError('E_CONFLICT', message, { runId, reason });
+}
+
+function checked(record: LeaseRecord): LeaseRecord {
+  const parsed = LeaseRecordSchema.safeParse(record);
+  if (parsed.success) return parsed.data;
+  const issues = inputIssues(parsed.error);
+  throw new CairnError('E_INPUT', `invalid lease: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
+}
