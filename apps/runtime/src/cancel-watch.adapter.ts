@@ -1,0 +1,45 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+
+/** Receipts that end a run from outside while it executes (ADR 0003 names `run.cancel_requested` too; the contracts have no such type yet). */
+export const CANCEL_EVENT_TYPES: ReadonlySet<string> = new Set(['run.cancelled']);
+
+/**
+ * Watches a running run's chain subject (a core subscription: JetStream's stored messages are
+ * published on it too) and calls `onCancel` when a cancel lands. It only sees what arrives while
+ * subscribed; the runtime also re-reads the chain between steps, so a message missed across a
+ * reconnect is caught there.
+ */
+export class CancelWatch {
+  private subscription: Subscription | null = null;
+  private readonly decoder = new TextDecoder();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly subject: string,
+    private readonly onCancel: (type: string) => void,
+  ) {}
+
+  start(): void {
+    this.subscription ??= this.nc.subscribe(this.subject, {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        const type = receiptType(this.decoder.decode(msg.data));
+        if (type !== null && CANCEL_EVENT_TYPES.has(type)) this.onCancel(type);
+      },
+    });
+  }
+
+  stop(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = null;
+  }
+}
+
+function receiptType(text: string): string | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && 'type' in value && typeof value.type === 'string' ? value.type : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,125 @@
+import { parseEvidenceReceipt } from '@cairn/contracts';
+import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, InputFile, RunSpec } from '@cairn/contracts';
+import { foldRun, isTerminal } from '@cairn/lifecycle';
+import { splitImageRef } from '@cairn/policy';
+import type { SandboxFileIn } from '@cairn/sandbox';
+import { planSteps } from './step-plan.js';
+import type { PlannedStep } from './step-plan.js';
+
+/** What a runtime does with a `run.scheduled` receipt, decided from the run's chain alone. */
+export type Assessment =
+  /** Not this worker's to act on (another worker's, ended, superseded): ack and do nothing. */
+  | { kind: 'ignore'; reason: string }
+  /**
+   * A sandbox was created for this placement and the run never finished: whoever ran it is gone
+   * (a crash, a redelivery). Never run a step twice unasked: reap and fail it `E_WORKER_LOST`.
+   */
+  | { kind: 'lost'; containerName: string; teardownRecorded: boolean }
+  /** The run cannot start here; fail it with `code` before any sandbox exists. */
+  | { kind: 'refuse'; code: ErrorCode; message: string; stepIndex?: number }
+  | { kind: 'execute'; plan: RunPlan };
+
+/** Everything needed to run a placed run, from `run.submitted` and policy's decision. */
+export interface RunPlan {
+  runId: string;
+  /** The image as granted, without digest (`cairn/sandbox-busybox:1`). */
+  image: string;
+  /** The digest (image id) policy pinned, if any: the local image must be exactly it. */
+  imageDigest: string | null;
+  caps: GrantedCaps;
+  steps: PlannedStep[];
+  files: SandboxFileIn[];
+  outputs: string[];
+}
+
+export type ParsedChain = { ok: true; receipts: EvidenceReceipt[] } | { ok: false; seq: number | null; message: string };
+
+/**
+ * A stored chain, each receipt parsed with its contract. A chain holding a receipt that does not
+ * parse is not one the runtime acts on (I-5): the caller reports it and runs nothing.
+ */
+export function parseChain(stored: readonly unknown[]): ParsedChain {
+  const receipts: EvidenceReceipt[] = [];
+  for (const raw of stored) {
+    const parsed = parseEvidenceReceipt(raw);
+    if (!parsed.ok) {
+      const seq = typeof raw === 'object' && raw !== null && 'seq' in raw && typeof raw.seq === 'number' ? raw.seq : null;
+      return { ok: false, seq, message: parsed.message };
+    }
+    receipts.push(parsed.receipt);
+  }
+  return { ok: true, receipts };
+}
+
+function isType<T extends EventType>(type: T) {
+  return (receipt: EvidenceReceipt): receipt is EvidenceReceiptOf<T> => receipt.type === type;
+}
+
+/** The last `run.scheduled` on the chain that placed the run on `workerId`, if any. */
+export function lastPlacementOn(chain: readonly EvidenceReceipt[], workerId: string): EvidenceReceiptOf<'run.scheduled'> | null {
+  const placements = chain.filter(isType('run.scheduled')).filter((r) => r.worker_id === workerId);
+  return placements.at(-1) ?? null;
+}
+
+/**
+ * Decides what the runtime of `workerId` does with `scheduled` given the chain as stored now.
+ * Fails closed: anything it does not recognise is ignored or refused, never run.
+ */
+export function assessScheduled(chain: readonly EvidenceReceipt[], scheduled: EvidenceReceiptOf<'run.scheduled'>, workerId: string): Assessment {
+  if (scheduled.worker_id !== workerId) return { kind: 'ignore', reason: `placed on worker ${scheduled.worker_id}` };
+  const view = foldRun(chain);
+  if (view === null) return { kind: 'ignore', reason: 'the chain is empty' };
+  if (view.sealed || isTerminal(view.state)) return { kind: 'ignore', reason: `the run has ended (${view.state})` };
+
+  const after = chain.filter((r) => r.seq > scheduled.seq);
+  if (after.some(isType('run.scheduled'))) return { kind: 'ignore', reason: 'a later placement superseded this one' };
+  const created = after.find(isType('sandbox.created'));
+  if (created !== undefined) {
+    if (after.some(isType('run.executed'))) return { kind: 'ignore', reason: 'the run was executed' };
+    const teardownRecorded = after.some((r) => isType('sandbox.destroyed')(r) && r.container_name === created.container_name);
+    return { kind: 'lost', containerName: created.container_name, teardownRecorded };
+  }
+  if (view.state !== 'SCHEDULED') return { kind: 'ignore', reason: `the run is ${view.state}, not SCHEDULED` };
+
+  const before = chain.filter((r) => r.seq < scheduled.seq);
+  const submitted = before.find(isType('run.submitted'));
+  const decision = before.filter(isType('policy.decided')).at(-1);
+  if (submitted === undefined) return { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the chain has no run.submitted before its placement' };
+  if (decision === undefined || decision.decision === 'deny') {
+    return { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the run was placed without a policy decision that lets it run' };
+  }
+  if (decision.caps === undefined || decision.image === undefined) {
+    return { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the policy decision names no caps or no image' };
+  }
+  return planRun(submitted.spec, decision.caps, decision.image, view.runId);
+}
+
+function planRun(spec: RunSpec, caps: GrantedCaps, grantedImage: string, runId: string): Assessment {
+  // Capabilities this worker does not have yet: refused before a sandbox starts, never faked.
+  if (spec.network !== undefined && spec.network !== 'none') {
+    return { kind: 'refuse', code: 'E_RUNTIME_ABSENT', message: 'this worker has no egress proxy: runs with network egress cannot start here' };
+  }
+  if ((spec.secrets ?? []).length > 0) {
+    return { kind: 'refuse', code: 'E_RUNTIME_ABSENT', message: 'this worker has no secret store: runs that reference secrets cannot start here' };
+  }
+  const steps = planSteps(spec.steps, caps);
+  if (!steps.ok) return { kind: 'refuse', code: 'E_POLICY_DENIED', message: steps.message, stepIndex: steps.stepIndex };
+  const { name, digest } = splitImageRef(grantedImage);
+  return {
+    kind: 'execute',
+    plan: {
+      runId,
+      image: name,
+      imageDigest: digest,
+      caps,
+      steps: steps.steps,
+      files: (spec.files ?? []).map(inputFile),
+      outputs: [...(spec.outputs ?? [])],
+    },
+  };
+}
+
+export function inputFile(file: InputFile): SandboxFileIn {
+  const content = new Uint8Array(Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'));
+  return file.mode === undefined ? { path: file.path, content } : { path: file.path, content, mode: file.mode };
+}

@@ -1,0 +1,168 @@
+import { GENESIS_HASH, parseEvidenceReceipt } from '@cairn/contracts';
+import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
+import { sealReceipt } from '@cairn/evidence';
+import { describe, expect, it } from 'vitest';
+import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
+
+const RUN = 'run_assess1';
+const SHA = (c: string) => c.repeat(64);
+const IMAGE_ID = `sha256:${'d'.repeat(64)}`;
+const CAPS = { wall_seconds: 60, memory_mib: 64, pids: 32, disk_mib: 16, cpus: 1 };
+
+/** A well-linked chain, each receipt checked against its contract as it is added. */
+class Chain {
+  readonly receipts: EvidenceReceipt[] = [];
+  private head = GENESIS_HASH;
+
+  add(type: string, fields: Record<string, unknown>, actor = 'intake'): EvidenceReceipt {
+    const seq = this.receipts.length + 1;
+    const body = { v: 1, seq, run_id: RUN, tenant: 'acme', type, actor, ts: `2026-11-30T00:00:0${seq % 10}.000Z`, causation: null, ...fields };
+    const sealed = sealReceipt(this.head, body);
+    const parsed = parseEvidenceReceipt(sealed);
+    if (!parsed.ok) throw new Error(parsed.message);
+    this.head = sealed.hash;
+    this.receipts.push(parsed.receipt);
+    return parsed.receipt;
+  }
+
+  submitted(spec: Record<string, unknown> = {}): this {
+    this.add('run.submitted', {
+      spec: { name: 'unit', steps: [{ argv: ['sh', '-c', 'echo hi'] }], ...spec },
+      spec_sha256: SHA('a'),
+      submitted_by: 'key:k1',
+      idempotency_key_sha256: SHA('b'),
+    });
+    return this;
+  }
+
+  allowed(image = `cairn/sandbox-busybox:1@${IMAGE_ID}`, decision: 'allow' | 'deny' = 'allow'): this {
+    const fields = decision === 'allow' ? { caps: CAPS, image } : { error_code: 'E_POLICY_DENIED' };
+    this.add('policy.decided', { decision, policy_version: SHA('c'), reasons: [], ...fields }, 'policy');
+    return this;
+  }
+
+  scheduled(worker = 'w1', attempt = 1): EvidenceReceiptOf<'run.scheduled'> {
+    const receipt = this.add('run.scheduled', { worker_id: worker, lease_id: `lease-${attempt}`, lease_expires_at: '2026-11-30T00:10:00.000Z', attempt }, 'scheduler');
+    return receipt as EvidenceReceiptOf<'run.scheduled'>;
+  }
+
+  created(): this {
+    this.add(
+      'sandbox.created',
+      { container_name: `cairn-${RUN}-1`, worker_id: 'w1', driver: 'docker', image: 'cairn/sandbox-busybox:1', image_digest: IMAGE_ID, caps: CAPS, network: 'none' },
+      'runtime',
+    );
+    return this;
+  }
+}
+
+describe('assessScheduled', () => {
+  it('plans a run placed on this worker from its spec and policy’s grant', () => {
+    const chain = new Chain().submitted({
+      steps: [{ argv: ['sh', '-c', 'echo hi'], env: { K: 'v' } }, { argv: ['/bin/cat', 'in.txt'], timeoutSeconds: 5 }],
+      files: [
+        { path: '/work/in.txt', content: 'hello' },
+        { path: '/work/bin.dat', content: 'AAEC', encoding: 'base64', mode: 0o755 },
+      ],
+      outputs: ['/out'],
+    });
+    const scheduled = chain.allowed().scheduled();
+    const assessment = assessScheduled(chain.receipts, scheduled, 'w1');
+    expect(assessment.kind).toBe('execute');
+    if (assessment.kind !== 'execute') return;
+    expect(assessment.plan).toMatchObject({
+      runId: RUN,
+      image: 'cairn/sandbox-busybox:1',
+      imageDigest: IMAGE_ID,
+      caps: CAPS,
+      outputs: ['/out'],
+    });
+    expect(assessment.plan.steps.map((s) => [s.tool, s.timeoutMs, s.envNames])).toEqual([
+      ['sh', 60_000, ['K']],
+      ['cat', 5000, []],
+    ]);
+    expect(assessment.plan.files).toEqual([
+      { path: '/work/in.txt', content: new Uint8Array(Buffer.from('hello')) },
+      { path: '/work/bin.dat', content: new Uint8Array([0, 1, 2]), mode: 0o755 },
+    ]);
+  });
+
+  it('takes an image granted without a digest as it is', () => {
+    const chain = new Chain().submitted();
+    const scheduled = chain.allowed('cairn/sandbox-busybox:1').scheduled();
+    const assessment = assessScheduled(chain.receipts, scheduled, 'w1');
+    expect(assessment.kind === 'execute' && [assessment.plan.image, assessment.plan.imageDigest]).toEqual(['cairn/sandbox-busybox:1', null]);
+  });
+
+  it('ignores a placement on another worker', () => {
+    const chain = new Chain().submitted().allowed();
+    expect(assessScheduled(chain.receipts, chain.scheduled('w2'), 'w1')).toEqual({ kind: 'ignore', reason: 'placed on worker w2' });
+  });
+
+  it('ignores a run that has ended, and one placed again since', () => {
+    const ended = new Chain().submitted().allowed();
+    const first = ended.scheduled();
+    ended.add('run.cancelled', { cancelled_by: 'key:k1' });
+    expect(assessScheduled(ended.receipts, first, 'w1')).toMatchObject({ kind: 'ignore', reason: 'the run has ended (CANCELLED)' });
+
+    const again = new Chain().submitted().allowed();
+    const old = again.scheduled('w1', 1);
+    again.scheduled('w1', 2);
+    expect(assessScheduled(again.receipts, old, 'w1')).toMatchObject({ kind: 'ignore', reason: 'a later placement superseded this one' });
+  });
+
+  it('finds a run lost after its sandbox was created (a redelivery, a restart) — never runs it again', () => {
+    const chain = new Chain().submitted().allowed();
+    const scheduled = chain.scheduled();
+    chain.created();
+    chain.add('step.started', { step_index: 0, stage: 'step', tool: 'sh', argv: ['sh'], workdir: '/work', env_names: [] }, 'runtime');
+    expect(assessScheduled(chain.receipts, scheduled, 'w1')).toEqual({ kind: 'lost', containerName: `cairn-${RUN}-1`, teardownRecorded: false });
+    chain.add('sandbox.destroyed', { container_name: `cairn-${RUN}-1`, verified_gone: true, reason: 'completed' }, 'runtime');
+    expect(assessScheduled(chain.receipts, scheduled, 'w1')).toEqual({ kind: 'lost', containerName: `cairn-${RUN}-1`, teardownRecorded: true });
+  });
+
+  it('ignores a run already executed', () => {
+    const chain = new Chain().submitted().allowed();
+    const scheduled = chain.scheduled();
+    chain.created();
+    chain.add('run.executed', { steps_completed: 1, exit_codes: [0], artifact_hashes: {}, duration_ms: 5 }, 'runtime');
+    expect(assessScheduled(chain.receipts, scheduled, 'w1')).toMatchObject({ kind: 'ignore', reason: 'the run was executed' });
+  });
+
+  it('refuses, before any sandbox, what this worker cannot honour', () => {
+    const egress = new Chain().submitted({ network: { egress: ['example.com:443'] } });
+    expect(assessScheduled(egress.receipts, egress.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_RUNTIME_ABSENT' });
+
+    const secrets = new Chain().submitted({ secrets: ['API_TOKEN'] });
+    expect(assessScheduled(secrets.receipts, secrets.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_RUNTIME_ABSENT' });
+
+    const slow = new Chain().submitted({ steps: [{ argv: ['a'] }, { argv: ['b'], timeoutSeconds: 61 }] });
+    expect(assessScheduled(slow.receipts, slow.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED', stepIndex: 1 });
+  });
+
+  it('refuses a placement without a grant to run (fails closed, I-5)', () => {
+    const chain = new Chain().submitted();
+    chain.add('policy.decided', { decision: 'allow', policy_version: SHA('c'), reasons: [] }, 'policy');
+    expect(assessScheduled(chain.receipts, chain.scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the policy decision names no caps or no image' });
+  });
+});
+
+describe('lastPlacementOn', () => {
+  it('is the latest placement on the worker, or null', () => {
+    const chain = new Chain().submitted().allowed();
+    chain.scheduled('w1', 1);
+    const second = chain.scheduled('w1', 2);
+    expect(lastPlacementOn(chain.receipts, 'w1')).toBe(second);
+    expect(lastPlacementOn(chain.receipts, 'w9')).toBeNull();
+  });
+});
+
+describe('parseChain', () => {
+  it('parses stored receipts, and names the first one that breaks its contract', () => {
+    const chain = new Chain().submitted().allowed();
+    const raw: Record<string, unknown>[] = chain.receipts.map((r) => ({ ...r }));
+    expect(parseChain(raw)).toEqual({ ok: true, receipts: chain.receipts });
+    raw[1] = { ...raw[1], decision: 'maybe' };
+    expect(parseChain(raw)).toMatchObject({ ok: false, seq: 2 });
+  });
+});

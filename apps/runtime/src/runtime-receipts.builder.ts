@@ -1,0 +1,128 @@
+import type { ErrorCode, EventType, EvidenceEventOf, GrantedCaps, LimitKind } from '@cairn/contracts';
+import type { ExecResult, LimitCode, SandboxCaps, SandboxHandle } from '@cairn/sandbox';
+import type { PlannedStep } from './step-plan.js';
+
+/*
+ * The type-specific fields of every receipt the runtime appends, built from plain data so each
+ * can be unit-tested; `ReactionContext.append` checks them against the contracts once more.
+ */
+
+type EnvelopeKey = 'v' | 'seq' | 'run_id' | 'tenant' | 'type' | 'actor' | 'ts' | 'causation';
+/** What a service hands to `append` for an event of type `T`: its own fields, no envelope. */
+export type EventFields<T extends EventType> = Omit<EvidenceEventOf<T>, EnvelopeKey>;
+
+/** The only isolation this runtime drives today. */
+export const DRIVER_NAME = 'docker';
+/** A run's steps are the `step` stage (file moves are the runtime's own, not steps). */
+export const STEP_STAGE = 'step';
+const MAX_MESSAGE_CHARS = 2048;
+
+const LIMIT_KIND: Readonly<Record<LimitCode, LimitKind>> = {
+  E_TIMEOUT: 'wall_time',
+  E_MEM_LIMIT: 'memory',
+  E_PROC_LIMIT: 'pids',
+  E_DISK_LIMIT: 'disk',
+};
+
+/** Policy's granted caps (snake_case, as receipts carry them) as the sandbox port takes them. */
+export function sandboxCaps(caps: GrantedCaps): SandboxCaps {
+  return { wallSeconds: caps.wall_seconds, memoryMiB: caps.memory_mib, pids: caps.pids, diskMiB: caps.disk_mib, cpus: caps.cpus };
+}
+
+export function grantedCaps(caps: SandboxCaps): GrantedCaps {
+  return { wall_seconds: caps.wallSeconds, memory_mib: caps.memoryMiB, pids: caps.pids, disk_mib: caps.diskMiB, cpus: caps.cpus };
+}
+
+/** `image` is the reference policy granted (without its digest); the digest is the image the engine started. */
+export function sandboxCreatedFields(handle: SandboxHandle, image: string): EventFields<'sandbox.created'> {
+  return {
+    container_name: handle.name,
+    worker_id: handle.workerId,
+    driver: DRIVER_NAME,
+    image,
+    image_digest: /^sha256:[0-9a-f]{64}$/.test(handle.imageId) ? handle.imageId : null,
+    caps: grantedCaps(handle.caps),
+    network: 'none',
+  };
+}
+
+export function stepStartedFields(step: PlannedStep): EventFields<'step.started'> {
+  return { step_index: step.index, stage: STEP_STAGE, tool: step.tool, argv: step.argv, workdir: step.workdir, env_names: step.envNames };
+}
+
+/**
+ * Every cap a step met, in the order first seen (each once), then `output_bytes` when its output
+ * was cut at the runtime's cap (a cut is recorded, not a failure).
+ */
+export function limitsHit(result: Pick<ExecResult, 'limits' | 'truncated'>): LimitKind[] {
+  const kinds: LimitKind[] = [];
+  for (const seen of [...result.limits].sort((a, b) => a.atMs - b.atMs)) {
+    const kind = LIMIT_KIND[seen.limit];
+    if (!kinds.includes(kind)) kinds.push(kind);
+  }
+  if (result.truncated) kinds.push('output_bytes');
+  return kinds;
+}
+
+export interface StoredOutput {
+  /** sha256 (hex) of the bytes kept, as stored in the artifact store. */
+  stdoutSha256: string;
+  stderrSha256: string;
+}
+
+/**
+ * PRODUCT.md's step receipt. `*_bytes` count everything the program wrote; the hashes cover what
+ * was kept (the first `maxOutputBytes`, `output_truncated` says when that is less). A non-zero
+ * exit is a result; `error_code` is set only when a cap stopped the step.
+ */
+export function stepCompletedFields(step: PlannedStep, result: ExecResult, stored: StoredOutput): EventFields<'step.completed'> {
+  const fields: EventFields<'step.completed'> = {
+    step_index: step.index,
+    stage: STEP_STAGE,
+    tool: step.tool,
+    argv: step.argv,
+    exit_code: result.exitCode,
+    // A step that did not exit by itself was killed with its sandbox (force removal is SIGKILL).
+    signal: result.exitCode === null ? 'SIGKILL' : null,
+    stdout_sha256: stored.stdoutSha256,
+    stderr_sha256: stored.stderrSha256,
+    stdout_bytes: result.stdoutBytes,
+    stderr_bytes: result.stderrBytes,
+    output_truncated: result.truncated,
+    duration_ms: Math.max(0, Math.round(result.durationMs)),
+    limits_hit: limitsHit(result),
+    // No secret scanner exists yet: nothing is redacted, and the receipt says so.
+    redactions: [],
+    // Files are collected after the last step (`run.executed`), not per step.
+    artifact_hashes: {},
+  };
+  if (result.limitHit !== null) fields.error_code = result.limitHit;
+  return fields;
+}
+
+export type TeardownReason = EventFields<'sandbox.destroyed'>['reason'];
+
+export function sandboxDestroyedFields(containerName: string, verifiedGone: boolean, reason: TeardownReason, durationMs?: number): EventFields<'sandbox.destroyed'> {
+  const fields: EventFields<'sandbox.destroyed'> = { container_name: containerName, verified_gone: verifiedGone, reason };
+  if (durationMs !== undefined) fields.duration_ms = Math.max(0, Math.round(durationMs));
+  return fields;
+}
+
+export interface CompletedStep {
+  exitCode: number | null;
+}
+
+export function runExecutedFields(steps: readonly CompletedStep[], artifactHashes: Readonly<Record<string, string>>, durationMs: number): EventFields<'run.executed'> {
+  return {
+    steps_completed: steps.length,
+    exit_codes: steps.map((step) => step.exitCode),
+    artifact_hashes: { ...artifactHashes },
+    duration_ms: Math.max(0, Math.round(durationMs)),
+  };
+}
+
+export function runFailedFields(code: ErrorCode, message: string, stepIndex?: number): EventFields<'run.failed'> {
+  const fields: EventFields<'run.failed'> = { error_code: code, message: message.split('\u0000').join('').slice(0, MAX_MESSAGE_CHARS) };
+  if (stepIndex !== undefined) fields.step_index = stepIndex;
+  return fields;
+}

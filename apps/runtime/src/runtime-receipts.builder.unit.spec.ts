@@ -1,0 +1,168 @@
+import { EVENT_BODY_SCHEMAS } from '@cairn/contracts';
+import type { EventType } from '@cairn/contracts';
+import type { ExecResult, SandboxHandle } from '@cairn/sandbox';
+import { describe, expect, it } from 'vitest';
+import {
+  grantedCaps,
+  limitsHit,
+  runExecutedFields,
+  runFailedFields,
+  sandboxCaps,
+  sandboxCreatedFields,
+  sandboxDestroyedFields,
+  stepCompletedFields,
+  stepStartedFields,
+} from './runtime-receipts.builder.js';
+import type { PlannedStep } from './step-plan.js';
+
+/** The fields as a whole receipt body, parsed with the contract: what `ReactionContext.append` checks too. */
+function asBody(type: EventType, fields: object): unknown {
+  const body = { v: 1, seq: 9, run_id: 'run_unit1', tenant: 'acme', type, actor: 'runtime', ts: '2026-11-30T00:00:00.000Z', causation: 'run_unit1:4', ...fields };
+  return EVENT_BODY_SCHEMAS[type].parse(body);
+}
+
+const SHA_A = 'a'.repeat(64);
+const SHA_B = 'b'.repeat(64);
+const IMAGE_ID = `sha256:${'c'.repeat(64)}`;
+const caps = { wallSeconds: 30, memoryMiB: 64, pids: 32, diskMiB: 16, cpus: 0.5 };
+const handle: SandboxHandle = { id: 'abc', name: 'cairn-run_unit1-1', chainId: 'run_unit1', workerId: 'w1', imageId: IMAGE_ID, caps };
+const step: PlannedStep = { index: 1, argv: ['/bin/sh', '-c', 'exit 3'], tool: 'sh', workdir: '/work', env: { B: '2', A: '1' }, envNames: ['A', 'B'], timeoutMs: 5000 };
+
+function result(overrides: Partial<ExecResult> = {}): ExecResult {
+  return {
+    exitCode: 3,
+    stdout: new Uint8Array([104, 105]),
+    stderr: new Uint8Array(),
+    stdoutBytes: 2,
+    stderrBytes: 0,
+    truncated: false,
+    durationMs: 41.6,
+    limitHit: null,
+    limits: [],
+    teardown: null,
+    ...overrides,
+  };
+}
+
+describe('caps', () => {
+  it('go between the receipts’ snake_case and the sandbox port unchanged', () => {
+    const granted = { wall_seconds: 30, memory_mib: 64, pids: 32, disk_mib: 16, cpus: 0.5 };
+    expect(sandboxCaps(granted)).toEqual(caps);
+    expect(grantedCaps(sandboxCaps(granted))).toEqual(granted);
+  });
+});
+
+describe('sandbox.created', () => {
+  it('names the container, worker, driver, granted image, started digest, caps and network', () => {
+    const fields = sandboxCreatedFields(handle, 'cairn/sandbox-busybox:1');
+    expect(fields).toEqual({
+      container_name: 'cairn-run_unit1-1',
+      worker_id: 'w1',
+      driver: 'docker',
+      image: 'cairn/sandbox-busybox:1',
+      image_digest: IMAGE_ID,
+      caps: { wall_seconds: 30, memory_mib: 64, pids: 32, disk_mib: 16, cpus: 0.5 },
+      network: 'none',
+    });
+    expect(() => asBody('sandbox.created', fields)).not.toThrow();
+  });
+
+  it('records no digest when the engine gave no sha256 id', () => {
+    expect(sandboxCreatedFields({ ...handle, imageId: 'weird' }, 'x:1').image_digest).toBeNull();
+  });
+});
+
+describe('step.started', () => {
+  it('records argv, tool, workdir and the env names only', () => {
+    const fields = stepStartedFields(step);
+    expect(fields).toEqual({ step_index: 1, stage: 'step', tool: 'sh', argv: ['/bin/sh', '-c', 'exit 3'], workdir: '/work', env_names: ['A', 'B'] });
+    expect(JSON.stringify(fields)).not.toContain('"1"');
+    expect(() => asBody('step.started', fields)).not.toThrow();
+  });
+});
+
+describe('step.completed', () => {
+  it('is a result for a non-zero exit: no error code, no limits', () => {
+    const fields = stepCompletedFields(step, result(), { stdoutSha256: SHA_A, stderrSha256: SHA_B });
+    expect(fields).toEqual({
+      step_index: 1,
+      stage: 'step',
+      tool: 'sh',
+      argv: ['/bin/sh', '-c', 'exit 3'],
+      exit_code: 3,
+      signal: null,
+      stdout_sha256: SHA_A,
+      stderr_sha256: SHA_B,
+      stdout_bytes: 2,
+      stderr_bytes: 0,
+      output_truncated: false,
+      duration_ms: 42,
+      limits_hit: [],
+      redactions: [],
+      artifact_hashes: {},
+    });
+    expect(() => asBody('step.completed', fields)).not.toThrow();
+  });
+
+  it('names the cap that stopped the step, every cap seen, and the kill', () => {
+    const hit = result({
+      exitCode: null,
+      limitHit: 'E_MEM_LIMIT',
+      limits: [
+        { limit: 'E_TIMEOUT', atMs: 900, evidence: 'the wall-time deadline passed' },
+        { limit: 'E_MEM_LIMIT', atMs: 300, evidence: 'oom_kill 0→1' },
+      ],
+      teardown: { verifiedGone: true },
+    });
+    const fields = stepCompletedFields(step, hit, { stdoutSha256: SHA_A, stderrSha256: SHA_B });
+    expect(fields).toMatchObject({ exit_code: null, signal: 'SIGKILL', limits_hit: ['memory', 'wall_time'], error_code: 'E_MEM_LIMIT' });
+    expect(() => asBody('step.completed', fields)).not.toThrow();
+  });
+
+  it('counts every byte written and says when the output was cut', () => {
+    const cut = result({ stdoutBytes: 5_000_000, truncated: true });
+    const fields = stepCompletedFields(step, cut, { stdoutSha256: SHA_A, stderrSha256: SHA_B });
+    expect(fields).toMatchObject({ stdout_bytes: 5_000_000, output_truncated: true, limits_hit: ['output_bytes'] });
+    expect(fields.error_code).toBeUndefined();
+  });
+});
+
+describe('limitsHit', () => {
+  it('lists each kind once, in the order first seen', () => {
+    expect(
+      limitsHit({
+        truncated: false,
+        limits: [
+          { limit: 'E_PROC_LIMIT', atMs: 50, evidence: 'a' },
+          { limit: 'E_DISK_LIMIT', atMs: 10, evidence: 'b' },
+          { limit: 'E_PROC_LIMIT', atMs: 70, evidence: 'c' },
+        ],
+      }),
+    ).toEqual(['disk', 'pids']);
+  });
+});
+
+describe('sandbox.destroyed, run.executed, run.failed', () => {
+  it('build contract-valid bodies', () => {
+    const destroyed = sandboxDestroyedFields('cairn-run_unit1-1', true, 'completed', 812.4);
+    expect(destroyed).toEqual({ container_name: 'cairn-run_unit1-1', verified_gone: true, reason: 'completed', duration_ms: 812 });
+    expect(() => asBody('sandbox.destroyed', destroyed)).not.toThrow();
+    expect(sandboxDestroyedFields('c', false, 'reaped')).toEqual({ container_name: 'c', verified_gone: false, reason: 'reaped' });
+
+    const executed = runExecutedFields([{ exitCode: 0 }, { exitCode: 3 }], { '/out/a.txt': SHA_A }, 1234.5);
+    expect(executed).toEqual({ steps_completed: 2, exit_codes: [0, 3], artifact_hashes: { '/out/a.txt': SHA_A }, duration_ms: 1235 });
+    expect(() => asBody('run.executed', executed)).not.toThrow();
+
+    const failed = runFailedFields('E_TIMEOUT', 'step 1 hit a cap', 1);
+    expect(failed).toEqual({ error_code: 'E_TIMEOUT', message: 'step 1 hit a cap', step_index: 1 });
+    expect(() => asBody('run.failed', failed)).not.toThrow();
+  });
+
+  it('keeps a failure message within the contract: no NUL, at most 2048 characters', () => {
+    const failed = runFailedFields('E_INTERNAL', `a\u0000b${'x'.repeat(3000)}`);
+    expect(failed.message.startsWith('ab')).toBe(true);
+    expect(failed.message).toHaveLength(2048);
+    expect(failed.step_index).toBeUndefined();
+    expect(() => asBody('run.failed', failed)).not.toThrow();
+  });
+});

@@ -1,0 +1,200 @@
+import { isCairnError } from '@cairn/contracts';
+import type { EvidenceLog } from '@cairn/evidence-log';
+import type { LeaseStore, RegisteredWorker, WorkerRegistry } from '@cairn/operational';
+import { reservationFor } from '@cairn/scheduling';
+import type { Reservation } from '@cairn/scheduling';
+import { EVIDENCE_LOG, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
+import type { JsonLogger } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { BeforeApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { failLostRun } from './lost-run.js';
+import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
+import type { RuntimeConfig } from './runtime.config.js';
+import { LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
+import type { SandboxEngine } from './sandbox-engine.adapter.js';
+
+/** What reconcile found and did at start, for logs and tests. */
+export interface ReconcileReport {
+  /** Containers of this worker reaped (verified gone). */
+  reaped: string[];
+  /** Runs failed E_WORKER_LOST. */
+  lost: string[];
+}
+
+/**
+ * The worker's side of operational state (docs/adr/0003): registration and heartbeats in the
+ * worker registry, reconcile at start (before the reactor takes any work), the set of runs in
+ * flight here, and a drain on shutdown that lets them finish.
+ */
+@Injectable()
+export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly active = new Map<string, { reservation: Reservation; done: Promise<void> }>();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private beating: Promise<void> = Promise.resolve();
+  private healthy = false;
+  private stopping = false;
+  private lastReconcile: ReconcileReport = { reaped: [], lost: [] };
+
+  constructor(
+    @Inject(SERVICE_CONFIG) private readonly config: RuntimeConfig,
+    @Inject(SERVICE_NAME) private readonly service: string,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+    @Inject(EVIDENCE_LOG) private readonly log: EvidenceLog,
+    @Inject(SANDBOX_ENGINE) private readonly engine: SandboxEngine,
+    @Inject(LEASE_STORE) private readonly leases: LeaseStore,
+    @Inject(WORKER_REGISTRY) private readonly registry: WorkerRegistry,
+  ) {}
+
+  get workerId(): string {
+    return this.config.CAIRN_WORKER_ID;
+  }
+
+  /** Shutting down: new placements wait (they are redelivered later), runs in flight finish. */
+  get draining(): boolean {
+    return this.stopping;
+  }
+
+  get reconcileReport(): ReconcileReport {
+    return this.lastReconcile;
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.healthy = await this.engineAnswers(true);
+    await this.registry.register(await this.record());
+    this.lastReconcile = await this.reconcile();
+    this.heartbeatTimer = setInterval(() => {
+      this.beating = this.beating.then(() => this.heartbeat());
+    }, this.config.CAIRN_HEARTBEAT_MS);
+    this.logger.write('info', 'worker registered', {
+      worker_id: this.workerId,
+      healthy: this.healthy,
+      slots: this.config.CAIRN_WORKER_SLOTS,
+      reaped: this.lastReconcile.reaped.length,
+      lost: this.lastReconcile.lost.length,
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await this.heartbeat();
+    await Promise.allSettled([...this.active.values()].map((run) => run.done));
+    if (this.heartbeatTimer !== null) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    await this.beating;
+    await this.registry.deregister(this.workerId).catch((error: unknown) => {
+      this.logger.write('warn', 'could not deregister', { worker_id: this.workerId, error: String(error) });
+    });
+  }
+
+  /** Runs `work` as an in-flight run of this worker (reported in heartbeats, kept by reconcile). */
+  async track(runId: string, caps: { memory_mib: number; disk_mib: number; cpus: number }, work: () => Promise<void>): Promise<void> {
+    const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);
+    let finished = (): void => undefined;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    this.active.set(runId, { reservation, done });
+    try {
+      await work();
+    } finally {
+      this.active.delete(runId);
+      finished();
+    }
+  }
+
+  isActive(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  /**
+   * Reaps this worker's containers that no run in flight here holds, and fails E_WORKER_LOST the
+   * runs this worker held whose sandbox was created but which never finished: found from the
+   * reaped containers' chain labels and from the leases this worker holds.
+   */
+  async reconcile(): Promise<ReconcileReport> {
+    const chains = new Set<string>();
+    let reaped: string[] = [];
+    let verifiedGone = false;
+    try {
+      reaped = await this.engine.driver.reconcile(this.workerId, (chainId) => {
+        chains.add(chainId);
+        return this.active.has(chainId);
+      });
+      verifiedGone = true;
+    } catch (error) {
+      this.logger.write('error', 'could not reap sandboxes at start', { worker_id: this.workerId, error: String(error) });
+    }
+    for (const lease of await this.leases.list()) if (lease.worker_id === this.workerId) chains.add(lease.run_id);
+
+    const lost: string[] = [];
+    for (const chainId of chains) {
+      if (!chainId.startsWith('run_') || this.active.has(chainId)) continue;
+      const stored: unknown[] = [];
+      for await (const receipt of this.log.readChain(chainId)) stored.push(receipt.receipt);
+      const parsed = parseChain(stored);
+      if (!parsed.ok) {
+        this.logger.write('error', 'not reconciling a chain that breaks its contract', { run_id: chainId, seq: parsed.seq, reason: parsed.message });
+        continue;
+      }
+      const placement = lastPlacementOn(parsed.receipts, this.workerId);
+      if (placement === null) continue;
+      const assessment = assessScheduled(parsed.receipts, placement, this.workerId);
+      if (assessment.kind !== 'lost') continue;
+      const ctx = new ReactionContext(placement, this.service, this.log, () => undefined);
+      await failLostRun(ctx, assessment, { workerId: this.workerId, leaseId: placement.lease_id, verifiedGone, leases: this.leases });
+      lost.push(chainId);
+    }
+    if (reaped.length > 0 || lost.length > 0) this.logger.write('warn', 'reconciled at start', { worker_id: this.workerId, reaped, lost });
+    return { reaped, lost };
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      this.healthy = await this.engineAnswers(false);
+      await this.registry.heartbeat(await this.record());
+    } catch (error) {
+      this.logger.write('warn', 'heartbeat failed', { worker_id: this.workerId, error: isCairnError(error) ? `${error.code}: ${error.message}` : String(error) });
+    }
+  }
+
+  private async record(): Promise<RegisteredWorker> {
+    const { config } = this;
+    let images: Record<string, string> = {};
+    if (this.healthy) {
+      images = await this.engine.localImages().catch((error: unknown) => {
+        this.logger.write('warn', 'could not list local images', { error: String(error) });
+        return {};
+      });
+    }
+    return {
+      workerId: this.workerId,
+      capacity: {
+        slots: config.CAIRN_WORKER_SLOTS,
+        memoryMiB: config.CAIRN_WORKER_MEMORY_MIB,
+        cpus: config.CAIRN_WORKER_CPUS,
+        diskMiB: config.CAIRN_WORKER_DISK_MIB,
+      },
+      isolation: ['docker'],
+      draining: this.stopping,
+      healthy: this.healthy,
+      lastHeartbeatAt: Date.now(),
+      inFlight: [...this.active.values()].map((run) => run.reservation),
+      images,
+    };
+  }
+
+  /** Whether the engine answers; a missing one is logged at fatal level once at start (runs fail E_RUNTIME_ABSENT). */
+  private async engineAnswers(atStart: boolean): Promise<boolean> {
+    try {
+      await this.engine.driver.ping();
+      return true;
+    } catch (error) {
+      if (atStart || this.healthy) {
+        this.logger.write('fatal', 'no container engine answers: every run placed here fails E_RUNTIME_ABSENT', {
+          worker_id: this.workerId,
+          socket: this.config.CAIRN_DOCKER_SOCKET,
+          error: isCairnError(error) ? error.message : String(error),
+        });
+      }
+      return false;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
+import { WorkerIdSchema } from '@cairn/contracts';
+import { OperationalConfigSchema } from '@cairn/operational';
+import { DEFAULT_DOCKER_SOCKET } from '@cairn/sandbox-docker';
+import { availableParallelism, hostname, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { workerIdFromHostname } from './worker-id.js';
+
+/** What the defaults are derived from; a parameter so the schema is testable without this host. */
+export interface HostFacts {
+  hostname: string;
+  memoryMiB: number;
+  cpus: number;
+  cwd: string;
+}
+
+export function hostFacts(): HostFacts {
+  return {
+    hostname: hostname(),
+    memoryMiB: Math.floor(totalmem() / (1024 * 1024)),
+    cpus: availableParallelism(),
+    cwd: process.cwd(),
+  };
+}
+
+const MIB = 1024 * 1024;
+const positiveInt = (max: number) => z.coerce.number().int().min(1).max(max);
+
+/**
+ * The runtime's whole configuration, read once at boot. Capacity (slots, memory, cpus, disk) is
+ * fixed here and registered as it is: nothing raises it while the worker runs (I-6, I-9).
+ */
+export function runtimeConfigSchema(host: HostFacts) {
+  return EvidenceLogConfigSchema.extend(OperationalConfigSchema.pick({ CAIRN_WORKERS_BUCKET: true, CAIRN_LEASES_BUCKET: true }).shape)
+    .extend({
+      CAIRN_WORKER_ID: WorkerIdSchema.default(workerIdFromHostname(host.hostname)),
+      /** Concurrent sandboxes on this worker. */
+      CAIRN_WORKER_SLOTS: positiveInt(256).default(4),
+      CAIRN_WORKER_MEMORY_MIB: positiveInt(1 << 24).default(Math.max(1, host.memoryMiB)),
+      CAIRN_WORKER_CPUS: z.coerce.number().positive().max(4096).default(Math.max(1, host.cpus)),
+      /** Sandbox disks are tmpfs, which lives in memory: by default as much as the host's memory. */
+      CAIRN_WORKER_DISK_MIB: positiveInt(1 << 24).default(Math.max(1, host.memoryMiB)),
+      /** Where stdout, stderr and collected outputs are stored by content hash. */
+      CAIRN_ARTIFACT_DIR: z
+        .string()
+        .min(1)
+        .default('.cairn/artifacts')
+        .transform((dir) => resolve(host.cwd, dir)),
+      CAIRN_DOCKER_SOCKET: z.string().min(1).default(DEFAULT_DOCKER_SOCKET),
+      /** `auto` reads the kernel's counters from the host (needs root); `sandbox` looks from inside. */
+      CAIRN_SANDBOX_PROBES: z.enum(['auto', 'sandbox']).default('auto'),
+      CAIRN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
+      /** How often a running run's lease is renewed, and how far ahead each renewal reaches. */
+      CAIRN_LEASE_RENEW_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+      CAIRN_LEASE_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+      /** Kept of each of a step's stdout and stderr; the rest is counted and dropped. */
+      CAIRN_STEP_OUTPUT_MAX_BYTES: z.coerce.number().int().min(0).max(256 * MIB).default(MIB),
+      /** All of a run's collected output files together; more is E_BUDGET. */
+      CAIRN_OUTPUT_FILES_MAX_BYTES: z.coerce.number().int().min(0).max(4096 * MIB).default(64 * MIB),
+    })
+    .refine((config) => config.CAIRN_LEASE_RENEW_MS * 2 <= config.CAIRN_LEASE_TTL_MS, {
+      path: ['CAIRN_LEASE_RENEW_MS'],
+      message: 'renew at least twice per lease TTL (CAIRN_LEASE_RENEW_MS ≤ CAIRN_LEASE_TTL_MS / 2)',
+    });
+}
+
+export type RuntimeConfig = z.output<ReturnType<typeof runtimeConfigSchema>>;
+
+/** The configuration from the environment; a bad variable is E_INPUT naming it (the process exits). */
+export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig {
+  return loadConfig(runtimeConfigSchema(hostFacts()), env);
+}

@@ -1,0 +1,43 @@
+import { FsArtifactStore } from '@cairn/artifact-store';
+import { LeaseStore, WorkerRegistry } from '@cairn/operational';
+import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { DynamicModule } from '@nestjs/common';
+import { RuntimeHandler } from './runtime.handler.js';
+import type { RuntimeConfig } from './runtime.config.js';
+import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
+import { RuntimeWorker } from './runtime-worker.service.js';
+import { SandboxEngine } from './sandbox-engine.adapter.js';
+import { runtimeDurableName } from './worker-id.js';
+
+export const RUNTIME_SERVICE = 'runtime';
+
+/**
+ * The runtime worker: one per sandbox host. Its reactor takes `run.scheduled` for this worker, at
+ * most `CAIRN_WORKER_SLOTS` at once (I-9); its durable consumer is its own (`cairn-runtime-<worker>`).
+ */
+export function runtimeModule(config: RuntimeConfig): DynamicModule {
+  return ServiceRuntimeModule.forRoot({
+    service: RUNTIME_SERVICE,
+    config,
+    handler: RuntimeHandler,
+    durable: runtimeDurableName(config.CAIRN_WORKER_ID),
+    concurrency: config.CAIRN_WORKER_SLOTS,
+    providers: [
+      { provide: SANDBOX_ENGINE, useFactory: () => new SandboxEngine({ socketPath: config.CAIRN_DOCKER_SOCKET, probes: config.CAIRN_SANDBOX_PROBES }) },
+      { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },
+      {
+        provide: LEASE_STORE,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+      },
+      {
+        provide: WORKER_REGISTRY,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+      },
+      RuntimeWorker,
+    ],
+    exports: [RuntimeWorker],
+  });
+}

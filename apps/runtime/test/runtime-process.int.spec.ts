@@ -1,0 +1,123 @@
+import { verifyChain } from '@cairn/evidence';
+import { foldRun } from '@cairn/lifecycle';
+import { uniqueName } from '@cairn/testing';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
+
+// The real process, built by `npm run build` (npm test builds first).
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+let world: RuntimeWorld;
+const children: ChildProcess[] = [];
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startProcess(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, output: () => output, exited };
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
+  world = await RuntimeWorld.create('rtproc');
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  const left = await world?.leftoverContainers();
+  await world?.dispose();
+  expect(left).toEqual([]);
+});
+
+describe('the runtime process', () => {
+  it('killed -9 mid-step: restarted, it reaps the sandbox and fails the run E_WORKER_LOST; the chain verifies', async () => {
+    const workerId = world.newWorkerId('kill');
+    const env = world.env(workerId);
+    const first = startProcess(env);
+    await until('the first runtime to register', async () => (await world.registry.get(workerId)) !== null);
+
+    const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sh', '-c', 'echo started; sleep 60'] }, { argv: ['echo', 'second'] }] }), {
+      workerId,
+      leaseTtlMs: 60_000,
+    });
+    await world.waitForType(runId, ['step.started']);
+    const [container] = await world.containersOf(workerId);
+    expect(container?.name).toBe(`cairn-${runId}-1`);
+
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    // The sandbox outlives its runtime; the lease is still this worker's and has not expired.
+    expect((await world.containersOf(workerId)).map((c) => c.name)).toEqual([container!.name]);
+    expect(await world.leases.get(runId)).toMatchObject({ worker_id: workerId });
+
+    const second = startProcess(env);
+    const chain = await world.waitForType(runId, ['run.failed'], 30_000);
+    expect(chain.map((r) => r.type)).toEqual([
+      'run.submitted',
+      'policy.decided',
+      'run.scheduled',
+      'sandbox.created',
+      'step.started',
+      'sandbox.destroyed',
+      'run.failed',
+    ]);
+    expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ container_name: container!.name, verified_gone: true, reason: 'reaped' });
+    expect(ofType(chain, 'run.failed')[0]).toMatchObject({ error_code: 'E_WORKER_LOST', actor: 'runtime' });
+    expect(foldRun(chain)).toMatchObject({ state: 'FAILED', errorCode: 'E_WORKER_LOST' });
+    expect(verifyChain(chain)).toMatchObject({ ok: true, count: chain.length });
+    expect(await world.containersOf(workerId)).toEqual([]);
+    expect(await world.leases.get(runId)).toBeNull();
+    await until('the reconcile log line', () => second.output().includes('reconciled at start'));
+
+    // A clean stop drains, deregisters and exits.
+    second.child.kill('SIGTERM');
+    const exit = await second.exited;
+    expect(exit.code === 0 || exit.signal === 'SIGTERM').toBe(true);
+    expect(await world.registry.get(workerId)).toBeNull();
+    expect(ofType(await world.receipts(runId), 'step.completed')).toEqual([]);
+  });
+
+  it('with no container engine, logs the reason at fatal level and registers unhealthy', async () => {
+    const workerId = world.newWorkerId('noengine');
+    const started = startProcess(world.env(workerId, { CAIRN_DOCKER_SOCKET: `/tmp/${uniqueName('none')}.sock` }));
+    await until('the worker to register', async () => (await world.registry.get(workerId)) !== null);
+    expect(await world.registry.get(workerId)).toMatchObject({ healthy: false });
+    const fatal = started
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.level === 'fatal');
+    expect(fatal).toMatchObject({ service: 'runtime', worker_id: workerId });
+    expect(String(fatal?.msg)).toContain('E_RUNTIME_ABSENT');
+    started.child.kill('SIGTERM');
+    await started.exited;
+  });
+
+  it('fails at boot, naming the variable, when the configuration is wrong', async () => {
+    const started = startProcess({ ...world.env(world.newWorkerId('badcfg')), CAIRN_WORKER_SLOTS: 'many' });
+    expect((await started.exited).code).toBe(1);
+    expect(started.output()).toContain('CAIRN_WORKER_SLOTS');
+  });
+});

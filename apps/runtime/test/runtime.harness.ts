@@ -1,0 +1,226 @@
+import { FsArtifactStore } from '@cairn/artifact-store';
+import { loadConfig } from '@cairn/config';
+import { parseEvidenceReceipt } from '@cairn/contracts';
+import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, RunSpec } from '@cairn/contracts';
+import { canonicalJson, sha256Hex } from '@cairn/evidence';
+import { EvidenceLog } from '@cairn/evidence-log';
+import { bucketStreamName, LeaseStore, WorkerRegistry } from '@cairn/operational';
+import type { LeaseRecord } from '@cairn/operational';
+import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
+import { leaseId, reservationFor } from '@cairn/scheduling';
+import { startService } from '@cairn/service-kit';
+import type { RunningService } from '@cairn/service-kit';
+import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hostFacts, runtimeConfigSchema } from '../src/runtime.config.js';
+import type { RuntimeConfig } from '../src/runtime.config.js';
+import { RUNTIME_SERVICE, runtimeModule } from '../src/runtime.module.js';
+
+export const DEFAULT_CAPS: GrantedCaps = { wall_seconds: 30, memory_mib: 32, pids: 32, disk_mib: 8, cpus: 0.5 };
+
+export interface SubmitOptions {
+  workerId: string;
+  caps?: GrantedCaps;
+  /** As policy grants it: `name[@sha256:…]`; default the busybox image pinned to its id. */
+  image?: string;
+  /** Put the lease in the lease store (default true). */
+  lease?: boolean;
+  leaseTtlMs?: number;
+}
+
+export interface SubmittedRun {
+  runId: string;
+  scheduled: EvidenceReceiptOf<'run.scheduled'>;
+  lease: LeaseRecord;
+}
+
+/**
+ * One test file's world on the real NATS and Docker engine: its own evidence stream and subject
+ * prefix, its own worker and lease buckets, its own artifact directory and worker ids (every
+ * container a test makes carries one), all removed by `dispose()`.
+ */
+export class RuntimeWorld {
+  readonly workerIds = new Set<string>();
+  readonly docker = createDockerClient();
+  private readonly running: RunningService[] = [];
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly log: EvidenceLog,
+    readonly leases: LeaseStore,
+    readonly registry: WorkerRegistry,
+    readonly artifactDir: string,
+    readonly artifacts: FsArtifactStore,
+    readonly busyboxId: string,
+    private readonly names: { stream: string; prefix: string; workers: string; leases: string },
+  ) {}
+
+  static async create(prefix: string): Promise<RuntimeWorld> {
+    const busyboxId = await ensureBusyboxImage();
+    const nc = await connect({ servers: testNatsUrl() });
+    const names = {
+      stream: uniqueName(`${prefix}_EV`).toUpperCase(),
+      prefix: uniqueName(`${prefix}.ev`).toLowerCase(),
+      workers: uniqueName(`${prefix}_workers`),
+      leases: uniqueName(`${prefix}_leases`),
+    };
+    const log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: names.stream, subjectPrefix: names.prefix });
+    const leases = await LeaseStore.open(nc, { bucket: names.leases });
+    const registry = await WorkerRegistry.open(nc, { bucket: names.workers });
+    const artifactDir = await mkdtemp(join(tmpdir(), `cairn-${prefix}-artifacts-`));
+    return new RuntimeWorld(nc, log, leases, registry, artifactDir, new FsArtifactStore(artifactDir), busyboxId, names);
+  }
+
+  newWorkerId(label: string): string {
+    const id = uniqueName(`rt-${label}`).toLowerCase();
+    this.workerIds.add(id);
+    return id;
+  }
+
+  /** The runtime's environment: what `main.js` reads, and what an in-process runtime is configured from. */
+  env(workerId: string, overrides: Record<string, string> = {}): Record<string, string> {
+    this.workerIds.add(workerId);
+    return {
+      CAIRN_NATS_URL: testNatsUrl(),
+      CAIRN_EVIDENCE_STREAM: this.names.stream,
+      CAIRN_EVIDENCE_SUBJECT_PREFIX: this.names.prefix,
+      CAIRN_WORKERS_BUCKET: this.names.workers,
+      CAIRN_LEASES_BUCKET: this.names.leases,
+      CAIRN_WORKER_ID: workerId,
+      CAIRN_WORKER_SLOTS: '2',
+      CAIRN_ARTIFACT_DIR: this.artifactDir,
+      CAIRN_HEARTBEAT_MS: '300',
+      CAIRN_LEASE_RENEW_MS: '300',
+      CAIRN_LEASE_TTL_MS: '5000',
+      CAIRN_STEP_OUTPUT_MAX_BYTES: '65536',
+      ...overrides,
+    };
+  }
+
+  config(workerId: string, overrides: Record<string, string> = {}): RuntimeConfig {
+    return loadConfig(runtimeConfigSchema(hostFacts()), this.env(workerId, overrides));
+  }
+
+  async startRuntime(workerId: string, overrides: Record<string, string> = {}): Promise<RunningService> {
+    const service = await startService(RUNTIME_SERVICE, runtimeModule(this.config(workerId, overrides)));
+    this.running.push(service);
+    return service;
+  }
+
+  /** Appends what intake, policy and the scheduler would: a submitted, allowed and placed run. */
+  async submitRun(spec: RunSpec, options: SubmitOptions): Promise<SubmittedRun> {
+    const runId = `run_${uniqueName('rt').toLowerCase()}`;
+    const caps = options.caps ?? DEFAULT_CAPS;
+    await this.log.append(runId, {
+      type: 'run.submitted',
+      actor: 'intake',
+      tenant: 'acme',
+      causation: null,
+      fields: { spec, spec_sha256: sha256Hex(canonicalJson(spec)), submitted_by: 'key:test', idempotency_key_sha256: sha256Hex(runId) },
+    });
+    const policy = await this.log.append(runId, {
+      type: 'policy.decided',
+      actor: 'policy',
+      tenant: 'acme',
+      causation: `${runId}:1`,
+      fields: { decision: 'allow', policy_version: 'e'.repeat(64), reasons: [], caps, image: options.image ?? `${BUSYBOX_IMAGE_TAG}@${this.busyboxId}` },
+    });
+    const now = Date.now();
+    const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);
+    const lease: LeaseRecord = {
+      lease_id: leaseId(runId, 1),
+      run_id: runId,
+      worker_id: options.workerId,
+      attempt: 1,
+      granted_at: new Date(now).toISOString(),
+      expires_at: new Date(now + (options.leaseTtlMs ?? 10_000)).toISOString(),
+      reservation,
+    };
+    if (options.lease !== false) await this.leases.put(lease);
+    const appended = await this.log.append(runId, {
+      type: 'run.scheduled',
+      actor: 'scheduler',
+      tenant: 'acme',
+      causation: `${runId}:${policy.receipt.seq}`,
+      fields: { worker_id: options.workerId, lease_id: lease.lease_id, lease_expires_at: lease.expires_at, attempt: 1 },
+    });
+    const parsed = parseEvidenceReceipt(appended.receipt);
+    if (!parsed.ok || parsed.receipt.type !== 'run.scheduled') throw new Error('run.scheduled did not parse');
+    return { runId, scheduled: parsed.receipt, lease };
+  }
+
+  async receipts(runId: string): Promise<EvidenceReceipt[]> {
+    const out: EvidenceReceipt[] = [];
+    for await (const stored of this.log.readChain(runId)) {
+      const parsed = parseEvidenceReceipt(stored.receipt);
+      if (!parsed.ok) throw new Error(parsed.message);
+      out.push(parsed.receipt);
+    }
+    return out;
+  }
+
+  async types(runId: string): Promise<string[]> {
+    return (await this.receipts(runId)).map((r) => r.type);
+  }
+
+  /** Waits until the chain holds a receipt of one of `types`; returns the chain. */
+  async waitForType(runId: string, types: readonly string[], ms = 30_000): Promise<EvidenceReceipt[]> {
+    return this.waitFor(runId, (chain) => chain.some((r) => types.includes(r.type)), ms);
+  }
+
+  async waitFor(runId: string, check: (chain: EvidenceReceipt[]) => boolean, ms = 30_000): Promise<EvidenceReceipt[]> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const chain = await this.receipts(runId);
+      if (check(chain)) return chain;
+      if (Date.now() > end) throw new Error(`${runId}: condition not met in ${ms} ms; chain: ${chain.map((r) => r.type).join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** The containers labelled with a worker id (all states). */
+  async containersOf(workerId: string): Promise<{ id: string; name: string; chain: string | undefined }[]> {
+    const listed = await this.docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${workerId}`] } });
+    return listed.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), chain: c.Labels['io.cairn.chain'] }));
+  }
+
+  /** Every container any of this world's workers left (should be none); they are removed too. */
+  async leftoverContainers(): Promise<string[]> {
+    const left: string[] = [];
+    for (const workerId of this.workerIds) {
+      for (const container of await this.containersOf(workerId)) {
+        left.push(container.name);
+        await this.docker
+          .getContainer(container.id)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+    }
+    return left;
+  }
+
+  async dispose(): Promise<void> {
+    for (const service of this.running) await service.stop().catch(() => undefined);
+    await this.leftoverContainers();
+    const jsm = await jetstreamManager(this.nc);
+    for (const stream of [this.names.stream, bucketStreamName(this.names.workers), bucketStreamName(this.names.leases)]) {
+      await jsm.streams.delete(stream).catch(() => false);
+    }
+    await this.log.close();
+    await this.nc.close();
+    await rm(this.artifactDir, { recursive: true, force: true });
+  }
+}
+
+export function spec(overrides: Partial<RunSpec> = {}): RunSpec {
+  return { name: 'runtime test', steps: [{ argv: ['sh', '-c', 'echo hello'] }], ...overrides };
+}
+
+export function ofType<T extends EvidenceReceipt['type']>(chain: readonly EvidenceReceipt[], type: T): EvidenceReceiptOf<T>[] {
+  return chain.filter((r): r is EvidenceReceiptOf<T> => r.type === type);
+}
