@@ -36,7 +36,7 @@ if ! port_open 5432; then
   as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start || true
   wait_for "postgresql" 60 port_open 5432
 fi
-psql_admin() { as_root runuser -u postgres -- psql -v ON_ERROR_STOP=1 -qAtX "$@"; }
+psql_admin() { (cd / && as_root runuser -u postgres -- psql -v ON_ERROR_STOP=1 -qAtX "$@"); }
 if ! psql_admin -c "select 1 from pg_roles where rolname='cairn'" | grep -q 1; then
   log "creating role cairn"
   psql_admin -c "create role cairn login createdb password 'cairn'"
