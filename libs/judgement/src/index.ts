@@ -1,0 +1,14 @@
+export { applyOp, evaluateOp, jsonEqual } from './apply-op.js';
+export type { OpOutcome, OpResult } from './apply-op.js';
+export { evaluateCheck } from './evaluate-check.js';
+export type { CheckEvaluation, CheckInput, CheckOutcome } from './evaluate-check.js';
+export { gradeRecordedFields, gradeRubric } from './grade-rubric.js';
+export type { CriterionGrade, RubricCheck, RubricGrade } from './grade-rubric.js';
+export { judgeClaim } from './judge-claim.js';
+export type { ClaimJudgement } from './judge-claim.js';
+export { boundDetail, DETAIL_MAX } from './judgement-context.js';
+export type { JudgementContext, StepOutput } from './judgement-context.js';
+export { resolveSource } from './resolve-source.js';
+export type { MissingKind, SourceResolution } from './resolve-source.js';
+export { invariantsHold, RUN_INVARIANTS, verifyRunEvidence } from './verify-run-evidence.js';
+export type { CapLimits, InvariantOutcome, RunEvidenceOptions, RunInvariant } from './verify-run-evidence.js';
