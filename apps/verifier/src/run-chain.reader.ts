@@ -1,0 +1,38 @@
+// Kept identical in apps/kernel, apps/verifier and apps/grader (see run-outputs.reader.ts).
+import { parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
+import type { EvidenceReceipt } from '@cairn/contracts';
+import { foldRun } from '@cairn/lifecycle';
+import type { RunReceipt, RunView } from '@cairn/lifecycle';
+
+/** A run's chain as a reaction sees it: the receipts that meet their contracts, and the run's state. */
+export type RunChain = {
+  receipts: EvidenceReceipt[];
+  /** Seqs of receipts that break their contract (or have a type Cairn does not know). */
+  invalidSeqs: number[];
+  view: RunView | null;
+};
+
+/**
+ * Parses what `readChain` returned. A receipt that breaks its contract is folded as an unknown
+ * event — the run is FAILED with E_UNKNOWN_STATE (I-5) — rather than hiding the chain, so the
+ * services that end and seal runs still see how it ended. Null only when an item is not even a
+ * receipt envelope (`readChain` refuses those itself).
+ */
+export function readRunChain(raw: readonly unknown[]): RunChain | null {
+  const receipts: EvidenceReceipt[] = [];
+  const folded: RunReceipt[] = [];
+  const invalidSeqs: number[] = [];
+  for (const item of raw) {
+    const parsed = parseEvidenceReceipt(item);
+    if (parsed.ok) {
+      receipts.push(parsed.receipt);
+      folded.push(parsed.receipt);
+      continue;
+    }
+    const envelope = ReceiptEnvelopeSchema.safeParse(item);
+    if (!envelope.success) return null;
+    invalidSeqs.push(envelope.data.seq);
+    folded.push({ ...envelope.data, type: `${envelope.data.type}.invalid` });
+  }
+  return { receipts, invalidSeqs, view: foldRun(folded) };
+}

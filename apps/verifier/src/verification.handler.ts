@@ -1,0 +1,84 @@
+import { isCairnError } from '@cairn/contracts';
+import { verifyChain } from '@cairn/evidence';
+import type { ChainVerification } from '@cairn/evidence';
+import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
+import { JsonLogger, SERVICE_LOGGER } from '@cairn/service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import { ArtifactLoader } from './artifact.loader.js';
+import { readRunChain } from './run-chain.reader.js';
+import type { RunChain } from './run-chain.reader.js';
+import { outputRefsOf, recordedRunOf } from './run-outputs.reader.js';
+import { chainBreakMessage, chainBreakResponse, verifyRun } from './run-verification.js';
+
+/**
+ * Reacts to `kernel.facts` with `verification.completed`. Independent of everything that produced
+ * the run: it recomputes the chain from genesis, re-reads and re-hashes every artifact the receipts
+ * name, recomputes the facts, checks the run's invariants and judges the claim. A chain that does
+ * not verify gets a critical alert (a `fatal` log line, `alert.raised`) and `run.failed`
+ * E_CHAIN_BROKEN where the chain can still take them (see `chainBreakResponse`).
+ */
+@Injectable()
+export class VerificationHandler implements ReactorHandler {
+  readonly types: ReadonlySet<string> = new Set(['kernel.facts']);
+
+  constructor(
+    private readonly artifacts: ArtifactLoader,
+    @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+  ) {}
+
+  async handle(ctx: ReactionContext): Promise<void> {
+    if (ctx.receipt.type !== 'kernel.facts' || !ctx.chainId.startsWith('run_')) return;
+    let raw: unknown[];
+    try {
+      raw = await ctx.readChain();
+    } catch (error) {
+      if (!(isCairnError(error) && error.code === 'E_CHAIN_BROKEN')) throw error;
+      // A message under the chain's subject that is not a receipt: the head may be that message,
+      // and whether the run is sealed cannot be told, so nothing is appended.
+      this.logger.write('fatal', 'evidence chain broken: a stored message is not a receipt; nothing appended', {
+        run_id: ctx.chainId,
+        code: 'E_CHAIN_BROKEN',
+        error: error.message,
+      });
+      return;
+    }
+    const chain = readRunChain(raw);
+    const integrity = verifyChain(raw, { chainId: ctx.chainId });
+    if (!integrity.ok) {
+      await this.chainBroken(ctx, chain, integrity);
+      return;
+    }
+    if (chain === null) return; // every item verified, so each is a receipt envelope: not reached
+    const { receipts, view } = chain;
+    // Verified before (a redelivery), or the run moved on: verify a run once, while it is EXECUTED.
+    if (view?.state !== 'EXECUTED' || receipts.some((r) => r.type === 'verification.completed')) return;
+
+    const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(receipts)).map((ref) => ref.sha256));
+    const fields = verifyRun(integrity, receipts, loaded);
+    await ctx.append('verification.completed', fields);
+    const failed = fields.invariants.filter((i) => !i.ok);
+    this.logger.write(failed.length === 0 ? 'info' : 'error', 'verified', {
+      run_id: ctx.chainId,
+      verdict: fields.verdict,
+      failed_invariants: failed.map((i) => `${i.id}: ${i.detail ?? ''}`),
+    });
+  }
+
+  private async chainBroken(ctx: ReactionContext, chain: RunChain | null, broken: Extract<ChainVerification, { ok: false }>): Promise<void> {
+    const message = chainBreakMessage(broken);
+    const response = chainBreakResponse(chain?.view ?? null);
+    // Recorded before for this receipt (a redelivery past the dedupe window): never twice.
+    const recorded = (type: string) => chain?.receipts.some((r) => r.type === type && r.actor === ctx.service && r.causation === ctx.eventId) ?? false;
+    this.logger.write('fatal', 'evidence chain broken', {
+      run_id: ctx.chainId,
+      code: 'E_CHAIN_BROKEN',
+      first_bad_seq: broken.firstBadSeq,
+      reason: broken.reason,
+      recorded: response.alert ? (response.fail ? 'alert.raised, run.failed' : 'alert.raised') : 'nothing: the run is sealed',
+    });
+    if (response.alert && !recorded('alert.raised')) {
+      await ctx.append('alert.raised', { severity: 'critical', error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken');
+    }
+    if (response.fail && !recorded('run.failed')) await ctx.append('run.failed', { error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken');
+  }
+}
