@@ -1,0 +1,58 @@
+import { DataSource } from 'typeorm';
+import { ApiKeyEntity } from './auth/api-key.entity.js';
+import { GatewayApiKeys1796200000000 } from './migrations/1796200000000-gateway-api-keys.migration.js';
+
+/** The gateway's own migrations table, so it never meets the projections' or intake's migrations. */
+export const GATEWAY_MIGRATIONS_TABLE = 'gateway_migrations';
+export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000];
+
+/**
+ * The gateway's connection to PostgreSQL: its own table (`api_keys`, by hand-written migration)
+ * and read-only SQL over the projections (`runs`, `evidence_events`). Nothing automatic.
+ */
+export function createGatewayDataSource(url: string, poolSize = 8): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    applicationName: 'cairn-gateway',
+    entities: [ApiKeyEntity],
+    migrations: GATEWAY_MIGRATIONS,
+    migrationsTableName: GATEWAY_MIGRATIONS_TABLE,
+    migrationsTransactionMode: 'all',
+    synchronize: false,
+    migrationsRun: false,
+    // Failures surface as CairnErrors in the JSON log; TypeORM's own lines would echo SQL parameters.
+    logging: false,
+    extra: { max: poolSize },
+  });
+}
+
+// A session lock of the gateway's own (projections and intake use others), so gateways starting together migrate one at a time.
+const MIGRATION_LOCK = '1667328370, 11';
+
+/** Runs the gateway's pending migrations under an advisory lock; returns the names of those it ran. */
+export async function runGatewayMigrations(dataSource: DataSource): Promise<string[]> {
+  const lock = dataSource.createQueryRunner();
+  try {
+    await lock.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
+    try {
+      const ran = await dataSource.runMigrations({ transaction: 'all' });
+      return ran.map((migration) => migration.name);
+    } finally {
+      await lock.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
+    }
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Connects to `url`, brings the gateway's table up to date and disconnects (the CLI's `cairn up`). */
+export async function migrateGateway(url: string): Promise<string[]> {
+  const dataSource = createGatewayDataSource(url, 2);
+  await dataSource.initialize();
+  try {
+    return await runGatewayMigrations(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}

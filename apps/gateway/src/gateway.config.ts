@@ -1,0 +1,32 @@
+import { DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { OperationalConfigSchema } from '@cairn/operational';
+import { z } from 'zod';
+import { API_KEY_PATTERN } from './auth/api-key.codec.js';
+
+/** A host name or IP literal to listen on; the default keeps the gateway on loopback. */
+const listenHost = z.string().regex(/^[A-Za-z0-9.:-]{1,255}$/, 'a host name or IP address');
+
+/** The gateway's whole configuration, read once from the environment at boot. */
+export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfigSchema.shape)
+  .extend(OperationalConfigSchema.shape)
+  .extend({
+    CAIRN_GATEWAY_HOST: listenHost.default('127.0.0.1'),
+    /** 0 picks a free port (tests). */
+    CAIRN_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).default(7410),
+    /** Optional bootstrap key: ensured at boot as an admin key of tenant `default` (only its hash is stored). */
+    CAIRN_API_KEY: z.string().regex(API_KEY_PATTERN, 'an API key of the form cairn_<8-char prefix>_<secret>').optional(),
+    /** How long a submit or cancel waits for intake's reply before answering E_UNAVAILABLE. */
+    CAIRN_GATEWAY_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** After a new submission, how long to wait for the run to be projected so a GET right after the 202 finds it (0: do not wait). */
+    CAIRN_GATEWAY_SUBMIT_WAIT_MS: z.coerce.number().int().min(0).max(30_000).default(2_000),
+    /** How often an event stream polls the projection for new receipts. */
+    CAIRN_GATEWAY_SSE_POLL_MS: z.coerce.number().int().min(20).max(10_000).default(200),
+    /** How often an idle event stream sends a comment, so proxies and clients see it alive. */
+    CAIRN_GATEWAY_SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
+    /** Event streams open at once; past it a new one is E_RATE_LIMITED. */
+    CAIRN_GATEWAY_MAX_STREAMS: z.coerce.number().int().min(1).max(100_000).default(256),
+  });
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+
+/** Request bodies above this are refused with 413 E_TOO_LARGE before they are parsed. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;

@@ -1,0 +1,31 @@
+import { loadConfig } from '@cairn/config';
+import { isCairnError } from '@cairn/contracts';
+import { describe, expect, it } from 'vitest';
+import { generateApiKey } from './auth/api-key.codec.js';
+import { GatewayConfigSchema } from './gateway.config.js';
+
+describe('GatewayConfigSchema', () => {
+  it('defaults to loopback on 7410 with no bootstrap key', () => {
+    const config = loadConfig(GatewayConfigSchema, {});
+    expect(config).toMatchObject({ CAIRN_GATEWAY_HOST: '127.0.0.1', CAIRN_GATEWAY_PORT: 7410, CAIRN_GATEWAY_SSE_HEARTBEAT_MS: 15_000, CAIRN_GATEWAY_SSE_POLL_MS: 200 });
+    expect(config.CAIRN_API_KEY).toBeUndefined();
+  });
+
+  it('takes port 0 (tests) and a well-formed bootstrap key', () => {
+    const { key } = generateApiKey();
+    expect(loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_PORT: '0', CAIRN_API_KEY: key })).toMatchObject({ CAIRN_GATEWAY_PORT: 0, CAIRN_API_KEY: key });
+  });
+
+  it('fails at boot naming a malformed key, without echoing it', () => {
+    const secret = `cairn_${'x'.repeat(43)}`;
+    try {
+      loadConfig(GatewayConfigSchema, { CAIRN_API_KEY: secret });
+      expect.fail('expected a config error');
+    } catch (error) {
+      expect(isCairnError(error) && error.code).toBe('E_INPUT');
+      expect(String((error as Error).message)).toContain('CAIRN_API_KEY');
+      expect(String((error as Error).message)).not.toContain(secret);
+    }
+    expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_PORT: '70000' })).toThrow(/CAIRN_GATEWAY_PORT/);
+  });
+});

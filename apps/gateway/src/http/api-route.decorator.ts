@@ -1,0 +1,11 @@
+import { applyDecorators, Get, HttpCode, Post, SetMetadata } from '@nestjs/common';
+import type { ApiRoute as ApiRouteSpec } from './api-routes.js';
+
+/** Metadata key of the scope a route needs (null: public). A route without it is refused. */
+export const ROUTE_SCOPE = 'cairn:route-scope';
+
+/** Method, path, success status and scope of a handler, all from its entry in `API_ROUTES`. */
+export function ApiRoute(route: ApiRouteSpec): MethodDecorator {
+  const mapping = route.method === 'GET' ? Get(route.path) : Post(route.path);
+  return applyDecorators(mapping, HttpCode(route.status), SetMetadata(ROUTE_SCOPE, route.scope));
+}

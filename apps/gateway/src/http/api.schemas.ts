@@ -1,0 +1,173 @@
+import {
+  ErrorCodeSchema,
+  EvidenceReceiptSchema,
+  RunIdSchema,
+  RunStateSchema,
+  Sha256HexSchema,
+  TenantIdSchema,
+  TimestampSchema,
+  VerdictSchema,
+  WorkerIdSchema,
+} from '@cairn/contracts';
+import { z } from 'zod';
+
+/*
+ * The REST contract's shapes (camelCase; receipts stay snake_case, exactly as stored). Handlers
+ * return these types, and the OpenAPI document is generated from the same schemas.
+ */
+
+export const RunSchema = z.strictObject({
+  runId: RunIdSchema,
+  tenant: TenantIdSchema,
+  name: z.string().nullable(),
+  state: RunStateSchema,
+  errorCode: ErrorCodeSchema.nullable(),
+  verdict: VerdictSchema.nullable(),
+  score: z.number().nullable(),
+  maxScore: z.number().nullable(),
+  upperBound: z.number().nullable(),
+  createdAt: TimestampSchema,
+  updatedAt: TimestampSchema,
+  eventCount: z.number().int().min(0),
+  headHash: Sha256HexSchema,
+  sealed: z.boolean(),
+});
+export type Run = z.infer<typeof RunSchema>;
+
+export const RunListSchema = z.strictObject({
+  items: z.array(RunSchema),
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: z.string().nullable(),
+});
+export type RunList = z.infer<typeof RunListSchema>;
+
+/** A stored receipt: the body plus `prev_hash` and `hash`. */
+export const ReceiptSchema = EvidenceReceiptSchema;
+/** Receipts are served as stored; the type is the envelope every one of them has. */
+export type Receipt = Record<string, unknown> & { seq: number; type: string; hash: string; prev_hash: string };
+
+export const EventPageSchema = z.strictObject({
+  items: z.array(ReceiptSchema),
+  /** Pass as `after` for the next page; null when this page reached the run's last projected receipt. */
+  nextAfter: z.number().int().min(0).nullable(),
+});
+export interface EventPage {
+  items: Receipt[];
+  nextAfter: number | null;
+}
+
+export const BUNDLE_FORMAT = 'cairn.bundle/v1';
+
+export const GradeSchema = z.strictObject({
+  score: z.number(),
+  maxScore: z.number(),
+  upperBound: z.number(),
+});
+export type Grade = z.infer<typeof GradeSchema>;
+
+export const ProofBundleSchema = z.strictObject({
+  format: z.literal(BUNDLE_FORMAT),
+  runId: RunIdSchema,
+  receipts: z.array(ReceiptSchema),
+  /** `/out/…` → sha256 of a collected file; `steps[i].stdout` / `steps[i].stderr` → sha256 of the step's (redacted) output. */
+  artifacts: z.record(z.string(), Sha256HexSchema),
+  verdict: VerdictSchema.nullable(),
+  grade: GradeSchema.nullable(),
+  headHash: Sha256HexSchema,
+});
+export interface ProofBundle {
+  format: typeof BUNDLE_FORMAT;
+  runId: string;
+  receipts: Receipt[];
+  artifacts: Record<string, string>;
+  verdict: z.infer<typeof VerdictSchema> | null;
+  grade: Grade | null;
+  headHash: string;
+}
+
+export const SubmitAcceptedSchema = z.strictObject({
+  runId: RunIdSchema,
+  state: z.literal('SUBMITTED'),
+  /** True when this Idempotency-Key had created the run before: nothing new happened. */
+  duplicate: z.boolean(),
+});
+export type SubmitAccepted = z.infer<typeof SubmitAcceptedSchema>;
+
+export const CancelRequestSchema = z.strictObject({
+  reason: z.string().min(1).max(1024).optional(),
+});
+export type CancelRequest = z.infer<typeof CancelRequestSchema>;
+
+export const CancelAcceptedSchema = z.strictObject({
+  runId: RunIdSchema,
+  state: RunStateSchema,
+});
+export type CancelAccepted = z.infer<typeof CancelAcceptedSchema>;
+
+export const WorkerSchema = z.strictObject({
+  workerId: WorkerIdSchema,
+  /** The worker says it is healthy and its last heartbeat is fresh. */
+  healthy: z.boolean(),
+  draining: z.boolean(),
+  slots: z.number().int().min(0),
+  /** Runs the worker holds now. */
+  inFlight: z.number().int().min(0),
+  capacity: z.strictObject({
+    slots: z.number().int().min(0),
+    memoryMiB: z.number().int().min(0),
+    cpus: z.number().min(0),
+    diskMiB: z.number().int().min(0),
+  }),
+  lastHeartbeatAt: TimestampSchema,
+  /** `name:tag` → `sha256:…` of the images the worker has locally. */
+  images: z.record(z.string(), z.string()),
+});
+export type Worker = z.infer<typeof WorkerSchema>;
+
+export const WorkerListSchema = z.strictObject({ items: z.array(WorkerSchema) });
+export type WorkerList = z.infer<typeof WorkerListSchema>;
+
+export const HEALTH_SERVICES = ['intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'projector'] as const;
+export type HealthService = (typeof HEALTH_SERVICES)[number];
+
+export const HealthSchema = z.strictObject({
+  /** `ok` when NATS, PostgreSQL (with the projections) and every service answer; `degraded` otherwise. */
+  status: z.enum(['ok', 'degraded']),
+  checks: z.strictObject({
+    nats: z.enum(['ok', 'down']),
+    postgres: z.enum(['ok', 'down']),
+    /** A service is `ok` while a consumer of its name is pulling from its stream. */
+    services: z.record(z.enum(HEALTH_SERVICES), z.enum(['ok', 'missing'])),
+  }),
+});
+export type Health = z.infer<typeof HealthSchema>;
+
+/* Query and path parameters. */
+
+export const ListRunsQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).optional(),
+  cursor: z.string().min(1).max(512).optional(),
+  state: RunStateSchema.optional(),
+});
+export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
+
+export const ListEventsQuerySchema = z.strictObject({
+  after: z.coerce.number().int().min(0).max(2_147_483_647).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
+export type ListEventsQuery = z.infer<typeof ListEventsQuerySchema>;
+
+export const StreamEventsQuerySchema = z.strictObject({
+  after: z.coerce.number().int().min(0).max(2_147_483_647).optional(),
+});
+export type StreamEventsQuery = z.infer<typeof StreamEventsQuerySchema>;
+
+/** `Idempotency-Key`: 1–200 printable ASCII characters. */
+export const IdempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x20-\x7E]+$/, 'printable ASCII only');
+
+/** `Last-Event-ID`: `<run id>:<seq>`, as the stream sent it. */
+export const LastEventIdSchema = z.string().regex(/^(run_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <run id>:<seq>');

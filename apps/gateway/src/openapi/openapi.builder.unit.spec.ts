@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { ERROR_CODES } from '@cairn/contracts';
+import { describe, expect, it } from 'vitest';
+import { API_ROUTES } from '../http/api-routes.js';
+import { buildOpenApi, openApiPath, renderOpenApi } from './openapi.builder.js';
+
+const COMMITTED = new URL('../../openapi.json', import.meta.url);
+const HOW_TO_FIX = 'run `npm run openapi -w @cairn/gateway` and commit apps/gateway/openapi.json';
+
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { operationId: string; security: unknown[]; responses: Record<string, unknown> }>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+describe('the OpenAPI document', () => {
+  it('committed as apps/gateway/openapi.json is what the contracts and routes generate now', () => {
+    let text: string | null = null;
+    try {
+      text = readFileSync(COMMITTED, 'utf8');
+    } catch {
+      expect.fail(`apps/gateway/openapi.json is missing: ${HOW_TO_FIX}`);
+    }
+    if (text !== renderOpenApi()) expect.fail(`apps/gateway/openapi.json is stale: ${HOW_TO_FIX}`);
+  });
+
+  it('is OpenAPI 3.1 with every route of the table, keyed routes needing the key', () => {
+    const doc = buildOpenApi() as Doc;
+    expect(doc.openapi).toBe('3.1.0');
+    for (const route of Object.values(API_ROUTES)) {
+      const operation = doc.paths[openApiPath(route.path)]?.[route.method.toLowerCase()];
+      expect(operation?.operationId, `${route.method} ${route.path}`).toBe(route.operationId);
+      expect(operation?.security).toEqual(route.scope === null ? [] : [{ apiKey: [] }]);
+      expect(Object.keys(operation?.responses ?? {})).toContain(String(route.status));
+    }
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      ['/openapi.json', '/v1/health', '/v1/runs', '/v1/runs/{id}', '/v1/runs/{id}/bundle', '/v1/runs/{id}/cancel', '/v1/runs/{id}/events', '/v1/runs/{id}/events/stream', '/v1/workers'],
+    );
+  });
+
+  it('resolves every reference inside the document', () => {
+    const doc = buildOpenApi() as Doc;
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of refs) expect(doc.components.schemas, ref).toHaveProperty([ref]);
+    expect(JSON.stringify(doc)).not.toContain('__shared');
+    expect(JSON.stringify(doc)).not.toContain('"$schema"');
+  });
+
+  it('generates the schemas from the contracts: the RunSpec refuses unknown fields, the error codes are the closed union', () => {
+    const doc = buildOpenApi() as Doc;
+    expect(doc.components.schemas.RunSpec).toMatchObject({ additionalProperties: false, required: ['name', 'steps'] });
+    expect(doc.components.schemas.Error).toMatchObject({ properties: { code: { enum: [...ERROR_CODES] } } });
+  });
+
+  it('renders stably: sorted keys, trailing newline', () => {
+    const text = renderOpenApi();
+    expect(text).toBe(renderOpenApi());
+    expect(text.endsWith('}\n')).toBe(true);
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(Object.keys(parsed).sort());
+  });
+
+  it('writes paths the OpenAPI way', () => {
+    expect(openApiPath('/v1/runs/:id/events/stream')).toBe('/v1/runs/{id}/events/stream');
+    expect(openApiPath('/v1/runs')).toBe('/v1/runs');
+  });
+});

@@ -1,0 +1,63 @@
+import { ArtifactHashesSchema, CairnError, Sha256HexSchema, StepIndexSchema, VerdictSchema } from '@cairn/contracts';
+import { z } from 'zod';
+import { BUNDLE_FORMAT } from '../http/api.schemas.js';
+import type { Grade, ProofBundle, Receipt } from '../http/api.schemas.js';
+
+// Only the fields the bundle lifts out of a receipt; the receipts themselves go in untouched.
+const StepOutputs = z.object({
+  step_index: StepIndexSchema,
+  stdout_sha256: Sha256HexSchema,
+  stderr_sha256: Sha256HexSchema,
+  artifact_hashes: ArtifactHashesSchema,
+});
+const Collected = z.object({ artifact_hashes: ArtifactHashesSchema });
+const Verification = z.object({ verdict: VerdictSchema });
+const GradeFields = z.object({ score: z.number(), max_score: z.number(), upper_bound: z.number() });
+
+/**
+ * A run's proof bundle (`cairn.bundle/v1`) from its receipts in chain order. Everything in it
+ * comes from the receipts, so it says nothing the chain does not: artifact hashes from each
+ * `step.completed` (outputs as `steps[i].stdout|stderr`, files by path) and from `run.executed`
+ * (the collected files, which win); the verdict of the last `verification.completed`; the first
+ * `grade.recorded` (the first grade wins, I-11); the head hash of the last receipt.
+ */
+export function buildProofBundle(runId: string, receipts: readonly Receipt[]): ProofBundle {
+  const last = receipts.at(-1);
+  if (last === undefined) throw new CairnError('E_NOT_FOUND', `run ${runId} has no receipts yet`, { runId });
+  const stepFiles = new Map<string, string>();
+  const collected = new Map<string, string>();
+  let verdict: ProofBundle['verdict'] = null;
+  let grade: Grade | null = null;
+  for (const receipt of receipts) {
+    switch (receipt.type) {
+      case 'step.completed': {
+        const step = StepOutputs.safeParse(receipt);
+        if (!step.success) break;
+        stepFiles.set(`steps[${step.data.step_index}].stdout`, step.data.stdout_sha256);
+        stepFiles.set(`steps[${step.data.step_index}].stderr`, step.data.stderr_sha256);
+        for (const [path, hash] of Object.entries(step.data.artifact_hashes)) stepFiles.set(path, hash);
+        break;
+      }
+      case 'run.executed': {
+        const executed = Collected.safeParse(receipt);
+        if (executed.success) for (const [path, hash] of Object.entries(executed.data.artifact_hashes)) collected.set(path, hash);
+        break;
+      }
+      case 'verification.completed': {
+        const verification = Verification.safeParse(receipt);
+        if (verification.success) verdict = verification.data.verdict;
+        break;
+      }
+      case 'grade.recorded': {
+        const recorded = GradeFields.safeParse(receipt);
+        if (recorded.success && grade === null) grade = { score: recorded.data.score, maxScore: recorded.data.max_score, upperBound: recorded.data.upper_bound };
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  const merged = new Map([...stepFiles, ...collected]);
+  const artifacts = Object.fromEntries([...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return { format: BUNDLE_FORMAT, runId, receipts: [...receipts], artifacts, verdict, grade, headHash: last.hash };
+}

@@ -1,0 +1,58 @@
+import { verifyChain } from '@cairn/evidence';
+import { FixtureChain, runLifecycleEvents } from '@cairn/persistence/testing';
+import { describe, expect, it } from 'vitest';
+import { ProofBundleSchema } from '../http/api.schemas.js';
+import type { Receipt } from '../http/api.schemas.js';
+import { buildProofBundle } from './proof-bundle.builder.js';
+
+const RUN = 'run_bundle1';
+const sha = (c: string) => c.repeat(64);
+
+function chainOf(events: ReturnType<typeof runLifecycleEvents>): Receipt[] {
+  const chain = new FixtureChain(RUN);
+  return events.map((event) => chain.next(event) as Receipt);
+}
+
+describe('buildProofBundle', () => {
+  it('carries the receipts untouched, so the bundle verifies offline', () => {
+    const receipts = chainOf(runLifecycleEvents(RUN, 2, 4));
+    const bundle = buildProofBundle(RUN, receipts);
+    expect(ProofBundleSchema.parse(bundle)).toEqual(bundle);
+    expect(bundle.format).toBe('cairn.bundle/v1');
+    expect(bundle.receipts).toEqual(receipts);
+    const verification = verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: RUN });
+    expect(verification).toMatchObject({ ok: true, count: receipts.length, headHash: bundle.headHash });
+  });
+
+  it('lifts verdict, first grade and artifact hashes from the receipts', () => {
+    const events = runLifecycleEvents(RUN, 2, 4);
+    const executed = events.find((e) => e.type === 'run.executed')!;
+    executed.fields = { ...executed.fields, artifact_hashes: { '/out/report.txt': sha('1'), '/out/junit.xml': sha('2') } };
+    // A second grade never wins (I-11): inserted before the seal.
+    const sealIndex = events.findIndex((e) => e.type === 'run.sealed');
+    events.splice(sealIndex, 0, { type: 'grade.recorded', actor: 'grader', fields: { score: 5, max_score: 5, upper_bound: 5, criteria: [] } });
+    const bundle = buildProofBundle(RUN, chainOf(events));
+    expect(bundle.verdict).toBe('SUPPORTS');
+    expect(bundle.grade).toEqual({ score: 4, maxScore: 5, upperBound: 4 });
+    expect(bundle.artifacts).toEqual({
+      // run.executed's collected files win over a step's report of the same path
+      '/out/junit.xml': sha('2'),
+      '/out/report.txt': sha('1'),
+      'steps[0].stderr': sha('e'),
+      'steps[0].stdout': sha('d'),
+      'steps[1].stderr': sha('e'),
+      'steps[1].stdout': sha('d'),
+    });
+    expect(Object.keys(bundle.artifacts)).toEqual(Object.keys(bundle.artifacts).sort());
+  });
+
+  it('says null where the run has not got that far', () => {
+    const bundle = buildProofBundle(RUN, chainOf(runLifecycleEvents(RUN).slice(0, 3)));
+    expect(bundle).toMatchObject({ verdict: null, grade: null, artifacts: {} });
+    expect(bundle.headHash).toBe(bundle.receipts.at(-1)?.hash);
+  });
+
+  it('refuses an empty chain', () => {
+    expect(() => buildProofBundle(RUN, [])).toThrow(/no receipts/);
+  });
+});

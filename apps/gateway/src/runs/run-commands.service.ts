@@ -1,0 +1,56 @@
+import { CairnError } from '@cairn/contracts';
+import type { RunSpec } from '@cairn/contracts';
+import { sha256Hex } from '@cairn/evidence';
+import { CommandBus } from '@cairn/operational';
+import type { CommandReply } from '@cairn/operational';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Principal } from '../auth/api-key.store.js';
+import type { GatewayConfig } from '../gateway.config.js';
+import { GATEWAY_CONFIG } from '../gateway.tokens.js';
+
+/** The run intake created (or had created for this key before). */
+export interface Submitted {
+  runId: string;
+  duplicate: boolean;
+}
+
+function actorOf(principal: Principal): string {
+  return `key:${principal.keyId}`;
+}
+
+/** The reply's run, or its error as the CairnError it names (mapped to HTTP at the edge). */
+function unwrap(reply: CommandReply): Submitted {
+  if (reply.ok) return { runId: reply.run_id, duplicate: reply.duplicate };
+  throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
+}
+
+/**
+ * The gateway's only writes: commands on the command stream for intake (docs/adr/0003). The
+ * Idempotency-Key itself never leaves the gateway; the command carries its hash.
+ */
+@Injectable()
+export class RunCommands {
+  constructor(
+    private readonly bus: CommandBus,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  async submit(principal: Principal, idempotencyKey: string, spec: RunSpec): Promise<Submitted> {
+    const reply = await this.bus.send(
+      'submit',
+      { tenant: principal.tenant, submitted_by: actorOf(principal), idempotency_key_sha256: sha256Hex(idempotencyKey), spec },
+      // Per tenant: the same key from two tenants is two submissions.
+      { msgId: sha256Hex(`${principal.tenant}:${idempotencyKey}`), timeoutMs: this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS },
+    );
+    return unwrap(reply);
+  }
+
+  async cancel(principal: Principal, runId: string, reason: string | undefined): Promise<Submitted> {
+    const reply = await this.bus.send(
+      'cancel',
+      { tenant: principal.tenant, run_id: runId, requested_by: actorOf(principal), ...(reason === undefined ? {} : { reason }) },
+      { msgId: sha256Hex(`cancel:${principal.tenant}:${runId}`), timeoutMs: this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS },
+    );
+    return unwrap(reply);
+  }
+}

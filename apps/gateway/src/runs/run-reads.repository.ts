@@ -1,0 +1,146 @@
+import { CairnError, ErrorCodeSchema, RunStateSchema, VerdictSchema } from '@cairn/contracts';
+import type { RunState } from '@cairn/contracts';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Receipt, Run, RunList } from '../http/api.schemas.js';
+import { decodeRunCursor, encodeRunCursor } from './run-cursor.codec.js';
+
+interface RunDbRow {
+  run_id: string;
+  tenant: string;
+  name: string | null;
+  state: string;
+  error_code: string | null;
+  verdict: string | null;
+  score: number | null;
+  max_score: number | null;
+  upper_bound: number | null;
+  created_at: string;
+  updated_at: string;
+  event_count: number;
+  head_hash: string;
+  sealed: boolean;
+}
+
+/** A receipt row: its seq and type for the stream's bookkeeping, and the receipt as stored. */
+export interface ReceiptRow {
+  seq: number;
+  type: string;
+  receipt: Receipt;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+// Times rendered exactly as receipts write them (the projection's times are receipt `ts`).
+const RUN_COLUMNS = `run_id, tenant, name, state, error_code, verdict, score, max_score, upper_bound,
+  to_char(created_at AT TIME ZONE 'UTC', ${ISO}) AS created_at,
+  to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS updated_at,
+  event_count, head_hash, sealed`;
+
+/** PostgreSQL's "undefined table": the projections have not been migrated into this database. */
+const UNDEFINED_TABLE = '42P01';
+
+function toRun(row: RunDbRow): Run {
+  return {
+    runId: row.run_id,
+    tenant: row.tenant,
+    name: row.name,
+    state: RunStateSchema.parse(row.state),
+    errorCode: row.error_code === null ? null : ErrorCodeSchema.parse(row.error_code),
+    verdict: row.verdict === null ? null : VerdictSchema.parse(row.verdict),
+    score: row.score,
+    maxScore: row.max_score,
+    upperBound: row.upper_bound,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    eventCount: row.event_count,
+    headHash: row.head_hash,
+    sealed: row.sealed,
+  };
+}
+
+/**
+ * Reads of the projections the projector writes (`runs`, `evidence_events`): plain SQL, read
+ * only, every read of a run scoped to the caller's tenant. The gateway writes nothing here.
+ */
+@Injectable()
+export class RunReadsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  private async query<T>(sql: string, parameters: unknown[]): Promise<T[]> {
+    try {
+      return await this.dataSource.query<T[]>(sql, parameters);
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+      if (code === UNDEFINED_TABLE) throw new CairnError('E_UNAVAILABLE', 'the projections are not migrated in this database yet (start the projector)');
+      throw new CairnError('E_UNAVAILABLE', `the projections cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** The run, or null when it is unknown or another tenant's (the caller answers 404 for both). */
+  async findRun(tenant: string, runId: string): Promise<Run | null> {
+    const [row] = await this.query<RunDbRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND tenant = $2`, [runId, tenant]);
+    return row === undefined ? null : toRun(row);
+  }
+
+  async getRun(tenant: string, runId: string): Promise<Run> {
+    const run = await this.findRun(tenant, runId);
+    if (run === null) throw new CairnError('E_NOT_FOUND', `no run ${runId}`, { runId });
+    return run;
+  }
+
+  /** Newest first, by (created_at, run_id) — the order of the `ix_runs_tenant_created` index. */
+  async listRuns(tenant: string, options: { limit: number; cursor?: string | undefined; state?: RunState | undefined }): Promise<RunList> {
+    const parameters: unknown[] = [tenant];
+    const where = ['tenant = $1'];
+    if (options.state !== undefined) {
+      parameters.push(options.state);
+      where.push(`state = $${parameters.length}`);
+    }
+    if (options.cursor !== undefined) {
+      const cursor = decodeRunCursor(options.cursor);
+      parameters.push(cursor.createdAt, cursor.runId);
+      where.push(`(created_at, run_id) < ($${parameters.length - 1}::timestamptz, $${parameters.length})`);
+    }
+    parameters.push(options.limit + 1);
+    const rows = await this.query<RunDbRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, run_id DESC LIMIT $${parameters.length}`,
+      parameters,
+    );
+    const items = rows.slice(0, options.limit).map(toRun);
+    const last = items.at(-1);
+    const more = rows.length > options.limit;
+    return { items, nextCursor: more && last !== undefined ? encodeRunCursor({ createdAt: last.createdAt, runId: last.runId }) : null };
+  }
+
+  /** Up to `limit` receipts of the run after `after`, in chain order, exactly as stored. */
+  receiptsAfter(runId: string, after: number, limit: number): Promise<ReceiptRow[]> {
+    return this.query<ReceiptRow>('SELECT seq, type, receipt FROM evidence_events WHERE chain_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [
+      runId,
+      after,
+      limit,
+    ]);
+  }
+
+  /** Every receipt of the run, in chain order. */
+  async allReceipts(runId: string): Promise<Receipt[]> {
+    const rows = await this.query<{ receipt: Receipt }>('SELECT receipt FROM evidence_events WHERE chain_id = $1 ORDER BY seq', [runId]);
+    return rows.map((row) => row.receipt);
+  }
+
+  /** The seq of the run's `run.sealed`, or null while it is not sealed. */
+  async sealSeq(runId: string): Promise<number | null> {
+    const [row] = await this.query<{ seq: number }>(`SELECT seq FROM evidence_events WHERE chain_id = $1 AND type = 'run.sealed' ORDER BY seq LIMIT 1`, [runId]);
+    return row?.seq ?? null;
+  }
+
+  /** Waits (polling, at most `timeoutMs`) until the run is projected; true when it is. */
+  async waitForRun(runId: string, timeoutMs: number, intervalMs = 25): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const rows = await this.query<{ one: number }>('SELECT 1 AS one FROM runs WHERE run_id = $1', [runId]);
+      if (rows.length > 0) return true;
+      if (Date.now() + intervalMs > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  }
+}

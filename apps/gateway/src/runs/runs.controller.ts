@@ -1,0 +1,124 @@
+import { CairnError, parseRunSpec, RunIdSchema } from '@cairn/contracts';
+import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Principal } from '../auth/api-key.store.js';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import type { GatewayConfig } from '../gateway.config.js';
+import { GATEWAY_CONFIG } from '../gateway.tokens.js';
+import { ApiRoute } from '../http/api-route.decorator.js';
+import { API_ROUTES } from '../http/api-routes.js';
+import {
+  CancelRequestSchema,
+  IdempotencyKeySchema,
+  ListEventsQuerySchema,
+  ListRunsQuerySchema,
+  StreamEventsQuerySchema,
+} from '../http/api.schemas.js';
+import type {
+  CancelAccepted,
+  CancelRequest,
+  EventPage,
+  ListEventsQuery,
+  ListRunsQuery,
+  ProofBundle,
+  Run,
+  RunList,
+  StreamEventsQuery,
+  SubmitAccepted,
+} from '../http/api.schemas.js';
+import { resumeAfter } from './last-event-id.js';
+import { buildProofBundle } from './proof-bundle.builder.js';
+import { RunCommands } from './run-commands.service.js';
+import { RunEventStreams } from './run-event-streams.service.js';
+import { RunReadsRepository } from './run-reads.repository.js';
+
+const RUN_ID = { schema: RunIdSchema };
+const DEFAULT_RUNS_PAGE = 50;
+const DEFAULT_EVENTS_PAGE = 100;
+
+function idempotencyKey(header: string | undefined): string {
+  const parsed = IdempotencyKeySchema.safeParse(header);
+  if (parsed.success) return parsed.data;
+  throw new CairnError('E_INPUT', 'Idempotency-Key: a header of 1–200 printable ASCII characters is required', { field: 'Idempotency-Key' });
+}
+
+/** `/v1/runs…`: reads from the projections, writes only as commands to intake. */
+@Controller()
+export class RunsController {
+  constructor(
+    private readonly reads: RunReadsRepository,
+    private readonly commands: RunCommands,
+    private readonly streams: RunEventStreams,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  @ApiRoute(API_ROUTES.submitRun)
+  async submit(
+    @CurrentPrincipal() principal: Principal,
+    @Headers('idempotency-key') key: string | undefined,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<SubmitAccepted> {
+    const idempotency = idempotencyKey(key);
+    // Validated here, synchronously: a bad spec is E_INPUT naming the field, and nothing is published.
+    const spec = parseRunSpec(body);
+    const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
+    // Read-your-writes for the common case: a GET right after the 202 finds the run.
+    if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
+    void reply.header('location', `/v1/runs/${runId}`);
+    return { runId, state: 'SUBMITTED', duplicate };
+  }
+
+  @ApiRoute(API_ROUTES.listRuns)
+  list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListRunsQuerySchema }) query: ListRunsQuery): Promise<RunList> {
+    return this.reads.listRuns(principal.tenant, { limit: query.limit ?? DEFAULT_RUNS_PAGE, cursor: query.cursor, state: query.state });
+  }
+
+  @ApiRoute(API_ROUTES.getRun)
+  get(@CurrentPrincipal() principal: Principal, @Param('id', RUN_ID) runId: string): Promise<Run> {
+    return this.reads.getRun(principal.tenant, runId);
+  }
+
+  @ApiRoute(API_ROUTES.listEvents)
+  async events(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', RUN_ID) runId: string,
+    @Query({ schema: ListEventsQuerySchema }) query: ListEventsQuery,
+  ): Promise<EventPage> {
+    await this.reads.getRun(principal.tenant, runId);
+    const limit = query.limit ?? DEFAULT_EVENTS_PAGE;
+    const rows = await this.reads.receiptsAfter(runId, query.after ?? 0, limit + 1);
+    const items = rows.slice(0, limit).map((row) => row.receipt);
+    return { items, nextAfter: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
+  }
+
+  @ApiRoute(API_ROUTES.streamEvents)
+  async stream(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', RUN_ID) runId: string,
+    @Query({ schema: StreamEventsQuerySchema }) query: StreamEventsQuery,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const after = resumeAfter(runId, lastEventId, query.after);
+    await this.reads.getRun(principal.tenant, runId);
+    this.streams.start(reply, runId, after);
+  }
+
+  @ApiRoute(API_ROUTES.getBundle)
+  async bundle(@CurrentPrincipal() principal: Principal, @Param('id', RUN_ID) runId: string): Promise<ProofBundle> {
+    await this.reads.getRun(principal.tenant, runId);
+    return buildProofBundle(runId, await this.reads.allReceipts(runId));
+  }
+
+  @ApiRoute(API_ROUTES.cancelRun)
+  async cancel(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', RUN_ID) runId: string,
+    @Body({ schema: CancelRequestSchema.optional() }) body: CancelRequest | undefined,
+  ): Promise<CancelAccepted> {
+    await this.commands.cancel(principal, runId, body?.reason);
+    // Intake appended run.cancelled (or had before): that is the run's state on its chain now.
+    return { runId, state: 'CANCELLED' };
+  }
+}

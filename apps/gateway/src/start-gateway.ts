@@ -1,0 +1,104 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CairnError } from '@cairn/contracts';
+import { CommandBus, commandBusOptionsFromConfig, WorkerRegistry } from '@cairn/operational';
+import { JsonLogger } from '@cairn/service-kit';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { DataSource } from 'typeorm';
+import { ensureApiKey } from './auth/api-key.store.js';
+import { CairnExceptionFilter } from './errors/cairn-exception.filter.js';
+import { createGatewayDataSource, runGatewayMigrations } from './gateway-data-source.js';
+import { BODY_LIMIT_BYTES } from './gateway.config.js';
+import type { GatewayConfig } from './gateway.config.js';
+import { GatewayModule } from './gateway.module.js';
+import { InputValidationPipe } from './http/input-validation.pipe.js';
+
+export const GATEWAY_SERVICE = 'gateway';
+
+export interface RunningGateway {
+  /** `http://<host>:<port>`, the port the server actually got (CAIRN_GATEWAY_PORT=0 picks one). */
+  readonly url: string;
+  readonly port: number;
+  readonly app: NestFastifyApplication;
+  /** Ends open event streams, stops the server, then closes PostgreSQL and NATS. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  /** The gateway's JSON log (stderr by default). */
+  logger?: JsonLogger;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/**
+ * Starts the REST gateway: connects NATS and PostgreSQL, runs the gateway's own migration,
+ * ensures the bootstrap key (CAIRN_API_KEY) and listens. Used by `main.ts` and by tests that run
+ * the gateway in-process. Fails with a CairnError naming what is missing.
+ */
+export async function startGateway(config: GatewayConfig, options: StartGatewayOptions = {}): Promise<RunningGateway> {
+  const logger = options.logger ?? new JsonLogger(GATEWAY_SERVICE);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const unwind = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    let nc: NatsConnection;
+    try {
+      nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-gateway', maxReconnectAttempts: -1 });
+    } catch (error) {
+      throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${config.CAIRN_NATS_URL}: ${String(error)}`);
+    }
+    cleanups.push(() => nc.drain());
+
+    const dataSource: DataSource = createGatewayDataSource(config.CAIRN_DATABASE_URL);
+    try {
+      await dataSource.initialize();
+    } catch (error) {
+      throw new CairnError('E_UNAVAILABLE', `cannot connect to PostgreSQL (CAIRN_DATABASE_URL): ${error instanceof Error ? error.message : String(error)}`);
+    }
+    cleanups.push(() => dataSource.destroy());
+    await runGatewayMigrations(dataSource);
+    if (config.CAIRN_API_KEY !== undefined) {
+      const { id, created } = await ensureApiKey(dataSource, config.CAIRN_API_KEY, { tenant: 'default', scopes: ['admin'] });
+      logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
+    }
+
+    const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
+    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+
+    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128 } });
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger }), adapter, {
+      // Nest's own messages from warnings up: not a line per route at every start.
+      logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
+      abortOnError: false,
+    });
+    cleanups.push(() => app.close());
+    const fastify = app.getHttpAdapter().getInstance();
+    const jsonParser = fastify.getDefaultJsonParser('error', 'error');
+    // Fastify's JSON parser refuses an empty body; here it is "no body", which each route judges.
+    app.useBodyParser<Server>('application/json', { bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
+      const text = body.toString('utf8');
+      if (text === '') done(null, undefined);
+      else void jsonParser(request, text, done);
+    });
+    app.useGlobalFilters(new CairnExceptionFilter(logger));
+    app.useGlobalPipes(new InputValidationPipe());
+    await app.listen(config.CAIRN_GATEWAY_PORT, config.CAIRN_GATEWAY_HOST);
+
+    const address = fastify.server.address() as AddressInfo | null;
+    const port = address?.port ?? config.CAIRN_GATEWAY_PORT;
+    const url = `http://${hostForUrl(config.CAIRN_GATEWAY_HOST)}:${port}`;
+    let closing: Promise<void> | null = null;
+    return { url, port, app, close: () => (closing ??= unwind()) };
+  } catch (error) {
+    await unwind();
+    throw error;
+  }
+}
