@@ -1,42 +1,80 @@
-import { CairnError } from '@cairn/contracts';
-import type { ReceiptEnvelope } from '@cairn/contracts';
+import { CairnError, parseEvidenceReceipt } from '@cairn/contracts';
+import type { EventType, EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
+import { isHeadMoved } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { foldRun, isTerminal } from '@cairn/lifecycle';
+import { cancelPath, foldRun } from '@cairn/lifecycle';
 import type { CancelRunCommand, CommandOk } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
 import { INTAKE_ACTOR } from './submit-run.handler.js';
 
+/** Reads of the chain before a run that keeps moving under a cancel is answered E_CONFLICT. */
+const MAX_READS = 5;
+/** One cancel per run: every cancel command of a run is the same logical event, so racing ones store one receipt. */
+const CANCEL_KEY = 'cancel';
+
 /**
- * `cairn.cmd.cancel`: cancel a run of the tenant's that has not ended. Another tenant's run is
- * E_NOT_FOUND, like a run that does not exist (no cross-tenant reads); a sealed run E_SEALED; a
- * run already cancelled answers `duplicate`; one that ended otherwise is E_CONFLICT.
+ * `cairn.cmd.cancel`: cancel a run of the tenant's that has not ended (docs/adr/0003). A run that
+ * is not running yet is cancelled at once (`run.cancelled`); a running one is asked to stop
+ * (`run.cancel_requested`), and its runtime records the teardown and `run.cancelled`. The event is
+ * appended guarded on the head it was decided from: a runtime receipt landing in between (the
+ * run just started) makes intake read again and decide again. Another tenant's run is E_NOT_FOUND,
+ * like a run that does not exist (no cross-tenant reads); a sealed run E_SEALED; a run cancelled
+ * or asked already answers `duplicate`; one that ended otherwise is E_CONFLICT.
  */
 @Injectable()
 export class CancelRunHandler {
   constructor(@Inject(EVIDENCE_LOG) private readonly log: EvidenceLog) {}
 
   async handle(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    for (let reads = 1; ; reads++) {
+      try {
+        return await this.decideAndAppend(command);
+      } catch (error) {
+        if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
+      }
+    }
+  }
+
+  private async decideAndAppend(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
     const runId = command.run_id;
-    const receipts: ReceiptEnvelope[] = [];
-    for await (const stored of this.log.readChain(runId)) receipts.push(stored.receipt);
-    const view = foldRun(receipts);
+    const raw: ReceiptEnvelope[] = [];
+    for await (const stored of this.log.readChain(runId)) raw.push(stored.receipt);
+    const view = foldRun(raw);
     if (view === null || view.tenant !== command.tenant) throw new CairnError('E_NOT_FOUND', `no run ${runId}`, { runId });
-    if (view.sealed) throw new CairnError('E_SEALED', `run ${runId} is sealed`, { runId });
-    if (view.state === 'CANCELLED') return { run_id: runId, duplicate: true };
-    if (isTerminal(view.state)) throw new CairnError('E_CONFLICT', `run ${runId} has already ended ${view.state}`, { runId, state: view.state });
-    // ADR 0003 asks for `run.cancel_requested` on a RUNNING run (the runtime stops the sandbox and
-    // appends `run.cancelled`); the contracts have no such type yet, so a running run is cancelled
-    // with `run.cancelled` too and the runtime watches for that.
-    const fields = {
-      cancelled_by: command.requested_by,
-      ...(command.reason === undefined ? {} : { reason: command.reason }),
-    };
-    // No causation: a command caused it, not an event. The fixed key makes every cancel of a run one
-    // logical event, so two cancels racing store one receipt.
-    checkEventFields('run.cancelled', { chainId: runId, tenant: view.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
-    const appended = await this.log.append(runId, { type: 'run.cancelled', actor: INTAKE_ACTOR, tenant: view.tenant, causation: null, key: 'cancel', fields });
+    const receipts = raw.flatMap((r): EvidenceReceipt[] => {
+      const parsed = parseEvidenceReceipt(r);
+      return parsed.ok ? [parsed.receipt] : [];
+    });
+    const path = cancelPath(view, receipts);
+    let type: EventType;
+    let fields: Record<string, unknown>;
+    const reason = command.reason === undefined ? {} : { reason: command.reason };
+    switch (path.kind) {
+      case 'sealed':
+        throw new CairnError('E_SEALED', `run ${runId} is sealed`, { runId });
+      case 'ended':
+        throw new CairnError('E_CONFLICT', `run ${runId} has already ended ${path.state}`, { runId, state: path.state });
+      case 'cancelled':
+      case 'requested':
+        return { run_id: runId, duplicate: true };
+      case 'cancel':
+        type = 'run.cancelled';
+        fields = { cancelled_by: command.requested_by, ...reason };
+        break;
+      case 'request':
+        type = 'run.cancel_requested';
+        fields = { requested_by: command.requested_by, ...reason };
+        break;
+    }
+    // No causation: a command caused it, not an event.
+    checkEventFields(type, { chainId: runId, tenant: view.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
+    const appended = await this.log.append(
+      runId,
+      { type, actor: INTAKE_ACTOR, tenant: view.tenant, causation: null, key: CANCEL_KEY, fields },
+      { expectedHeadSeq: raw.at(-1)?.seq ?? 0 },
+    );
     return { run_id: runId, duplicate: appended.duplicate };
   }
 }

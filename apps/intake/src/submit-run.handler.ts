@@ -46,7 +46,8 @@ export class SubmitRunHandler {
       idempotency_key_sha256: command.idempotency_key_sha256,
     };
     checkEventFields('run.submitted', { chainId: runId, tenant: command.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
-    const appended = await this.log.append(runId, { type: 'run.submitted', actor: INTAKE_ACTOR, tenant: command.tenant, causation: null, fields });
+    // Guarded on the empty chain: `run.submitted` is only ever first.
+    const appended = await this.log.append(runId, { type: 'run.submitted', actor: INTAKE_ACTOR, tenant: command.tenant, causation: null, fields }, { expectedHeadSeq: 0 });
     return { run_id: runId, duplicate: appended.duplicate };
   }
 }

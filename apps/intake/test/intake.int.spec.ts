@@ -3,6 +3,7 @@ import { loadConfig } from '@cairn/config';
 import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
+import { foldRun } from '@cairn/lifecycle';
 import { CommandBus, REPLY_TO_HEADER } from '@cairn/operational';
 import type { SubmitRunCommand } from '@cairn/operational';
 import { startService } from '@cairn/service-kit';
@@ -14,6 +15,7 @@ import { connect, createInbox, headers } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CancelRunHandler } from '../src/cancel-run.handler.js';
 import { IntakeConfigSchema } from '../src/intake.config.js';
 import type { IntakeConfig } from '../src/intake.config.js';
 import { INTAKE_SERVICE, intakeModule } from '../src/intake.module.js';
@@ -44,6 +46,27 @@ async function chain(runId: string): Promise<ReceiptEnvelope[]> {
 function okRunId(reply: Awaited<ReturnType<CommandBus['send']>>): string {
   if (!reply.ok) throw new Error(`expected ok, got ${JSON.stringify(reply)}`);
   return reply.run_id;
+}
+
+function sandboxCreated(runId: string) {
+  return {
+    container_name: `cairn-${runId}-1`,
+    worker_id: 'w1',
+    driver: 'docker',
+    image: 'cairn/sandbox-busybox:1',
+    image_digest: null,
+    caps: { wall_seconds: 60, memory_mib: 256, pids: 64, disk_mib: 256, cpus: 1 },
+    network: 'none',
+  };
+}
+
+/** What policy, the scheduler and (unless `created` is false) the runtime append to a submitted run. */
+async function startRunning(runId: string, created = true): Promise<void> {
+  const decided = { decision: 'allow', policy_version: 'c'.repeat(64), reasons: [], caps: sandboxCreated(runId).caps, image: 'cairn/sandbox-busybox:1' };
+  await log.append(runId, { type: 'policy.decided', actor: 'policy', tenant: 'acme', causation: `${runId}:1`, fields: decided });
+  const scheduled = { worker_id: 'w1', lease_id: 'l1', lease_expires_at: '2030-01-01T00:00:00.000Z', attempt: 1 };
+  await log.append(runId, { type: 'run.scheduled', actor: 'scheduler', tenant: 'acme', causation: `${runId}:2`, fields: scheduled });
+  if (created) await log.append(runId, { type: 'sandbox.created', actor: 'runtime', tenant: 'acme', causation: `${runId}:3`, fields: sandboxCreated(runId) });
 }
 
 beforeAll(async () => {
@@ -193,6 +216,46 @@ describe('intake: cancel', () => {
     const foreign = await bus.send('cancel', { tenant: 'globex', run_id: runId, requested_by: 'key:k9' }, { msgId: uniqueName('m') });
     expect(foreign).toMatchObject({ ok: false, error: { code: 'E_NOT_FOUND' } });
     expect(await chain(runId)).toHaveLength(1);
+  });
+
+  it('asks a running run to stop (run.cancel_requested) instead of ending it; a second cancel changes nothing', async () => {
+    const runId = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    await startRunning(runId);
+    const reply = await bus.send('cancel', { tenant: 'acme', run_id: runId, requested_by: 'key:k1', reason: 'taking too long' }, { msgId: uniqueName('m') });
+    expect(reply).toEqual({ ok: true, run_id: runId, duplicate: false });
+    const receipts = await chain(runId);
+    expect(receipts.map((r) => r.type)).toEqual(['run.submitted', 'policy.decided', 'run.scheduled', 'sandbox.created', 'run.cancel_requested']);
+    expect(receipts[4]).toMatchObject({ actor: 'intake', requested_by: 'key:k1', reason: 'taking too long', causation: null });
+    expect(await bus.send('cancel', { tenant: 'acme', run_id: runId, requested_by: 'key:k2' }, { msgId: uniqueName('m') })).toEqual({
+      ok: true,
+      run_id: runId,
+      duplicate: true,
+    });
+    expect(await chain(runId)).toHaveLength(5);
+  });
+
+  it('reads again when the run starts between its read and its append: asks the runtime instead of ending the run under it', async () => {
+    const runId = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    await startRunning(runId, false);
+    // The runtime's `sandbox.created` lands right after intake has read the chain (SCHEDULED).
+    let raced = false;
+    const racing = new Proxy(log, {
+      get(target, prop, receiver) {
+        if (prop !== 'readChain') return Reflect.get(target, prop, receiver) as unknown;
+        return async function* (chainId: string) {
+          yield* target.readChain(chainId);
+          if (!raced) {
+            raced = true;
+            await target.append(chainId, { type: 'sandbox.created', actor: 'runtime', tenant: 'acme', causation: `${chainId}:3`, fields: sandboxCreated(chainId) });
+          }
+        };
+      },
+    });
+    const outcome = await new CancelRunHandler(racing).handle({ tenant: 'acme', run_id: runId, requested_by: 'key:k1' });
+    expect(outcome).toEqual({ run_id: runId, duplicate: false });
+    const types = (await chain(runId)).map((r) => r.type);
+    expect(types).toEqual(['run.submitted', 'policy.decided', 'run.scheduled', 'sandbox.created', 'run.cancel_requested']);
+    expect(foldRun(await chain(runId))?.state).toBe('RUNNING');
   });
 
   it('is E_SEALED for a sealed run and E_CONFLICT for one that ended otherwise', async () => {

@@ -30,27 +30,30 @@ export class PolicyDecisionHandler implements ReactorHandler {
   async handle(ctx: ReactionContext): Promise<void> {
     const submitted = ctx.receipt;
     if (submitted.type !== 'run.submitted') return;
-    const chain = runChainOf(await ctx.readChain());
-    if (chain === null) {
-      this.logger.write('warn', 'not deciding a chain that does not validate', { run_id: ctx.chainId });
-      return;
-    }
-    const earlier = chain.receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');
-    if (earlier !== undefined) {
-      // Decided before (a redelivery, perhaps past the dedupe window): never decide twice, but
-      // finish a hold whose approval requests were cut off by a crash.
-      if (earlier.decision === 'hold' && !chain.receipts.some((r) => r.type === 'approval.requested')) {
-        await this.requestApprovals(ctx, await this.decide(submitted), Date.now());
+    // Decided from the chain as read, appended onto that head only: a cancel landing in between
+    // makes the reaction read again and find nothing to decide (docs/adr/0003).
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const chain = runChainOf(receipts);
+      if (chain === null) {
+        this.logger.write('warn', 'not deciding a chain that does not validate', { run_id: ctx.chainId });
+        return;
       }
-      return;
-    }
-    // Cancelled (or otherwise moved on) before policy got to it: nothing to decide.
-    if (chain.view?.state !== 'SUBMITTED') return;
+      const earlier = chain.receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');
+      if (earlier !== undefined) {
+        // Decided before (a redelivery, perhaps past the dedupe window): never decide twice, but
+        // finish a hold whose approval requests were cut off by a crash, while the run still waits.
+        const cutOff = earlier.decision === 'hold' && chain.view?.state === 'AWAITING_APPROVAL' && !chain.receipts.some((r) => r.type === 'approval.requested');
+        if (cutOff) await this.requestApprovals(ctx, await this.decide(submitted), Date.now(), headSeq);
+        return;
+      }
+      // Cancelled (or otherwise moved on) before policy got to it: nothing to decide.
+      if (chain.view?.state !== 'SUBMITTED') return;
 
-    const outcome = await this.decide(submitted);
-    await ctx.append('policy.decided', { ...policyDecidedFields(outcome) });
-    if (outcome.decision === 'hold') await this.requestApprovals(ctx, outcome, Date.now());
-    this.logger.write('info', 'decided', { run_id: ctx.chainId, decision: outcome.decision, error_code: outcome.error_code ?? null });
+      const outcome = await this.decide(submitted);
+      const decided = await ctx.appendAt(headSeq, 'policy.decided', { ...policyDecidedFields(outcome) });
+      if (outcome.decision === 'hold') await this.requestApprovals(ctx, outcome, Date.now(), decided.receipt.seq);
+      this.logger.write('info', 'decided', { run_id: ctx.chainId, decision: outcome.decision, error_code: outcome.error_code ?? null });
+    });
   }
 
   private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
@@ -60,7 +63,9 @@ export class PolicyDecisionHandler implements ReactorHandler {
     return decidePolicy(submitted.spec, { policy: this.policy, localImageDigests });
   }
 
-  private async requestApprovals(ctx: ReactionContext, outcome: PolicyOutcome, now: number): Promise<void> {
+  /** One `approval.requested` per run-scope approval still wanted, each guarded on the receipt before it. */
+  private async requestApprovals(ctx: ReactionContext, outcome: PolicyOutcome, now: number, headSeq: number): Promise<void> {
+    let head = headSeq;
     for (const approval of outcome.approvals) {
       if (approval.scope !== 'run' || approval.granted) continue;
       const fields = {
@@ -70,7 +75,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
         reason: approval.reason,
         expires_at: new Date(now + approval.timeout_seconds * 1000).toISOString(),
       };
-      await ctx.append('approval.requested', fields, approval.approval_id);
+      head = (await ctx.appendAt(head, 'approval.requested', fields, approval.approval_id)).receipt.seq;
     }
   }
 }

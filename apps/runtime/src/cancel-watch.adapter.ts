@@ -1,7 +1,10 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
-/** Receipts that end a run from outside while it executes (ADR 0003 names `run.cancel_requested` too; the contracts have no such type yet). */
-export const CANCEL_EVENT_TYPES: ReadonlySet<string> = new Set(['run.cancelled']);
+/**
+ * Receipts that stop a run from outside while it executes: a cancel asked of it, or a
+ * `run.cancelled` that won the race against its start (docs/adr/0003).
+ */
+export const CANCEL_EVENT_TYPES: ReadonlySet<string> = new Set(['run.cancel_requested', 'run.cancelled']);
 
 /**
  * Watches a running run's chain subject (a core subscription: JetStream's stored messages are

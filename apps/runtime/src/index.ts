@@ -1,15 +1,18 @@
 export { CANCEL_EVENT_TYPES, CancelWatch } from './cancel-watch.adapter.js';
 export { LeaseKeeper } from './lease-keeper.js';
 export type { LeaseKeeperOptions } from './lease-keeper.js';
-export { failLostRun } from './lost-run.js';
-export { assessScheduled, inputFile, lastPlacementOn, parseChain } from './run-assessment.js';
-export type { Assessment, ParsedChain, RunPlan } from './run-assessment.js';
+export { answerCancel, settleLostRun } from './lost-run.js';
+export type { LostRunOutcome } from './lost-run.js';
+export { assessScheduled, decideEnding, inputFile, lastPlacementOn, parseChain, stopCauseOf } from './run-assessment.js';
+export type { Assessment, Ending, ParsedChain, RunPlan, StopCause } from './run-assessment.js';
 export { RunExecution } from './run-execution.js';
 export type { RunExecutionDeps } from './run-execution.js';
 export {
   DRIVER_NAME,
   grantedCaps,
+  interruptedStepFields,
   limitsHit,
+  runCancelledFields,
   runExecutedFields,
   runFailedFields,
   sandboxCaps,
@@ -28,6 +31,8 @@ export { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './
 export { RuntimeWorker } from './runtime-worker.service.js';
 export type { ReconcileReport } from './runtime-worker.service.js';
 export { SandboxEngine } from './sandbox-engine.adapter.js';
+export { confirmedHardening, hardeningOf, hardeningProblems, tmpfsSizeBytes } from './sandbox-hardening.js';
+export type { InspectedSandbox } from './sandbox-hardening.js';
 export { DEFAULT_WORKDIR, planSteps, sandboxLifetimeSeconds, stepTimeoutMs, toolName } from './step-plan.js';
 export type { PlannedStep, StepPlan } from './step-plan.js';
 export { runtimeDurableName, workerIdFromHostname } from './worker-id.js';

@@ -1,23 +1,59 @@
+import { CairnError } from '@cairn/contracts';
+import type { EvidenceReceiptOf } from '@cairn/contracts';
+import { CANCEL_ANSWER_KEY, foldRun, isTerminal, openSandboxes, pendingCancelRequest } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import type { ReactionContext } from '@cairn/service-kit';
-import type { Assessment } from './run-assessment.js';
-import { runFailedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
+import { parseChain } from './run-assessment.js';
+import { runCancelledFields, runFailedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
+
+/** What `settleLostRun` did: answered a cancel, failed the run, only recorded the teardown of a run that had ended, or nothing. */
+export type LostRunOutcome = 'cancelled' | 'failed' | 'reaped' | 'untouched';
 
 /**
- * Records a run whose sandbox outlived the runtime that ran it (a crash, or a redelivery of its
- * placement): its teardown, if none is on the chain, then `run.failed` `E_WORKER_LOST`. Never a
- * second try (PRODUCT.md: a step is never run twice unasked). Both appends are keyed on the
- * placement, so reconcile at start and a redelivered placement store them once between them.
+ * Ends a run placed on this worker that no execution here is running (a crash, a redelivered
+ * placement, a cancel asked of a run that never started or outlived its runtime): the teardown of
+ * its sandbox if one is open on the record (`reaped`), then `run.cancelled` answering a pending
+ * cancel request — or, when its sandbox was created and the run never finished, `run.failed`
+ * `E_WORKER_LOST`. Never a second try (PRODUCT.md: a step is never run twice unasked). Every
+ * append is keyed and guarded on the chain it was decided from (`reactOnChain`), so reconcile, a
+ * redelivered placement, a cancel reaction and the scheduler's lease scan store each once between
+ * them and never after another's ending. `placement` is a context on the `run.scheduled`.
  */
-export async function failLostRun(
-  ctx: ReactionContext,
-  lost: Extract<Assessment, { kind: 'lost' }>,
+export async function settleLostRun(
+  placement: ReactionContext,
   options: { workerId: string; leaseId: string; verifiedGone: boolean; leases: LeaseStore },
-): Promise<void> {
-  if (!lost.teardownRecorded) {
-    await ctx.append('sandbox.destroyed', sandboxDestroyedFields(lost.containerName, options.verifiedGone, 'reaped'), 'reaped');
-  }
-  const message = `worker ${options.workerId} lost this run after creating sandbox ${lost.containerName} (it restarted or the placement was delivered again); its steps are not run again`;
-  await ctx.append('run.failed', runFailedFields('E_WORKER_LOST', message), 'worker-lost');
-  await options.leases.delete(ctx.chainId, options.leaseId);
+): Promise<LostRunOutcome> {
+  const placed = placement.receipt;
+  const outcome = await placement.reactOnChain(async ({ receipts, headSeq }): Promise<LostRunOutcome> => {
+    const parsed = parseChain(receipts);
+    if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `run ${placement.chainId} holds a receipt that breaks its contract: ${parsed.message}`);
+    const chain = parsed.receipts;
+    const view = foldRun(chain);
+    if (view === null || view.sealed) return 'untouched';
+    const after = chain.filter((r) => r.seq > placed.seq);
+    if (after.some((r) => r.type === 'run.executed' || r.type === 'run.scheduled')) return 'untouched';
+    let head = headSeq;
+    const [open] = openSandboxes(after);
+    if (open !== undefined) {
+      head = (await placement.appendAt(head, 'sandbox.destroyed', sandboxDestroyedFields(open, options.verifiedGone, 'reaped'), 'reaped')).receipt.seq;
+    }
+    if (isTerminal(view.state)) return open === undefined ? 'untouched' : 'reaped';
+    const request = pendingCancelRequest(chain, view);
+    if (request !== null) {
+      await answerCancel(placement, request, head);
+      return 'cancelled';
+    }
+    const created = after.find((r): r is EvidenceReceiptOf<'sandbox.created'> => r.type === 'sandbox.created');
+    if (created === undefined) return 'untouched';
+    const message = `worker ${options.workerId} lost this run after creating sandbox ${created.container_name} (it restarted or the placement was delivered again); its steps are not run again`;
+    await placement.appendAt(head, 'run.failed', runFailedFields('E_WORKER_LOST', message), 'worker-lost');
+    return 'failed';
+  });
+  if (outcome !== 'untouched') await options.leases.delete(placement.chainId, options.leaseId);
+  return outcome;
+}
+
+/** `run.cancelled` answering `request`: the same logical event whoever answers it (CANCEL_ANSWER_KEY). */
+export function answerCancel(ctx: ReactionContext, request: EvidenceReceiptOf<'run.cancel_requested'>, headSeq: number): Promise<unknown> {
+  return ctx.causedBy(request).appendAt(headSeq, 'run.cancelled', runCancelledFields(request), CANCEL_ANSWER_KEY);
 }

@@ -1,6 +1,6 @@
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, InputFile, RunSpec } from '@cairn/contracts';
-import { foldRun, isTerminal } from '@cairn/lifecycle';
+import { foldRun, isTerminal, pendingCancelRequest } from '@cairn/lifecycle';
 import { splitImageRef } from '@cairn/policy';
 import type { SandboxFileIn } from '@cairn/sandbox';
 import { planSteps } from './step-plan.js';
@@ -122,4 +122,46 @@ function planRun(spec: RunSpec, caps: GrantedCaps, grantedImage: string, runId: 
 export function inputFile(file: InputFile): SandboxFileIn {
   const content = new Uint8Array(Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'));
   return file.mode === undefined ? { path: file.path, content } : { path: file.path, content, mode: file.mode };
+}
+
+/** Why a run stops from outside while this worker runs it. */
+export type StopCause =
+  /** A cancel was asked (`run.cancel_requested`), or the run was cancelled before it got going. */
+  | { kind: 'cancelled' }
+  /** Someone else ended it (the scheduler failed it for a lost worker, …). */
+  | { kind: 'ended'; state: string }
+  /** The lease is another's or gone: the scheduler decides this run now. */
+  | { kind: 'lease_lost'; reason: string };
+
+/** What the chain as stored says about a run this worker is running: go on (null), or stop and why. */
+export function stopCauseOf(chain: readonly EvidenceReceipt[]): StopCause | null {
+  const view = foldRun(chain);
+  if (view === null) return null;
+  if (view.sealed || isTerminal(view.state)) return view.state === 'CANCELLED' ? { kind: 'cancelled' } : { kind: 'ended', state: view.state };
+  return pendingCancelRequest(chain, view) === null ? null : { kind: 'cancelled' };
+}
+
+/** The run's last receipt from this worker, decided from the chain as stored when it is appended. */
+export type Ending =
+  | { kind: 'none'; reason: string }
+  | { kind: 'executed' }
+  | { kind: 'failed' }
+  /** Answers the pending request (`run.cancelled` caused by it). */
+  | { kind: 'cancelled'; request: EvidenceReceiptOf<'run.cancel_requested'> };
+
+/**
+ * How this worker ends a run it ran (`outcome`), given the chain now. A run someone else ended
+ * gets nothing more. A failure is recorded as what happened, cancel asked or not (the run has
+ * stopped either way). Otherwise a pending cancel request wins — also over steps that had all
+ * finished: `run.executed` never follows a request — and is answered with `run.cancelled`.
+ */
+export function decideEnding(chain: readonly EvidenceReceipt[], outcome: 'executed' | 'failed' | 'stopped'): Ending {
+  const view = foldRun(chain);
+  if (view === null) return { kind: 'none', reason: 'the chain is empty' };
+  if (view.sealed || isTerminal(view.state)) return { kind: 'none', reason: `the run has ended (${view.state})` };
+  if (outcome === 'failed') return { kind: 'failed' };
+  const request = pendingCancelRequest(chain, view);
+  if (request !== null) return { kind: 'cancelled', request };
+  if (outcome === 'executed') return { kind: 'executed' };
+  return { kind: 'none', reason: 'stopped, and no cancel is pending' };
 }

@@ -2,7 +2,7 @@ import { GENESIS_HASH, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
-import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
+import { assessScheduled, decideEnding, lastPlacementOn, parseChain, stopCauseOf } from './run-assessment.js';
 
 const RUN = 'run_assess1';
 const SHA = (c: string) => c.repeat(64);
@@ -164,5 +164,69 @@ describe('parseChain', () => {
     expect(parseChain(raw)).toEqual({ ok: true, receipts: chain.receipts });
     raw[1] = { ...raw[1], decision: 'maybe' };
     expect(parseChain(raw)).toMatchObject({ ok: false, seq: 2 });
+  });
+});
+
+describe('stopCauseOf: a running run, and what the chain says now', () => {
+  const running = () => {
+    const chain = new Chain().submitted().allowed();
+    chain.scheduled();
+    chain.created();
+    chain.add('step.started', { step_index: 0, stage: 'step', tool: 'sh', argv: ['sh'], workdir: '/work', env_names: [] }, 'runtime');
+    return chain;
+  };
+
+  it('given nothing new, then go on', () => {
+    expect(stopCauseOf(running().receipts)).toBeNull();
+  });
+
+  it('given a cancel requested, then stop: cancelled', () => {
+    const chain = running();
+    chain.add('run.cancel_requested', { requested_by: 'key:k1' });
+    expect(stopCauseOf(chain.receipts)).toEqual({ kind: 'cancelled' });
+  });
+
+  it('given the run failed or cancelled by someone else, then stop: ended / cancelled', () => {
+    const failed = running();
+    failed.add('run.failed', { error_code: 'E_WORKER_LOST', message: 'lease expired' }, 'scheduler');
+    expect(stopCauseOf(failed.receipts)).toEqual({ kind: 'ended', state: 'FAILED' });
+    const cancelled = running();
+    cancelled.add('run.cancelled', { cancelled_by: 'key:k1', error_code: 'E_WORKER_LOST' }, 'scheduler');
+    expect(stopCauseOf(cancelled.receipts)).toEqual({ kind: 'cancelled' });
+  });
+});
+
+describe('decideEnding: the last receipt this worker appends', () => {
+  const ran = () => {
+    const chain = new Chain().submitted().allowed();
+    chain.scheduled();
+    chain.created();
+    return chain;
+  };
+
+  it('given no cancel, then run.executed or run.failed as the run went, and nothing when it merely stopped', () => {
+    expect(decideEnding(ran().receipts, 'executed')).toEqual({ kind: 'executed' });
+    expect(decideEnding(ran().receipts, 'failed')).toEqual({ kind: 'failed' });
+    expect(decideEnding(ran().receipts, 'stopped')).toMatchObject({ kind: 'none' });
+  });
+
+  it('given a pending cancel request, then run.cancelled answering it — even when every step had finished', () => {
+    const chain = ran();
+    const request = chain.add('run.cancel_requested', { requested_by: 'key:k1', reason: 'stop' });
+    expect(decideEnding(chain.receipts, 'stopped')).toEqual({ kind: 'cancelled', request });
+    expect(decideEnding(chain.receipts, 'executed')).toEqual({ kind: 'cancelled', request });
+  });
+
+  it('given a pending cancel request, when the run failed (a cap hit), then run.failed says what happened', () => {
+    const chain = ran();
+    chain.add('run.cancel_requested', { requested_by: 'key:k1' });
+    expect(decideEnding(chain.receipts, 'failed')).toEqual({ kind: 'failed' });
+  });
+
+  it('given a run someone else ended, then nothing more', () => {
+    const chain = ran();
+    chain.add('run.cancel_requested', { requested_by: 'key:k1' });
+    chain.add('run.cancelled', { cancelled_by: 'key:k1', error_code: 'E_WORKER_LOST' }, 'scheduler');
+    for (const outcome of ['executed', 'failed', 'stopped'] as const) expect(decideEnding(chain.receipts, outcome)).toMatchObject({ kind: 'none' });
   });
 });

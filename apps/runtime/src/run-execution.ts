@@ -1,9 +1,9 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { CairnError, isCairnError } from '@cairn/contracts';
-import type { ErrorCode, EvidenceReceiptOf } from '@cairn/contracts';
+import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, SandboxHardening } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { foldRun, isTerminal } from '@cairn/lifecycle';
-import type { RunView } from '@cairn/lifecycle';
+import { isHeadMoved } from '@cairn/evidence-log';
+import { foldRun } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { LIMIT_CODES } from '@cairn/sandbox';
 import type { DestroyResult, ExecResult, LimitCode, SandboxDriver, SandboxHandle } from '@cairn/sandbox';
@@ -11,9 +11,11 @@ import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CancelWatch } from './cancel-watch.adapter.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { parseChain } from './run-assessment.js';
-import type { RunPlan } from './run-assessment.js';
+import { answerCancel } from './lost-run.js';
+import { decideEnding, parseChain, stopCauseOf } from './run-assessment.js';
+import type { RunPlan, StopCause } from './run-assessment.js';
 import {
+  interruptedStepFields,
   runExecutedFields,
   runFailedFields,
   sandboxCaps,
@@ -24,6 +26,7 @@ import {
 } from './runtime-receipts.builder.js';
 import type { CompletedStep, TeardownReason } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
+import { confirmedHardening } from './sandbox-hardening.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 import { sandboxLifetimeSeconds } from './step-plan.js';
 import type { PlannedStep } from './step-plan.js';
@@ -31,7 +34,7 @@ import type { PlannedStep } from './step-plan.js';
 export interface RunExecutionDeps {
   ctx: ReactionContext;
   scheduled: EvidenceReceiptOf<'run.scheduled'>;
-  /** The chain's last seq when it was assessed: anything past it was written since. */
+  /** The chain's last seq when it was assessed: this run's first receipt is appended onto it. */
   assessedSeq: number;
   plan: RunPlan;
   engine: SandboxEngine;
@@ -43,22 +46,31 @@ export interface RunExecutionDeps {
   logger: JsonLogger;
 }
 
-/** Why a run stopped from outside before it finished. */
-type StopCause = { kind: 'cancelled' } | { kind: 'ended'; state: string } | { kind: 'lease_lost'; reason: string };
-
 type Outcome =
   | { kind: 'executed'; artifactHashes: Record<string, string> }
   | { kind: 'failed'; code: ErrorCode; message: string; stepIndex?: number }
   | { kind: 'stopped'; cause: StopCause };
 
+/**
+ * `progress`: a receipt that moves the run on (its sandbox, a step starting) — dropped when the run
+ * is to stop. `record`: what happened (a step's result, its teardown) — kept unless the run is sealed.
+ */
+type OwnReceipt = 'progress' | 'record';
+
 const LIMITS: ReadonlySet<string> = new Set(LIMIT_CODES);
 const isLimit = (code: string): code is LimitCode => LIMITS.has(code);
+/** Reads of a chain that keeps moving under one of this run's receipts before giving up (E_CONFLICT). */
+const MAX_READS = 8;
+const EMPTY = new Uint8Array(0);
 
 /**
  * One run on this worker, from its lease check to its last receipt (docs/adr/0003): sandbox,
- * files in, each step with its receipt, files out, teardown in `finally` (I-8), then `run.executed`
- * or `run.failed`. Every append is keyed, so a redelivered reaction stores nothing twice; a crash
- * after `sandbox.created` is never resumed (the next delivery fails the run `E_WORKER_LOST`).
+ * files in, each step with its receipt, files out, teardown in `finally` (I-8), then `run.executed`,
+ * `run.failed` or — when a cancel was asked — `run.cancelled`. Every append is keyed, so a
+ * redelivered reaction stores nothing twice, and guarded on the chain head this run last saw: a
+ * receipt someone else wrote meanwhile (a cancel request, the scheduler failing a lost worker) is
+ * read before anything more is appended, and a run asked to stop starts nothing more. A crash after
+ * `sandbox.created` is never resumed (the next delivery fails the run `E_WORKER_LOST`).
  */
 export class RunExecution {
   private readonly driver: SandboxDriver;
@@ -69,7 +81,7 @@ export class RunExecution {
   private handle: SandboxHandle | null = null;
   private teardown: Promise<DestroyResult> | null = null;
   private readonly completed: CompletedStep[] = [];
-  /** The chain seq of the last receipt this run appended: a head past it means someone else wrote. */
+  /** The chain seq this run last saw as the head (its own last receipt, or the head it read). */
   private lastSeq: number;
 
   constructor(private readonly deps: RunExecutionDeps) {
@@ -110,10 +122,10 @@ export class RunExecution {
   }
 
   private async runWatched(): Promise<void> {
-    const { ctx, plan, logger } = this.deps;
-    const ended = await this.endedElsewhere();
-    if (ended !== null) {
-      logger.write('info', 'not running: the run ended meanwhile', { run_id: this.runId, cause: ended.kind });
+    const { plan, logger } = this.deps;
+    const early = this.stopCause ?? (await this.endedElsewhere());
+    if (early !== null && early.kind !== 'cancelled') {
+      logger.write('info', 'not running: the run ended meanwhile', { run_id: this.runId, cause: early.kind });
       return;
     }
     // Only the lease holder acts; a lost or foreign lease means someone else decides this run.
@@ -122,10 +134,15 @@ export class RunExecution {
       logger.write('warn', 'not running: the lease is not ours', { run_id: this.runId, reason: notOurs });
       return;
     }
+    if (this.stopCause !== null) {
+      // Cancelled before anything started: answered (or found answered) with nothing to tear down.
+      await this.end({ kind: 'stopped', cause: this.stopCause }, 0);
+      return;
+    }
 
     const prepared = await this.prepare();
     if (prepared.kind === 'failed') {
-      await this.finish(prepared, 0);
+      await this.end(prepared, 0);
       return;
     }
 
@@ -139,23 +156,25 @@ export class RunExecution {
         lifetimeSeconds: sandboxLifetimeSeconds(plan.steps),
       });
     } catch (error) {
-      await this.finish({ kind: 'failed', code: createFailureCode(error), message: `the sandbox could not start: ${describe(error)}` }, performance.now() - startedAt);
+      await this.end({ kind: 'failed', code: createFailureCode(error), message: `the sandbox could not start: ${describe(error)}` }, performance.now() - startedAt);
       return;
     }
     const handle = this.handle;
-    if (this.stopCause !== null) {
-      // Cancelled (or the lease lost) while the sandbox was being created: it never served the run,
-      // and a `sandbox.created` after the run ended would be a receipt the lifecycle refuses.
-      const gone = await this.destroy();
-      logger.write('warn', 'run stopped before its sandbox was recorded', { run_id: this.runId, cause: this.stopCause.kind, verified_gone: gone.verifiedGone });
-      if (this.stopCause.kind !== 'lease_lost') await this.releaseLease();
-      return;
-    }
-
     let outcome: Outcome;
+    let recorded = false;
     try {
-      this.lastSeq = (await ctx.append('sandbox.created', sandboxCreatedFields(handle, plan.image))).receipt.seq;
-      outcome = await this.execute(handle).catch((error: unknown) => this.internalFailure(error));
+      const hardening = await this.hardening(handle);
+      if (this.stopCause !== null) {
+        // Stopped while the sandbox was being created: it never served the run and is not recorded.
+        outcome = { kind: 'stopped', cause: this.stopCause };
+      } else if (hardening.kind === 'failed') {
+        outcome = hardening;
+      } else {
+        recorded = await this.appendOwn('progress', 'sandbox.created', sandboxCreatedFields(handle, plan.image, hardening.hardening));
+        outcome = recorded
+          ? await this.execute(handle).catch((error: unknown) => this.internalFailure(error))
+          : { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
+      }
     } finally {
       // I-8: whatever happened above — also an append that failed and will be retried (and then,
       // finding `sandbox.created`, fail the run E_WORKER_LOST) — the sandbox goes, verified.
@@ -164,7 +183,8 @@ export class RunExecution {
     }
     const gone = await this.destroy();
     logger.write('info', 'run finished on this worker', { run_id: this.runId, outcome: outcome.kind, verified_gone: gone.verifiedGone });
-    await this.record(handle, gone, outcome, performance.now() - startedAt);
+    if (recorded) await this.recordTeardown(handle, gone, outcome, performance.now() - startedAt);
+    await this.end(outcome, performance.now() - startedAt);
   }
 
   /** Engine, image and leftovers, checked before anything starts; failures here need no teardown. */
@@ -189,6 +209,16 @@ export class RunExecution {
       this.deps.logger.write('warn', 'could not reap leftovers before create', { run_id: this.runId, error: describe(error) });
     });
     return { kind: 'ready', imageId };
+  }
+
+  /** The isolation the engine reports, confirmed before any step runs (a sandbox short of it runs nothing). */
+  private async hardening(handle: SandboxHandle): Promise<{ kind: 'ok'; hardening: SandboxHardening } | Extract<Outcome, { kind: 'failed' }>> {
+    try {
+      return { kind: 'ok', hardening: confirmedHardening(await this.deps.engine.inspectSandbox(handle), handle.caps) };
+    } catch (error) {
+      const code: ErrorCode = isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_SANDBOX_START';
+      return { kind: 'failed', code, message: `the sandbox's hardening could not be confirmed: ${describe(error)}` };
+    }
   }
 
   private async execute(handle: SandboxHandle): Promise<Outcome> {
@@ -218,8 +248,11 @@ export class RunExecution {
   private async runStep(handle: SandboxHandle, step: PlannedStep): Promise<Outcome | null> {
     const { ctx, artifacts, config } = this.deps;
     const key = `step-${step.index}`;
-    this.lastSeq = (await ctx.append('step.started', stepStartedFields(step), key)).receipt.seq;
+    if (!(await this.appendOwn('progress', 'step.started', stepStartedFields(step), key))) {
+      return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
+    }
     ctx.working();
+    const startedAt = performance.now();
     let result: ExecResult;
     try {
       result = await this.driver.exec(handle, {
@@ -230,14 +263,20 @@ export class RunExecution {
         maxOutputBytes: config.CAIRN_STEP_OUTPUT_MAX_BYTES,
       });
     } catch (error) {
-      // Destroyed under the step by a cancel or a lost lease: the run stopped, it did not fail.
-      if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
+      // Destroyed under the step by a cancel or a lost lease: the run stopped, it did not fail; the
+      // step still gets its receipt (every step.started has one).
+      if (this.stopCause !== null) {
+        const cause = this.stopCause;
+        const fields = interruptedStepFields(step, performance.now() - startedAt, await artifacts.put(EMPTY));
+        await this.appendOwn('record', 'step.completed', fields, key);
+        return { kind: 'stopped', cause };
+      }
       const code: ErrorCode = isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_INTERNAL';
       return { kind: 'failed', code, message: `step ${step.index} could not run: ${describe(error)}`, stepIndex: step.index };
     }
     ctx.working();
     const [stdoutSha256, stderrSha256] = await Promise.all([artifacts.put(result.stdout), artifacts.put(result.stderr)]);
-    this.lastSeq = (await ctx.append('step.completed', stepCompletedFields(step, result, { stdoutSha256, stderrSha256 }), key)).receipt.seq;
+    await this.appendOwn('record', 'step.completed', stepCompletedFields(step, result, { stdoutSha256, stderrSha256 }), key);
     this.completed.push({ exitCode: result.exitCode });
     if (result.limitHit !== null) {
       if (result.teardown !== null) this.teardown ??= Promise.resolve(result.teardown);
@@ -269,19 +308,47 @@ export class RunExecution {
     return { kind: 'failed', code, message: `the runtime failed during the run: ${describe(error)}` };
   }
 
-  /** Between steps: has someone else ended the run (a cancel this watch missed, a lost worker)? */
+  /** Between steps: has someone else written (a cancel request this watch missed, a lost worker)? */
   private async endedElsewhere(): Promise<StopCause | null> {
     const head = await this.deps.log.head(this.runId);
     if (head === null || head.seq <= this.lastSeq) return null;
-    const view = await this.view();
-    if (view === null || !(view.sealed || isTerminal(view.state))) return null;
-    return view.state === 'CANCELLED' ? { kind: 'cancelled' } : { kind: 'ended', state: view.state };
+    const chain = await this.readChain();
+    const stop = stopCauseOf(chain);
+    if (stop !== null) this.stop(stop);
+    else this.lastSeq = Math.max(this.lastSeq, chain.at(-1)?.seq ?? 0);
+    return stop;
   }
 
-  private async view(): Promise<RunView | null> {
+  /**
+   * Appends one of this run's receipts onto the head it last saw. When someone else wrote
+   * meanwhile, reads the chain (and stops the run if it says so): a `progress` receipt is then
+   * dropped if the run is to stop, a `record` one only if the run is sealed; otherwise it goes
+   * onto the new head. Returns whether it was appended.
+   */
+  private async appendOwn(kind: OwnReceipt, type: EventType, fields: Record<string, unknown>, key?: string): Promise<boolean> {
+    for (let reads = 0; ; reads++) {
+      try {
+        this.lastSeq = (await this.deps.ctx.appendAt(this.lastSeq, type, fields, key)).receipt.seq;
+        return true;
+      } catch (error) {
+        if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
+      }
+      const chain = await this.readChain();
+      const stop = stopCauseOf(chain);
+      if (stop !== null) this.stop(stop);
+      const drop = kind === 'progress' ? stop !== null : foldRun(chain)?.sealed === true;
+      if (drop) {
+        this.deps.logger.write('warn', `not recording ${type}: the run moved on`, { run_id: this.runId, cause: stop?.kind ?? 'sealed' });
+        return false;
+      }
+      this.lastSeq = chain.at(-1)?.seq ?? 0;
+    }
+  }
+
+  private async readChain(): Promise<EvidenceReceipt[]> {
     const parsed = parseChain(await this.deps.ctx.readChain());
     if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${parsed.message}`);
-    return foldRun(parsed.receipts);
+    return parsed.receipts;
   }
 
   private stop(cause: StopCause): void {
@@ -307,38 +374,51 @@ export class RunExecution {
     await this.keeper.stop();
   }
 
-  /**
-   * The receipts after teardown. Someone else may have ended the run meanwhile (a cancel, a lost
-   * lease failed by the scheduler): then only the teardown is recorded, and after a seal nothing.
-   */
-  private async record(handle: SandboxHandle, gone: DestroyResult, outcome: Outcome, durationMs: number): Promise<void> {
+  /** `sandbox.destroyed` of the recorded sandbox, onto the chain as it is now — unless the run was sealed meanwhile. */
+  private async recordTeardown(handle: SandboxHandle, gone: DestroyResult, outcome: Outcome, durationMs: number): Promise<void> {
     const { ctx, logger } = this.deps;
-    const view = await this.view();
-    if (view?.sealed === true) {
-      logger.write('warn', 'the run was sealed before its teardown could be recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone });
-      return;
-    }
-    await ctx.append('sandbox.destroyed', sandboxDestroyedFields(handle.name, gone.verifiedGone, teardownReason(outcome), durationMs), 'teardown');
-    // A lost lease is the scheduler's to fail (E_WORKER_LOST): this worker no longer owns the run.
-    if (outcome.kind === 'stopped' && outcome.cause.kind === 'lease_lost') return;
-    if (outcome.kind === 'stopped' || (view !== null && isTerminal(view.state))) {
-      await this.releaseLease();
-      return;
-    }
-    await this.finish(outcome, durationMs);
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const parsed = parseChain(receipts);
+      if (parsed.ok && foldRun(parsed.receipts)?.sealed === true) {
+        logger.write('warn', 'the run was sealed before its teardown could be recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone });
+        return;
+      }
+      const fields = sandboxDestroyedFields(handle.name, gone.verifiedGone, teardownReason(outcome, parsed.ok ? parsed.receipts : []), durationMs);
+      this.lastSeq = (await ctx.appendAt(headSeq, 'sandbox.destroyed', fields, 'teardown')).receipt.seq;
+    }, MAX_READS);
   }
 
-  /** The run's last receipt from this worker (unless it has ended meanwhile), then its lease is released. */
-  private async finish(outcome: Exclude<Outcome, { kind: 'stopped' }>, durationMs: number): Promise<void> {
-    const { ctx } = this.deps;
-    const view = await this.view();
-    if (view !== null && (view.sealed || isTerminal(view.state))) {
-      this.deps.logger.write('warn', 'the run ended elsewhere; not recording this worker\'s ending', { run_id: this.runId, state: view.state, outcome: outcome.kind });
-    } else if (outcome.kind === 'executed') {
-      await ctx.append('run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs));
-    } else {
-      await ctx.append('run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex), 'failed');
-    }
+  /**
+   * The run's last receipt from this worker, decided from the chain as it is when appended
+   * (`decideEnding`): someone else may have ended it, or asked to cancel it, meanwhile. A lost
+   * lease is the scheduler's to settle: this worker records nothing more and keeps its hands off
+   * the lease.
+   */
+  private async end(outcome: Outcome, durationMs: number): Promise<void> {
+    const { ctx, logger } = this.deps;
+    if (outcome.kind === 'stopped' && outcome.cause.kind === 'lease_lost') return;
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const parsed = parseChain(receipts);
+      if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${parsed.message}`);
+      const ending = decideEnding(parsed.receipts, outcome.kind);
+      switch (ending.kind) {
+        case 'none':
+          logger.write('info', 'no ending recorded by this worker', { run_id: this.runId, outcome: outcome.kind, reason: ending.reason });
+          return;
+        case 'cancelled':
+          await answerCancel(ctx, ending.request, headSeq);
+          logger.write('info', 'run cancelled', { run_id: this.runId, request: `${this.runId}:${ending.request.seq}` });
+          return;
+        case 'failed':
+          if (outcome.kind !== 'failed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end failed`);
+          await ctx.appendAt(headSeq, 'run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex), 'failed');
+          return;
+        case 'executed':
+          if (outcome.kind !== 'executed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end executed`);
+          await ctx.appendAt(headSeq, 'run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs));
+          return;
+      }
+    }, MAX_READS);
     await this.releaseLease();
   }
 
@@ -349,8 +429,9 @@ export class RunExecution {
   }
 }
 
-function teardownReason(outcome: Outcome): TeardownReason {
-  if (outcome.kind === 'executed') return 'completed';
+/** Why the sandbox went: the run completed or failed as it went, or it was stopped — cancelled when a cancel stopped it. */
+function teardownReason(outcome: Outcome, chain: readonly EvidenceReceipt[]): TeardownReason {
+  if (outcome.kind === 'executed') return decideEnding(chain, 'executed').kind === 'cancelled' ? 'cancelled' : 'completed';
   if (outcome.kind === 'stopped' && outcome.cause.kind === 'cancelled') return 'cancelled';
   return 'failed';
 }

@@ -1,4 +1,4 @@
-import type { ErrorCode, EventType, EvidenceEventOf, GrantedCaps, LimitKind } from '@cairn/contracts';
+import type { ErrorCode, EventType, EvidenceEventOf, EvidenceReceiptOf, GrantedCaps, LimitKind, SandboxHardening } from '@cairn/contracts';
 import type { ExecResult, LimitCode, SandboxCaps, SandboxHandle } from '@cairn/sandbox';
 import type { PlannedStep } from './step-plan.js';
 
@@ -33,8 +33,11 @@ export function grantedCaps(caps: SandboxCaps): GrantedCaps {
   return { wall_seconds: caps.wallSeconds, memory_mib: caps.memoryMiB, pids: caps.pids, disk_mib: caps.diskMiB, cpus: caps.cpus };
 }
 
-/** `image` is the reference policy granted (without its digest); the digest is the image the engine started. */
-export function sandboxCreatedFields(handle: SandboxHandle, image: string): EventFields<'sandbox.created'> {
+/**
+ * `image` is the reference policy granted (without its digest); the digest is the image the engine
+ * started; `hardening` what the engine reports the sandbox runs under (confirmed before any step).
+ */
+export function sandboxCreatedFields(handle: SandboxHandle, image: string, hardening: SandboxHardening): EventFields<'sandbox.created'> {
   return {
     container_name: handle.name,
     worker_id: handle.workerId,
@@ -43,6 +46,7 @@ export function sandboxCreatedFields(handle: SandboxHandle, image: string): Even
     image_digest: /^sha256:[0-9a-f]{64}$/.test(handle.imageId) ? handle.imageId : null,
     caps: grantedCaps(handle.caps),
     network: 'none',
+    hardening,
   };
 }
 
@@ -100,6 +104,35 @@ export function stepCompletedFields(step: PlannedStep, result: ExecResult, store
   return fields;
 }
 
+/**
+ * The receipt of a step stopped from outside — a cancel, or a lost lease — by destroying its
+ * sandbox under it. The contracts have no code for "cancelled" (no cap stopped it, so no
+ * `error_code` and no `limits_hit`): the receipt says the step never exited (`exit_code: null`)
+ * and was killed with its sandbox (`signal: SIGKILL`), and the receipts after it say why
+ * (`sandbox.destroyed` reason `cancelled`, `run.cancelled`). Its output went with the sandbox: it
+ * hashes the nothing that was kept (`emptySha256`), counts 0 bytes and says `output_truncated`,
+ * since what the step wrote is not known.
+ */
+export function interruptedStepFields(step: PlannedStep, durationMs: number, emptySha256: string): EventFields<'step.completed'> {
+  return {
+    step_index: step.index,
+    stage: STEP_STAGE,
+    tool: step.tool,
+    argv: step.argv,
+    exit_code: null,
+    signal: 'SIGKILL',
+    stdout_sha256: emptySha256,
+    stderr_sha256: emptySha256,
+    stdout_bytes: 0,
+    stderr_bytes: 0,
+    output_truncated: true,
+    duration_ms: Math.max(0, Math.round(durationMs)),
+    limits_hit: [],
+    redactions: [],
+    artifact_hashes: {},
+  };
+}
+
 export type TeardownReason = EventFields<'sandbox.destroyed'>['reason'];
 
 export function sandboxDestroyedFields(containerName: string, verifiedGone: boolean, reason: TeardownReason, durationMs?: number): EventFields<'sandbox.destroyed'> {
@@ -124,5 +157,12 @@ export function runExecutedFields(steps: readonly CompletedStep[], artifactHashe
 export function runFailedFields(code: ErrorCode, message: string, stepIndex?: number): EventFields<'run.failed'> {
   const fields: EventFields<'run.failed'> = { error_code: code, message: message.split('\u0000').join('').slice(0, MAX_MESSAGE_CHARS) };
   if (stepIndex !== undefined) fields.step_index = stepIndex;
+  return fields;
+}
+
+/** The answer to a cancel request: who asked and why, from the request. */
+export function runCancelledFields(request: EvidenceReceiptOf<'run.cancel_requested'>): EventFields<'run.cancelled'> {
+  const fields: EventFields<'run.cancelled'> = { cancelled_by: request.requested_by };
+  if (request.reason !== undefined) fields.reason = request.reason;
   return fields;
 }

@@ -1,13 +1,15 @@
 import { EVENT_BODY_SCHEMAS } from '@cairn/contracts';
-import type { EventType } from '@cairn/contracts';
+import type { EventType, EvidenceReceiptOf, SandboxHardening } from '@cairn/contracts';
 import type { ExecResult, SandboxHandle } from '@cairn/sandbox';
 import { describe, expect, it } from 'vitest';
 import {
   grantedCaps,
+  interruptedStepFields,
   limitsHit,
   runExecutedFields,
   runFailedFields,
   sandboxCaps,
+  runCancelledFields,
   sandboxCreatedFields,
   sandboxDestroyedFields,
   stepCompletedFields,
@@ -52,9 +54,23 @@ describe('caps', () => {
   });
 });
 
+const HARDENING: SandboxHardening = {
+  read_only_root: true,
+  cap_drop: ['ALL'],
+  cap_add: [],
+  no_new_privileges: true,
+  user: '1000:1000',
+  init: true,
+  pids_limit: 32,
+  memory_bytes: 80 * 1024 * 1024,
+  network: 'none',
+  tmpfs: { '/work': { size_bytes: 8 * 1024 * 1024, exec: true } },
+  seccomp: 'default',
+};
+
 describe('sandbox.created', () => {
-  it('names the container, worker, driver, granted image, started digest, caps and network', () => {
-    const fields = sandboxCreatedFields(handle, 'cairn/sandbox-busybox:1');
+  it('names the container, worker, driver, granted image, started digest, caps, network and the hardening in force', () => {
+    const fields = sandboxCreatedFields(handle, 'cairn/sandbox-busybox:1', HARDENING);
     expect(fields).toEqual({
       container_name: 'cairn-run_unit1-1',
       worker_id: 'w1',
@@ -63,12 +79,48 @@ describe('sandbox.created', () => {
       image_digest: IMAGE_ID,
       caps: { wall_seconds: 30, memory_mib: 64, pids: 32, disk_mib: 16, cpus: 0.5 },
       network: 'none',
+      hardening: HARDENING,
     });
     expect(() => asBody('sandbox.created', fields)).not.toThrow();
   });
 
   it('records no digest when the engine gave no sha256 id', () => {
-    expect(sandboxCreatedFields({ ...handle, imageId: 'weird' }, 'x:1').image_digest).toBeNull();
+    expect(sandboxCreatedFields({ ...handle, imageId: 'weird' }, 'x:1', HARDENING).image_digest).toBeNull();
+  });
+});
+
+describe('a step stopped from outside (a cancel)', () => {
+  it('never exited, was killed with its sandbox, carries no cap code, and says its output is not known', () => {
+    const fields = interruptedStepFields(step, 1234.4, SHA_A);
+    expect(fields).toEqual({
+      step_index: 1,
+      stage: 'step',
+      tool: 'sh',
+      argv: ['/bin/sh', '-c', 'exit 3'],
+      exit_code: null,
+      signal: 'SIGKILL',
+      stdout_sha256: SHA_A,
+      stderr_sha256: SHA_A,
+      stdout_bytes: 0,
+      stderr_bytes: 0,
+      output_truncated: true,
+      duration_ms: 1234,
+      limits_hit: [],
+      redactions: [],
+      artifact_hashes: {},
+    });
+    expect(fields).not.toHaveProperty('error_code');
+    expect(() => asBody('step.completed', fields)).not.toThrow();
+  });
+});
+
+describe('run.cancelled answering a request', () => {
+  it('names who asked and why, from the request', () => {
+    const request = asBody('run.cancel_requested', { requested_by: 'key:k1', reason: 'stop it' }) as EvidenceReceiptOf<'run.cancel_requested'>;
+    expect(runCancelledFields(request)).toEqual({ cancelled_by: 'key:k1', reason: 'stop it' });
+    const { reason: _reason, ...noReason } = request;
+    expect(runCancelledFields(noReason)).toEqual({ cancelled_by: 'key:k1' });
+    expect(() => asBody('run.cancelled', runCancelledFields(request))).not.toThrow();
   });
 });
 

@@ -7,7 +7,7 @@ import { EVIDENCE_LOG, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_
 import type { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { failLostRun } from './lost-run.js';
+import { settleLostRun } from './lost-run.js';
 import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
@@ -19,6 +19,8 @@ export interface ReconcileReport {
   reaped: string[];
   /** Runs failed E_WORKER_LOST. */
   lost: string[];
+  /** Runs lost with a cancel pending: answered with `run.cancelled`. */
+  cancelled: string[];
 }
 
 /**
@@ -33,7 +35,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
   private beating: Promise<void> = Promise.resolve();
   private healthy = false;
   private stopping = false;
-  private lastReconcile: ReconcileReport = { reaped: [], lost: [] };
+  private lastReconcile: ReconcileReport = { reaped: [], lost: [], cancelled: [] };
 
   constructor(
     @Inject(SERVICE_CONFIG) private readonly config: RuntimeConfig,
@@ -106,8 +108,9 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
 
   /**
    * Reaps this worker's containers that no run in flight here holds, and fails E_WORKER_LOST the
-   * runs this worker held whose sandbox was created but which never finished: found from the
-   * reaped containers' chain labels and from the leases this worker holds.
+   * runs this worker held whose sandbox was created but which never finished — or, when a cancel
+   * was asked of one, answers it with `run.cancelled` (`settleLostRun`): found from the reaped
+   * containers' chain labels and from the leases this worker holds.
    */
   async reconcile(): Promise<ReconcileReport> {
     const chains = new Set<string>();
@@ -125,6 +128,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     for (const lease of await this.leases.list()) if (lease.worker_id === this.workerId) chains.add(lease.run_id);
 
     const lost: string[] = [];
+    const cancelled: string[] = [];
     for (const chainId of chains) {
       if (!chainId.startsWith('run_') || this.active.has(chainId)) continue;
       const stored: unknown[] = [];
@@ -139,11 +143,12 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
       const assessment = assessScheduled(parsed.receipts, placement, this.workerId);
       if (assessment.kind !== 'lost') continue;
       const ctx = new ReactionContext(placement, this.service, this.log, () => undefined);
-      await failLostRun(ctx, assessment, { workerId: this.workerId, leaseId: placement.lease_id, verifiedGone, leases: this.leases });
-      lost.push(chainId);
+      const settled = await settleLostRun(ctx, { workerId: this.workerId, leaseId: placement.lease_id, verifiedGone, leases: this.leases });
+      if (settled === 'failed') lost.push(chainId);
+      if (settled === 'cancelled') cancelled.push(chainId);
     }
-    if (reaped.length > 0 || lost.length > 0) this.logger.write('warn', 'reconciled at start', { worker_id: this.workerId, reaped, lost });
-    return { reaped, lost };
+    if (reaped.length > 0 || lost.length > 0 || cancelled.length > 0) this.logger.write('warn', 'reconciled at start', { worker_id: this.workerId, reaped, lost, cancelled });
+    return { reaped, lost, cancelled };
   }
 
   private async heartbeat(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
+import { pendingCancelRequest } from '@cairn/lifecycle';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import type { LeaseStore } from '@cairn/operational';
 import { EVIDENCE_LOG, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
@@ -7,8 +8,8 @@ import type { JsonLogger, ReactionContext, ReactorHandler } from '@cairn/service
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import { LeaseKeeper } from './lease-keeper.js';
-import { failLostRun } from './lost-run.js';
-import { assessScheduled, parseChain } from './run-assessment.js';
+import { settleLostRun } from './lost-run.js';
+import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
 import type { Assessment } from './run-assessment.js';
 import { describe, RunExecution } from './run-execution.js';
 import { runFailedFields } from './runtime-receipts.builder.js';
@@ -18,13 +19,15 @@ import { RuntimeWorker } from './runtime-worker.service.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 
 /**
- * The runtime's reaction (docs/adr/0003): a `run.scheduled` placing a run on this worker. Thin:
- * the chain decides (`assessScheduled`), `RunExecution` runs, `failLostRun` records a lost run.
- * Placements on other workers are acked and ignored.
+ * The runtime's reactions (docs/adr/0003): a `run.scheduled` placing a run on this worker, and a
+ * `run.cancel_requested` of a run placed here that no execution here is running (it never
+ * started, or outlived a crash). Thin: the chain decides (`assessScheduled`), `RunExecution` runs
+ * (and answers a cancel asked while it runs), `settleLostRun` records a lost or cancelled run.
+ * Receipts of other workers' runs are acked and ignored.
  */
 @Injectable()
 export class RuntimeHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(['run.scheduled']);
+  readonly types: ReadonlySet<string> = new Set(['run.scheduled', 'run.cancel_requested']);
 
   constructor(
     @Inject(SERVICE_CONFIG) private readonly config: RuntimeConfig,
@@ -39,6 +42,10 @@ export class RuntimeHandler implements ReactorHandler {
 
   async handle(ctx: ReactionContext): Promise<void> {
     const scheduled = ctx.receipt;
+    if (scheduled.type === 'run.cancel_requested') {
+      await this.cancelRequested(ctx);
+      return;
+    }
     if (scheduled.type !== 'run.scheduled' || scheduled.worker_id !== this.config.CAIRN_WORKER_ID) return;
     // Redelivered later, to this worker after its restart: a drain never drops a placement.
     if (this.worker.draining) throw new CairnError('E_UNAVAILABLE', 'the runtime is shutting down');
@@ -55,8 +62,8 @@ export class RuntimeHandler implements ReactorHandler {
         this.logger.write('info', 'placement ignored', { ...fields, reason: assessment.reason });
         return;
       case 'lost':
-        this.logger.write('warn', 'placement delivered again after its sandbox was created: failing the run', fields);
-        await failLostRun(ctx, assessment, {
+        this.logger.write('warn', 'placement delivered again after its sandbox was created: ending the run', fields);
+        await settleLostRun(ctx, {
           workerId: this.config.CAIRN_WORKER_ID,
           leaseId: scheduled.lease_id,
           verifiedGone: await this.reapLeftovers(ctx.chainId),
@@ -64,7 +71,7 @@ export class RuntimeHandler implements ReactorHandler {
         });
         return;
       case 'refuse':
-        await this.refuse(ctx, assessment, scheduled.lease_id);
+        await this.refuse(ctx, assessment, scheduled.lease_id, parsed.receipts.at(-1)?.seq ?? scheduled.seq);
         return;
       case 'execute': {
         const execution = new RunExecution({
@@ -86,8 +93,31 @@ export class RuntimeHandler implements ReactorHandler {
     }
   }
 
-  /** A run that cannot start here fails before any sandbox exists — if this worker holds its lease. */
-  private async refuse(ctx: ReactionContext, refusal: Extract<Assessment, { kind: 'refuse' }>, leaseId: string): Promise<void> {
+  /**
+   * A cancel asked of a run placed here. While an execution here runs it, its watch answers;
+   * otherwise nothing here will (the run never started, or this worker restarted under it): its
+   * leftovers are reaped and the request answered now, teardown first.
+   */
+  private async cancelRequested(ctx: ReactionContext): Promise<void> {
+    if (this.worker.isActive(ctx.chainId)) return;
+    const parsed = parseChain(await ctx.readChain());
+    if (!parsed.ok) {
+      this.logger.write('error', 'not acting on a chain that breaks its contract', { run_id: ctx.chainId, seq: parsed.seq, reason: parsed.message });
+      return;
+    }
+    const placement = lastPlacementOn(parsed.receipts, this.config.CAIRN_WORKER_ID);
+    if (placement === null || pendingCancelRequest(parsed.receipts) === null) return;
+    const settled = await settleLostRun(ctx.causedBy(placement), {
+      workerId: this.config.CAIRN_WORKER_ID,
+      leaseId: placement.lease_id,
+      verifiedGone: await this.reapLeftovers(ctx.chainId),
+      leases: this.leases,
+    });
+    this.logger.write('warn', 'a cancel asked of a run not running here', { run_id: ctx.chainId, outcome: settled });
+  }
+
+  /** A run that cannot start here fails before any sandbox exists — if this worker holds its lease, and onto the chain it was assessed on. */
+  private async refuse(ctx: ReactionContext, refusal: Extract<Assessment, { kind: 'refuse' }>, leaseId: string, assessedSeq: number): Promise<void> {
     const keeper = new LeaseKeeper(
       this.leases,
       { runId: ctx.chainId, workerId: this.config.CAIRN_WORKER_ID, leaseId, renewMs: this.config.CAIRN_LEASE_RENEW_MS, ttlMs: this.config.CAIRN_LEASE_TTL_MS, onTick: () => undefined, onLost: () => undefined },
@@ -99,7 +129,8 @@ export class RuntimeHandler implements ReactorHandler {
       return;
     }
     this.logger.write('warn', 'run refused before start', { run_id: ctx.chainId, code: refusal.code, reason: refusal.message });
-    await ctx.append('run.failed', runFailedFields(refusal.code, refusal.message, refusal.stepIndex), 'failed');
+    // A chain that moved since (a cancel) is assessed again on the redelivery.
+    await ctx.appendAt(assessedSeq, 'run.failed', runFailedFields(refusal.code, refusal.message, refusal.stepIndex), 'failed');
     await this.leases.delete(ctx.chainId, leaseId);
   }
 

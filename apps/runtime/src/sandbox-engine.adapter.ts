@@ -1,7 +1,8 @@
 import { LocalImageTagSchema } from '@cairn/operational';
-import type { SandboxDriver } from '@cairn/sandbox';
-import { createDockerClient, DockerSandboxDriver, imageDigest, listCairnImages } from '@cairn/sandbox-docker';
+import type { SandboxDriver, SandboxHandle } from '@cairn/sandbox';
+import { createDockerClient, DockerSandboxDriver, engineError, imageDigest, listCairnImages } from '@cairn/sandbox-docker';
 import type { ProbeMode } from '@cairn/sandbox-docker';
+import type { InspectedSandbox } from './sandbox-hardening.js';
 
 type DockerClient = ReturnType<typeof createDockerClient>;
 
@@ -12,6 +13,8 @@ type DockerClient = ReturnType<typeof createDockerClient>;
 export class SandboxEngine {
   readonly driver: SandboxDriver;
   private readonly docker: DockerClient;
+  /** The engine's security options; they do not change while it runs. */
+  private securityOptions: readonly string[] | null = null;
 
   constructor(options: { socketPath: string; probes: ProbeMode }) {
     this.docker = createDockerClient(options.socketPath);
@@ -21,6 +24,21 @@ export class SandboxEngine {
   /** The local image id (`sha256:…`) of `tag`; `E_IMAGE_PULL` when the engine does not have it. */
   imageId(tag: string): Promise<string> {
     return imageDigest(tag, this.docker);
+  }
+
+  /** What the engine reports a started sandbox runs under, for `sandbox.created` (see sandbox-hardening.ts). */
+  async inspectSandbox(handle: SandboxHandle): Promise<InspectedSandbox> {
+    try {
+      const info = await this.docker.getContainer(handle.id).inspect();
+      if (this.securityOptions === null) {
+        const engine: unknown = await this.docker.info();
+        const options = typeof engine === 'object' && engine !== null && 'SecurityOptions' in engine ? engine.SecurityOptions : [];
+        this.securityOptions = Array.isArray(options) ? options.filter((o): o is string => typeof o === 'string') : [];
+      }
+      return { hostConfig: info.HostConfig, user: info.Config.User, engineSecurityOptions: this.securityOptions };
+    } catch (error) {
+      throw engineError(error, 'E_SANDBOX_START', `inspecting sandbox ${handle.name}`, { name: handle.name });
+    }
   }
 
   /** Cairn's sandbox images here, tag → image id, as the worker registry records them. */

@@ -143,6 +143,69 @@ describe('a placement delivered again after its sandbox was created', () => {
   });
 });
 
+/** Intake's request to stop a running run. */
+async function askToCancel(runId: string): Promise<number> {
+  const { receipt } = await world.log.append(runId, {
+    type: 'run.cancel_requested',
+    actor: 'intake',
+    tenant: 'acme',
+    causation: null,
+    key: 'cancel',
+    fields: { requested_by: 'key:test', reason: 'stop' },
+  });
+  return receipt.seq;
+}
+
+describe('a cancel asked of a run its runtime no longer runs', () => {
+  it('reconcile at start answers it: the sandbox reaped and recorded, then run.cancelled (not E_WORKER_LOST)', async () => {
+    const workerId = world.newWorkerId('reccancel');
+    const run = await world.submitRun(spec(), { workerId });
+    const name = await crashedAfterCreate(run, workerId, true);
+    const requestSeq = await askToCancel(run.runId);
+
+    const runtime = await world.startRuntime(workerId);
+    try {
+      const report = runtime.app.get(RuntimeWorker).reconcileReport;
+      expect(report).toMatchObject({ lost: [], cancelled: [run.runId] });
+      expect(report.reaped).toContain(name);
+      const chain = await world.receipts(run.runId);
+      expect(chain.map((r) => r.type).slice(3)).toEqual(['sandbox.created', 'run.cancel_requested', 'sandbox.destroyed', 'run.cancelled']);
+      expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ container_name: name, verified_gone: true, reason: 'reaped' });
+      expect(ofType(chain, 'run.cancelled')[0]).toMatchObject({ actor: 'runtime', causation: `${run.runId}:${requestSeq}`, cancelled_by: 'key:test', reason: 'stop' });
+      expect(foldRun(chain)).toMatchObject({ state: 'CANCELLED', errorCode: null });
+      expect(verifyChain(chain).ok).toBe(true);
+      expect(await world.containersOf(workerId)).toEqual([]);
+      expect(await world.leases.get(run.runId)).toBeNull();
+      // The placement and the request are delivered to the new consumer too: nothing more is stored.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await world.receipts(run.runId)).toHaveLength(chain.length);
+    } finally {
+      await runtime.stop();
+    }
+  });
+
+  it('the live reactor answers a request for a run it lost, teardown first', async () => {
+    const workerId = world.newWorkerId('livecancel');
+    const runtime = await world.startRuntime(workerId);
+    try {
+      // Placed without a lease (the live runtime leaves it), then the state a crash after create leaves.
+      const run = await world.submitRun(spec(), { workerId, lease: false });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await world.leases.put(run.lease);
+      const name = await crashedAfterCreate(run, workerId, true);
+      const requestSeq = await askToCancel(run.runId);
+      const chain = await world.waitForType(run.runId, ['run.cancelled', 'run.failed'], 15_000);
+      expect(chain.map((r) => r.type).slice(3)).toEqual(['sandbox.created', 'run.cancel_requested', 'sandbox.destroyed', 'run.cancelled']);
+      expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ container_name: name, verified_gone: true, reason: 'reaped' });
+      expect(ofType(chain, 'run.cancelled')[0]).toMatchObject({ actor: 'runtime', causation: `${run.runId}:${requestSeq}` });
+      expect(await world.containersOf(workerId)).toEqual([]);
+      expect(await world.leases.get(run.runId)).toBeNull();
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
+
 describe('a worker without a container engine', () => {
   it('registers unhealthy and fails every run placed on it E_RUNTIME_ABSENT before any sandbox', async () => {
     const workerId = world.newWorkerId('absent');

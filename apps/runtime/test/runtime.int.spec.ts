@@ -2,6 +2,9 @@ import { sha256Hex, verifyChain } from '@cairn/evidence';
 import { foldRun } from '@cairn/lifecycle';
 import type { RunningService } from '@cairn/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppendInput, AppendOptions } from '@cairn/evidence-log';
+import { ReactionContext } from '@cairn/service-kit';
+import { RuntimeHandler } from '../src/runtime.handler.js';
 import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
 
 /*
@@ -83,6 +86,25 @@ describe('the runtime worker', () => {
       image_digest: world.busyboxId,
       caps: { wall_seconds: 30, memory_mib: 32, pids: 32, disk_mib: 8, cpus: 0.5 },
       network: 'none',
+      // What the engine reports the sandbox runs under, confirmed before the first step.
+      hardening: {
+        read_only_root: true,
+        cap_drop: ['ALL'],
+        cap_add: [],
+        no_new_privileges: true,
+        user: '1000:1000',
+        init: true,
+        pids_limit: 32,
+        memory_bytes: 40 * 1024 * 1024,
+        network: 'none',
+        tmpfs: {
+          '/tmp': { size_bytes: 1024 * 1024, exec: false },
+          '/work': { size_bytes: 4 * 1024 * 1024, exec: true },
+          '/out': { size_bytes: 2 * 1024 * 1024, exec: true },
+          '/dev/shm': { size_bytes: 1024 * 1024, exec: false },
+        },
+        seccomp: 'default',
+      },
     });
     const started = ofType(chain, 'step.started');
     expect(started.map((s) => [s.step_index, s.tool, s.workdir, s.env_names])).toEqual([
@@ -202,20 +224,71 @@ describe('the runtime worker', () => {
     expect(await world.types(runId)).toEqual(['run.submitted', 'policy.decided', 'run.scheduled']);
   });
 
-  it('cancel: a run.cancelled while a step runs destroys the sandbox and records its teardown', async () => {
+  it('cancel: a run.cancel_requested while a step runs stops it, records the interrupted step and the teardown, then run.cancelled', async () => {
     const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sleep', '30'] }, { argv: ['echo', 'never'] }] }), { workerId });
     await world.waitForType(runId, ['step.started']);
     expect((await world.registry.get(workerId))?.inFlight.map((r) => r.runId)).toContain(runId);
-    const cancelledAt = Date.now();
-    await world.log.append(runId, { type: 'run.cancelled', actor: 'intake', tenant: 'acme', causation: null, key: 'cancel', fields: { cancelled_by: 'key:test' } });
-    const chain = await world.waitForType(runId, ['sandbox.destroyed'], 15_000);
-    expect(Date.now() - cancelledAt).toBeLessThan(5000);
-    expect(chain.map((r) => r.type).slice(3)).toEqual(['sandbox.created', 'step.started', 'run.cancelled', 'sandbox.destroyed']);
+    const askedAt = Date.now();
+    // As intake asks a RUNNING run to stop.
+    const request = await world.log.append(runId, {
+      type: 'run.cancel_requested',
+      actor: 'intake',
+      tenant: 'acme',
+      causation: null,
+      key: 'cancel',
+      fields: { requested_by: 'key:test', reason: 'no longer needed' },
+    });
+    const chain = await world.waitForType(runId, ['run.cancelled', 'run.failed', 'run.executed'], 15_000);
+    expect(Date.now() - askedAt).toBeLessThan(5000);
+    expect(chain.map((r) => r.type).slice(3)).toEqual(['sandbox.created', 'step.started', 'run.cancel_requested', 'step.completed', 'sandbox.destroyed', 'run.cancelled']);
+    const [step] = ofType(chain, 'step.completed');
+    expect(step).toMatchObject({ step_index: 0, exit_code: null, signal: 'SIGKILL', limits_hit: [], output_truncated: true, stdout_bytes: 0, actor: 'runtime' });
+    expect(step!.error_code).toBeUndefined();
+    expect(await world.artifacts.verify(step!.stdout_sha256)).toBe('ok');
     expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ verified_gone: true, reason: 'cancelled' });
-    expect(foldRun(chain)?.state).toBe('CANCELLED');
+    expect(ofType(chain, 'run.cancelled')[0]).toMatchObject({
+      actor: 'runtime',
+      causation: `${runId}:${request.receipt.seq}`,
+      cancelled_by: 'key:test',
+      reason: 'no longer needed',
+    });
+    expect(ofType(chain, 'run.cancelled')[0]!.error_code).toBeUndefined();
+    // The lifecycle accepts every receipt: the grader would seal it CANCELLED now.
+    expect(foldRun(chain)).toMatchObject({ state: 'CANCELLED', errorCode: null, sealed: false });
+    expect(verifyChain(chain).ok).toBe(true);
     expect(await world.containersOf(workerId)).toEqual([]);
+    expect(await world.leases.get(runId)).toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await world.types(runId)).toHaveLength(chain.length);
+  });
+
+  it('cancel: a run.cancelled landing just before its sandbox.created is recorded leaves no receipt after it and no container', async () => {
+    // Placed without a lease first, so the live reactor sees the placement and leaves it.
+    const { runId, scheduled, lease } = await world.submitRun(spec({ steps: [{ argv: ['echo', 'never'] }] }), { workerId, lease: false });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await world.types(runId)).toEqual(['run.submitted', 'policy.decided', 'run.scheduled']);
+    await world.leases.put(lease);
+    // The placement handled again, with intake's cancel landing right before the runtime's first append.
+    let raced = false;
+    const racing = new Proxy(world.log, {
+      get(target, prop, receiver) {
+        if (prop !== 'append') return Reflect.get(target, prop, receiver) as unknown;
+        return async (chainId: string, input: AppendInput, options?: AppendOptions) => {
+          if (!raced && input.type === 'sandbox.created') {
+            raced = true;
+            await target.append(chainId, { type: 'run.cancelled', actor: 'intake', tenant: 'acme', causation: null, key: 'cancel', fields: { cancelled_by: 'key:test' } });
+          }
+          return target.append(chainId, input, options);
+        };
+      },
+    });
+    await runtime.app.get(RuntimeHandler).handle(new ReactionContext(scheduled, 'runtime', racing, () => undefined));
+    expect(raced).toBe(true);
+    const chain = await world.receipts(runId);
+    expect(chain.map((r) => r.type)).toEqual(['run.submitted', 'policy.decided', 'run.scheduled', 'run.cancelled']);
+    expect(foldRun(chain)).toMatchObject({ state: 'CANCELLED' });
+    expect(await world.containersOf(workerId)).toEqual([]);
+    expect(await world.leases.get(runId)).toBeNull();
   });
 
   it('a lost lease stops the run and destroys its sandbox; failing the run is left to the scheduler', async () => {
@@ -227,7 +300,9 @@ describe('the runtime worker', () => {
     expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ verified_gone: true, reason: 'failed' });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const after = await world.types(runId);
-    expect(after.slice(3)).toEqual(['sandbox.created', 'step.started', 'sandbox.destroyed']);
+    // The step the teardown interrupted still gets its receipt (every step.started has one).
+    expect(after.slice(3)).toEqual(['sandbox.created', 'step.started', 'step.completed', 'sandbox.destroyed']);
+    expect(ofType(await world.receipts(runId), 'step.completed')[0]).toMatchObject({ exit_code: null, signal: 'SIGKILL', limits_hit: [] });
     expect(await world.containersOf(workerId)).toEqual([]);
   });
 });

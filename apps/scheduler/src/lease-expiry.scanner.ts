@@ -1,7 +1,8 @@
 import { assertUnreachable, eventId } from '@cairn/contracts';
 import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { isTerminal } from '@cairn/lifecycle';
+import { isHeadMoved } from '@cairn/evidence-log';
+import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest } from '@cairn/lifecycle';
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
 import { isExpired, onLeaseExpired } from '@cairn/scheduling';
@@ -14,13 +15,14 @@ import type { SchedulerConfig } from './scheduler.config.js';
 /** States in which a run's worker is (or is about to be) running it: losing the worker loses the run. */
 const HELD_BY_WORKER = new Set(['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL']);
 
-export type LeaseVerdict = 'failed' | 'released' | 'kept';
+export type LeaseVerdict = 'failed' | 'cancelled' | 'released' | 'kept';
 
 /**
  * Every `CAIRN_LEASE_SCAN_INTERVAL_MS`, looks for expired leases. The run of an expired lease that
  * its worker held (scheduled, running, or paused for a step approval) is failed with
- * `E_WORKER_LOST`, caused by its `run.scheduled`; a step is never run twice unasked. Leases of runs
- * that have ended or moved past their worker, and leases never announced, are released.
+ * `E_WORKER_LOST`, caused by its `run.scheduled`; a step is never run twice unasked. One with a
+ * cancel pending is cancelled instead (`run.cancelled` `E_WORKER_LOST`). Leases of runs that have
+ * ended or moved past their worker, and leases never announced, are released.
  */
 @Injectable()
 export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestroy {
@@ -89,17 +91,66 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
       await this.leases.delete(lease.run_id, lease.lease_id);
       return 'released';
     }
+    // Appended onto the head just read: if the runtime wrote meanwhile (it is alive after all, or
+    // answered a cancel), nothing is stored and the next scan decides again.
+    const headSeq = raw.at(-1)?.seq ?? 0;
+    try {
+      const cancel = pendingCancelRequest(receipts, view);
+      if (cancel !== null) {
+        await this.cancelLostRun(lease, view.tenant, cancel, headSeq);
+        return 'cancelled';
+      }
+      return await this.failLostRun(lease, view.tenant, scheduled, headSeq);
+    } catch (error) {
+      if (!isHeadMoved(error)) throw error;
+      this.logger.write('info', 'an expired lease\'s chain moved while it was settled; scanning again later', { run_id: lease.run_id });
+      return 'kept';
+    }
+  }
+
+  /**
+   * The run's worker is gone with a cancel asked of it: nobody is left to stop the sandbox, so the
+   * scheduler answers the request — the same logical `run.cancelled` the runtime would append
+   * (caused by the request, `CANCEL_ANSWER_KEY`), with `E_WORKER_LOST` saying the teardown is not
+   * on the record.
+   */
+  private async cancelLostRun(lease: LeaseRecord, tenant: string, cancel: EvidenceReceiptOf<'run.cancel_requested'>, headSeq: number): Promise<void> {
+    await this.log.append(
+      lease.run_id,
+      {
+        type: 'run.cancelled',
+        actor: this.service,
+        tenant,
+        causation: eventId(lease.run_id, cancel.seq),
+        key: CANCEL_ANSWER_KEY,
+        fields: {
+          cancelled_by: cancel.requested_by,
+          ...(cancel.reason === undefined ? {} : { reason: cancel.reason }),
+          error_code: 'E_WORKER_LOST',
+        },
+      },
+      { expectedHeadSeq: headSeq },
+    );
+    await this.leases.delete(lease.run_id, lease.lease_id);
+    this.logger.write('warn', 'worker lost with a cancel pending: run cancelled', { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id });
+  }
+
+  private async failLostRun(lease: LeaseRecord, tenant: string, scheduled: EvidenceReceiptOf<'run.scheduled'>, headSeq: number): Promise<LeaseVerdict> {
     const expiry = onLeaseExpired({ lease });
     switch (expiry.action) {
       case 'fail':
-        await this.log.append(lease.run_id, {
-          type: 'run.failed',
-          actor: this.service,
-          tenant: view.tenant,
-          causation: eventId(lease.run_id, scheduled.seq),
-          key: `lease-expired-${lease.attempt}`,
-          fields: { error_code: expiry.error_code, message: expiry.reason.slice(0, 2000) },
-        });
+        await this.log.append(
+          lease.run_id,
+          {
+            type: 'run.failed',
+            actor: this.service,
+            tenant,
+            causation: eventId(lease.run_id, scheduled.seq),
+            key: `lease-expired-${lease.attempt}`,
+            fields: { error_code: expiry.error_code, message: expiry.reason.slice(0, 2000) },
+          },
+          { expectedHeadSeq: headSeq },
+        );
         await this.leases.delete(lease.run_id, lease.lease_id);
         this.logger.write('warn', 'worker lost: run failed', { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id });
         return 'failed';

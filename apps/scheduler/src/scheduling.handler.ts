@@ -2,6 +2,7 @@ import { CairnError } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
+import { isTerminal } from '@cairn/lifecycle';
 import { grantLease, isExpired, placeRun, reservationFor } from '@cairn/scheduling';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
@@ -44,17 +45,26 @@ export class SchedulingHandler implements ReactorHandler {
       return;
     }
     if (!ctx.chainId.startsWith('run_')) return;
-    const chain = runChainOf(await ctx.readChain());
-    if (chain === null) {
-      this.logger.write('warn', 'not scheduling a chain that does not validate', { run_id: ctx.chainId });
-      return;
-    }
-    const decided = runnableDecision(receipt, chain);
-    if (decided === null) return;
-    await this.schedule(ctx, decided);
+    // Decided from the chain as read, announced onto that head only: a cancel landing in between
+    // makes the reaction read again, find the run ended, and give its lease back (docs/adr/0003).
+    let unannounced: string | null = null;
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const chain = runChainOf(receipts);
+      if (chain === null) {
+        this.logger.write('warn', 'not scheduling a chain that does not validate', { run_id: ctx.chainId });
+        return;
+      }
+      const decided = runnableDecision(receipt, chain);
+      if (decided !== null) {
+        await this.schedule(ctx, decided, headSeq, (leaseId) => (unannounced = leaseId));
+      } else if (unannounced !== null && chain.view !== null && (chain.view.sealed || isTerminal(chain.view.state))) {
+        // The lease this reaction wrote lost the race to the run's end: it was never announced.
+        if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the run ended first', { run_id: ctx.chainId });
+      }
+    });
   }
 
-  private async schedule(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>): Promise<void> {
+  private async schedule(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>, headSeq: number, leased: (leaseId: string) => void): Promise<void> {
     const runId = ctx.chainId;
     const caps = decided.caps;
     const image = decided.image;
@@ -62,7 +72,8 @@ export class SchedulingHandler implements ReactorHandler {
       throw new CairnError('E_UNKNOWN_STATE', `${runId}: policy.decided ${decided.decision} carries no caps or image`);
     }
     const lease = await this.gate.run(() => this.leaseFor(runId, caps, image));
-    await ctx.append('run.scheduled', {
+    leased(lease.lease_id);
+    await ctx.appendAt(headSeq, 'run.scheduled', {
       worker_id: lease.worker_id,
       lease_id: lease.lease_id,
       lease_expires_at: lease.expires_at,

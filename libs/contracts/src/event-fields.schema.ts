@@ -80,3 +80,38 @@ export const PROCESS_RESULT_FIELDS = {
   limits_hit: z.array(LimitKindSchema).max(LIMIT_KINDS.length),
   redactions: z.array(RedactionSchema).max(256),
 };
+
+/** A Linux capability as the engine names it (`ALL`, `CHOWN`, `NET_RAW`, …). */
+const CapabilityNameSchema = z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'a capability name such as ALL or NET_RAW');
+
+/** One writable tmpfs mount of a sandbox. */
+export const TmpfsMountSchema = z.strictObject({
+  size_bytes: ByteCountSchema,
+  /** Programs may run from it (`/work`, `/out`); `/tmp` and `/dev/shm` are `noexec`. */
+  exec: z.boolean(),
+});
+
+/**
+ * The isolation a sandbox runs under, as the container engine reports it after creating it
+ * (docs/sandbox-hardening.md): what `sandbox.created` claims was in force for every step.
+ */
+export const SandboxHardeningSchema = z.strictObject({
+  read_only_root: z.boolean(),
+  cap_drop: z.array(CapabilityNameSchema).max(64),
+  cap_add: z.array(CapabilityNameSchema).max(64),
+  no_new_privileges: z.boolean(),
+  /** `uid:gid` the sandbox's processes run as. */
+  user: z.string().regex(/^[0-9]{1,10}:[0-9]{1,10}$/, 'uid:gid'),
+  /** An init is PID 1 (it reaps children and forwards signals). */
+  init: z.boolean(),
+  pids_limit: z.number().int().positive(),
+  /** The memory cgroup limit: the processes' memory plus the tmpfs pages charged to it. */
+  memory_bytes: z.number().int().positive(),
+  /** The engine's network mode (`none`: no interface but loopback). */
+  network: z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,127}$/, 'an engine network mode such as none'),
+  /** Every writable path: tmpfs, size-capped. */
+  tmpfs: z.record(SandboxPathSchema, TmpfsMountSchema),
+  /** `default`: the engine's default profile; `custom`: a profile of our own; `unconfined`: none at all. */
+  seccomp: z.enum(['default', 'custom', 'unconfined']),
+});
+export type SandboxHardening = z.infer<typeof SandboxHardeningSchema>;

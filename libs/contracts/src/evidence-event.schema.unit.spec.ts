@@ -46,6 +46,19 @@ const FIELDS: { [K in EventType]: Record<string, unknown> } = {
     image_digest: `sha256:${sha('d')}`,
     caps,
     network: 'none',
+    hardening: {
+      read_only_root: true,
+      cap_drop: ['ALL'],
+      cap_add: [],
+      no_new_privileges: true,
+      user: '1000:1000',
+      init: true,
+      pids_limit: 128,
+      memory_bytes: 2048 * 1024 * 1024,
+      network: 'none',
+      tmpfs: { '/work': { size_bytes: 512 * 1024 * 1024, exec: true }, '/tmp': { size_bytes: 128 * 1024 * 1024, exec: false } },
+      seccomp: 'default',
+    },
   },
   'step.started': { step_index: 0, stage: 'step', tool: 'make', argv: ['make', 'test'], workdir: '/work', env_names: ['CI'] },
   'step.completed': {
@@ -80,6 +93,7 @@ const FIELDS: { [K in EventType]: Record<string, unknown> } = {
   'grade.failed': { reason: 'judge returned 503', error_code: 'E_UNAVAILABLE', retryable: true, unscored: ['style'] },
   'run.failed': { error_code: 'E_IMAGE_PULL', message: 'image cairn/sandbox:9 not found', step_index: 0 },
   'run.rolled_back': { error_code: 'E_TIMEOUT', message: 'step 0 passed 600 s' },
+  'run.cancel_requested': { requested_by: 'key:abc123', reason: 'not needed' },
   'run.cancelled': { cancelled_by: 'key:abc123', reason: 'not needed' },
   'run.sealed': { final_state: 'SEALED', evidence_digest: sha('9') },
   'sandbox.requested': {
@@ -184,6 +198,20 @@ describe('cross-field rules', () => {
     const result = parseEvidenceReceipt(receipt('run.submitted', { ...FIELDS['run.submitted'], spec }));
     expect(result).toMatchObject({ ok: false, reason: 'invalid_fields' });
     if (!result.ok) expect(result.message).toMatch(/spec\.steps\[0\]\.argv: argv must be an array of strings/);
+  });
+
+  it('sandbox.created: a receipt from before `hardening` existed still reads; a hardening that is not one does not', () => {
+    const { hardening, ...before } = FIELDS['sandbox.created'] as { hardening: Record<string, unknown> };
+    expect(parseEvidenceReceipt(receipt('sandbox.created', before)).ok).toBe(true);
+    for (const bad of [{ user: 'root' }, { cap_drop: ['all'] }, { pids_limit: 0 }, { seccomp: 'off' }, { tmpfs: { work: { size_bytes: 1, exec: true } } }, { extra: true }]) {
+      expect(parseEvidenceReceipt(receipt('sandbox.created', { ...before, hardening: { ...hardening, ...bad } })).ok, JSON.stringify(bad)).toBe(false);
+    }
+  });
+
+  it('run.cancel_requested: only who asked and why; the reason is optional', () => {
+    expect(parseEvidenceReceipt(receipt('run.cancel_requested', { requested_by: 'key:abc123' })).ok).toBe(true);
+    expect(parseEvidenceReceipt(receipt('run.cancel_requested', { requested_by: 'key:abc123', reason: 'a\u0000b' })).ok).toBe(false);
+    expect(parseEvidenceReceipt(receipt('run.cancel_requested', { reason: 'no one asked' })).ok).toBe(false);
   });
 
   it('egress.denied carries E_EGRESS only', () => {

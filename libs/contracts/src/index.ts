@@ -91,13 +91,15 @@ export {
   LIMIT_KINDS,
   LimitKindSchema,
   RedactionSchema,
+  SandboxHardeningSchema,
   SandboxPathSchema,
   SignalSchema,
   StepIndexSchema,
+  TmpfsMountSchema,
   TokenSchema,
   WorkerIdSchema,
 } from './event-fields.schema.js';
-export type { GrantedCaps, LimitKind, Redaction } from './event-fields.schema.js';
+export type { GrantedCaps, LimitKind, Redaction, SandboxHardening } from './event-fields.schema.js';
 export {
   ApprovalGrantedSchema,
   ApprovalRejectedSchema,
@@ -110,6 +112,7 @@ export {
   KernelFactsSchema,
   PolicyDecidedSchema,
   RunCancelledSchema,
+  RunCancelRequestedSchema,
   RunExecutedSchema,
   RunFailedSchema,
   RunRolledBackSchema,

@@ -12,6 +12,7 @@ import {
   LeaseIdSchema,
   PROCESS_RESULT_FIELDS,
   receiptSchemaOf,
+  SandboxHardeningSchema,
   SandboxPathSchema,
   StepIndexSchema,
   textSchema,
@@ -99,6 +100,8 @@ export const SandboxCreatedSchema = eventBodySchema('sandbox.created', {
   image_digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'sha256:<hex>').nullable(),
   caps: GrantedCapsSchema,
   network: z.enum(['none', 'egress_proxy']),
+  /** The isolation in force, as the engine reported it. Optional only so receipts written before it existed still read; the runtime always sets it. */
+  hardening: SandboxHardeningSchema.optional(),
 });
 
 /** What a step receipt says about the step it belongs to. */
@@ -216,6 +219,16 @@ export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {
   error_code: ErrorCodeSchema,
   message: textSchema(2048),
   step_index: StepIndexSchema.optional(),
+});
+
+/**
+ * A person (or program) asked to cancel a run that may be running on a worker. It ends nothing by
+ * itself: the runtime stops the sandbox, records the interrupted step and the teardown, then
+ * `run.cancelled` (docs/adr/0003). A run not yet running is cancelled with `run.cancelled` at once.
+ */
+export const RunCancelRequestedSchema = eventBodySchema('run.cancel_requested', {
+  requested_by: ActorSchema,
+  reason: textSchema(1024).optional(),
 });
 
 export const RunCancelledSchema = eventBodySchema('run.cancelled', {

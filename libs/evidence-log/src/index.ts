@@ -14,6 +14,8 @@ export {
 } from './evidence-log.options.js';
 export type { EvidenceLogOptions, ResolvedEvidenceLogOptions } from './evidence-log.options.js';
 export { evidenceStreamConfig, evidenceStreamProblems, evidenceSubjects } from './evidence-stream.config.js';
+export { checkExpectedHeadSeq, HEAD_MOVED, headGuardStep, headMovedError, isHeadMoved } from './head-guard.js';
+export type { AppendOptions } from './head-guard.js';
 export { JetStreamAckPublisher, parseAck } from './jetstream-ack.publisher.js';
 export type { PublishOutcome } from './jetstream-ack.publisher.js';
 export { KeyedSerialQueue } from './keyed-serial.queue.js';

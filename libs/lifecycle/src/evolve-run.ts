@@ -71,6 +71,8 @@ function fail(state: RunState, code: ErrorCode): Outcome {
 }
 
 const ENDED_UNSEALED: readonly RunState[] = ['FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED'];
+/** Where a cancel request may land: before the run runs, and while it runs (the runtime answers it). */
+const CANCEL_REQUESTABLE: readonly RunState[] = ['SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED', 'RUNNING'];
 const ALL_UNSEALED: readonly RunState[] = ['SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED', 'RUNNING', 'EXECUTED', 'VERIFIED', 'GRADED', ...ENDED_UNSEALED];
 
 function policyOutcome(receipt: EvidenceReceiptOf<'policy.decided'>): Outcome {
@@ -132,6 +134,10 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
     case 'run.rolled_back':
       if (state === 'ROLLBACK') return STAY; // the rollback a run.failed started has finished
       return isTerminal(state) ? UNKNOWN : { kind: 'move', to: 'ROLLBACK', errorCode: receipt.error_code };
+    case 'run.cancel_requested':
+      // Ends nothing: the run keeps its state, so the receipts of the work in flight and of its
+      // teardown still land, and the runtime's `run.cancelled` ends it.
+      return stayIn(state, CANCEL_REQUESTABLE);
     case 'run.cancelled':
       return isTerminal(state) ? UNKNOWN : { kind: 'move', to: 'CANCELLED', errorCode: receipt.error_code ?? null };
     case 'run.sealed': {

@@ -241,6 +241,97 @@ describe('evolveRun: failure paths', () => {
   });
 });
 
+describe('evolveRun: a cancel requested while the run runs', () => {
+  it('given a running run, when a cancel is requested, then it keeps RUNNING until the runtime records the teardown and run.cancelled', () => {
+    const states: string[] = [];
+    const chain = new RunChain();
+    let view = initialRunView();
+    const step = (type: string, fields: Record<string, unknown>) => {
+      view = evolveRun(view, chain.add(type, fields));
+      states.push(view.state);
+    };
+    step('run.submitted', FIELDS.submitted());
+    step('policy.decided', FIELDS.policy('allow'));
+    step('run.scheduled', FIELDS.scheduled());
+    step('sandbox.created', FIELDS.sandboxCreated());
+    step('step.started', FIELDS.stepStarted());
+    step('run.cancel_requested', FIELDS.cancelRequested());
+    step('step.completed', { ...FIELDS.stepCompleted(null), signal: 'SIGKILL' });
+    step('sandbox.destroyed', { ...FIELDS.sandboxDestroyed(), reason: 'cancelled' });
+    step('run.cancelled', FIELDS.cancelled());
+    step('run.sealed', FIELDS.sealed('CANCELLED'));
+    expect(states.slice(3)).toEqual(['RUNNING', 'RUNNING', 'RUNNING', 'RUNNING', 'RUNNING', 'CANCELLED', 'CANCELLED']);
+    expect(view).toMatchObject({ state: 'CANCELLED', errorCode: null, sealed: true });
+  });
+
+  it('given a cancel requested, when receipts already in flight land (a sandbox, the next step), then no fault', () => {
+    const { view } = given((chain) => {
+      chain.add('run.submitted', FIELDS.submitted());
+      chain.add('policy.decided', FIELDS.policy('allow'));
+      chain.add('run.scheduled', FIELDS.scheduled());
+      chain.add('run.cancel_requested', FIELDS.cancelRequested());
+      chain.add('sandbox.created', FIELDS.sandboxCreated());
+      chain.add('step.started', FIELDS.stepStarted());
+      chain.add('step.completed', FIELDS.stepCompleted(0));
+    });
+    expect(view).toMatchObject({ state: 'RUNNING', errorCode: null });
+  });
+
+  it.each([['SUBMITTED'], ['AWAITING_APPROVAL'], ['SCHEDULED']])('given a run %s, when a cancel is requested, then it keeps its state', (state) => {
+    const { view } = given((chain) => {
+      chain.add('run.submitted', FIELDS.submitted());
+      if (state !== 'SUBMITTED') chain.add('policy.decided', FIELDS.policy(state === 'AWAITING_APPROVAL' ? 'hold' : 'allow'));
+      if (state === 'SCHEDULED') chain.add('run.scheduled', FIELDS.scheduled());
+      chain.add('run.cancel_requested', FIELDS.cancelRequested());
+    });
+    expect(view).toMatchObject({ state, errorCode: null });
+  });
+
+  it('given a cancel requested, when the worker is lost, then run.cancelled with E_WORKER_LOST ends it CANCELLED with that code', () => {
+    const { view } = given((chain) => {
+      ranOneStep(chain);
+      chain.add('run.cancel_requested', FIELDS.cancelRequested());
+      chain.add('run.cancelled', FIELDS.cancelled('E_WORKER_LOST'));
+      chain.add('run.sealed', FIELDS.sealed('CANCELLED', 'E_WORKER_LOST'));
+    });
+    expect(view).toMatchObject({ state: 'CANCELLED', errorCode: 'E_WORKER_LOST', sealed: true });
+  });
+
+  it('given a cancel requested, when the run fails (a cap hit first), then it ends as the failure says', () => {
+    const { view } = given((chain) => {
+      ranOneStep(chain);
+      chain.add('run.cancel_requested', FIELDS.cancelRequested());
+      chain.add('run.failed', FIELDS.failed('E_TIMEOUT'));
+    });
+    expect(view).toMatchObject({ state: 'ROLLBACK', errorCode: 'E_TIMEOUT' });
+  });
+
+  it.each([
+    ['an executed run', (c: RunChain) => executedAndDestroyed(c)],
+    ['a cancelled run', (c: RunChain) => {
+      ranOneStep(c);
+      c.add('run.cancelled', FIELDS.cancelled());
+    }],
+  ])('given %s, when a cancel is requested, then FAILED with E_UNKNOWN_STATE (nothing is left to stop)', (_what, build) => {
+    const { view } = given((chain) => {
+      build(chain);
+      chain.add('run.cancel_requested', FIELDS.cancelRequested());
+    });
+    expect(view).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+
+  it('given a run cancelled at once, when a runtime receipt lands after it, then FAILED with E_UNKNOWN_STATE (why runtimes append guarded)', () => {
+    const { view } = given((chain) => {
+      chain.add('run.submitted', FIELDS.submitted());
+      chain.add('policy.decided', FIELDS.policy('allow'));
+      chain.add('run.scheduled', FIELDS.scheduled());
+      chain.add('run.cancelled', FIELDS.cancelled());
+      chain.add('sandbox.created', FIELDS.sandboxCreated());
+    });
+    expect(view).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+});
+
 describe('evolveRun: faults stop the run (I-5)', () => {
   it('given a running run, when a receipt of an unknown type lands, then FAILED with E_UNKNOWN_STATE', () => {
     const { view } = given((chain) => {

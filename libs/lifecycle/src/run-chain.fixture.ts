@@ -93,6 +93,7 @@ export const FIELDS = {
   gradeFailed: () => ({ reason: 'judge unreachable', retryable: true, unscored: ['judge'] }),
   failed: (error_code: string) => ({ error_code, message: 'stopped' }),
   rolledBack: (error_code: string) => ({ error_code, message: 'rolled back' }),
+  cancelRequested: () => ({ requested_by: 'key:k1', reason: 'not needed' }),
   cancelled: (error_code?: string) => ({ cancelled_by: 'key:k1', ...(error_code === undefined ? {} : { error_code }) }),
   sealed: (final_state: string, error_code?: string) => ({
     final_state,

@@ -3,6 +3,7 @@ export type { EvidenceReactorOptions, ReactorHandler } from './evidence-reactor.
 export { JsonLogger } from './json-logger.js';
 export type { LogLevel } from './json-logger.js';
 export { ReactionContext } from './reaction-context.js';
+export type { ChainSnapshot } from './reaction-context.js';
 export { runServiceMain, startService } from './run-service.js';
 export type { RunningService } from './run-service.js';
 export { ServiceRuntimeModule } from './service-runtime.module.js';

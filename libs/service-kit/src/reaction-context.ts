@@ -1,6 +1,16 @@
 import { CairnError, EVENT_BODY_SCHEMAS, eventId, isEventType } from '@cairn/contracts';
 import type { EventType, EvidenceReceipt } from '@cairn/contracts';
+import { isHeadMoved } from '@cairn/evidence-log';
 import type { AppendResult, EvidenceLog } from '@cairn/evidence-log';
+
+/** A chain as a reaction read it: its receipts as stored, and the seq of its head then (0: empty). */
+export interface ChainSnapshot {
+  readonly receipts: unknown[];
+  readonly headSeq: number;
+}
+
+/** Reads per `reactOnChain` before a chain that keeps moving is left to the reactor's redelivery. */
+const DEFAULT_MAX_READS = 5;
 
 /**
  * What a handler gets for one receipt: the receipt, and appends that land on the same chain
@@ -30,14 +40,48 @@ export class ReactionContext {
    */
   async append(type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
     checkFields(type, this.receipt, this.service, fields);
-    return this.log.append(this.chainId, {
-      type,
-      actor: this.service,
-      tenant: this.receipt.tenant,
-      causation: this.eventId,
-      fields,
-      ...(key === undefined ? {} : { key }),
-    });
+    return this.log.append(this.chainId, this.input(type, fields, key));
+  }
+
+  /**
+   * `append`, guarded: stored only while the chain's head is still `expectedSeq` — the head this
+   * reaction decided from. If another writer (a cancel, say) moved it, nothing is stored and it
+   * fails E_CONFLICT `head_moved` (`isHeadMoved`); the same event stored already is returned as a
+   * duplicate, as with `append`.
+   */
+  async appendAt(expectedSeq: number, type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
+    checkFields(type, this.receipt, this.service, fields);
+    return this.log.append(this.chainId, this.input(type, fields, key), { expectedHeadSeq: expectedSeq });
+  }
+
+  /**
+   * Read-decide-append without the race (docs/adr/0003): reads the chain and lets `react` decide
+   * from it and append with `appendAt(chain.headSeq, …)` (each later append guarded on the seq
+   * the one before returned). When another writer moved the head in between, reads again and
+   * lets `react` decide again, so a decision never lands after an event it did not see. `react`
+   * must be safe to run again (reactions are: their appends are idempotent). After `maxReads`
+   * reads the conflict is thrown, and the reactor retries the receipt later.
+   */
+  async reactOnChain<T>(react: (chain: ChainSnapshot) => Promise<T>, maxReads = DEFAULT_MAX_READS): Promise<T> {
+    for (let reads = 1; ; reads++) {
+      const chain = await this.snapshot();
+      try {
+        return await react(chain);
+      } catch (error) {
+        if (!isHeadMoved(error) || reads >= maxReads) throw error;
+      }
+    }
+  }
+
+  /**
+   * A context on another receipt of this chain, for a reaction that answers it: what is appended
+   * through it is caused by that receipt (a `run.cancelled` answering a `run.cancel_requested`).
+   */
+  causedBy(receipt: EvidenceReceipt): ReactionContext {
+    if (receipt.run_id !== this.chainId) {
+      throw new CairnError('E_INTERNAL', `a reaction on ${this.chainId} cannot answer a receipt of ${receipt.run_id}`);
+    }
+    return new ReactionContext(receipt, this.service, this.log, this.onWorking);
   }
 
   /** Tells JetStream the handler is still busy (long steps), so the message is not redelivered. */
@@ -47,9 +91,22 @@ export class ReactionContext {
 
   /** The chain's receipts as stored, from seq 1 to its head now. */
   async readChain(): Promise<unknown[]> {
+    return (await this.snapshot()).receipts;
+  }
+
+  /** The chain as stored now, with its head's seq. */
+  async snapshot(): Promise<ChainSnapshot> {
     const receipts: unknown[] = [];
-    for await (const stored of this.log.readChain(this.chainId)) receipts.push(stored.receipt);
-    return receipts;
+    let headSeq = 0;
+    for await (const stored of this.log.readChain(this.chainId)) {
+      receipts.push(stored.receipt);
+      headSeq = stored.receipt.seq;
+    }
+    return { receipts, headSeq };
+  }
+
+  private input(type: EventType, fields: Record<string, unknown>, key: string | undefined) {
+    return { type, actor: this.service, tenant: this.receipt.tenant, causation: this.eventId, fields, ...(key === undefined ? {} : { key }) };
   }
 }
 

@@ -1,0 +1,136 @@
+import { parseEvidenceReceipt } from '@cairn/contracts';
+import type { EvidenceReceipt } from '@cairn/contracts';
+import { EvidenceLog, isHeadMoved } from '@cairn/evidence-log';
+import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReactionContext } from './reaction-context.js';
+
+let nc: NatsConnection;
+let log: EvidenceLog;
+let stream: string;
+
+beforeAll(async () => {
+  nc = await connect({ servers: testNatsUrl() });
+  stream = uniqueName('REACTCTX').toUpperCase();
+  log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream, subjectPrefix: uniqueName('reactctx').toLowerCase() });
+});
+
+afterAll(async () => {
+  await log.close();
+  await (await jetstreamManager(nc)).streams.delete(stream).catch(() => false);
+  await nc.close();
+});
+
+const SHA = 'a'.repeat(64);
+
+/** A submitted run, and the reaction context of its `run.submitted` (as policy gets it). */
+async function submittedRun(): Promise<ReactionContext> {
+  const runId = `run_${uniqueName('ctx').toLowerCase()}`;
+  const spec = { name: 'ctx', steps: [{ argv: ['true'] }] };
+  const { receipt } = await log.append(runId, {
+    type: 'run.submitted',
+    actor: 'intake',
+    tenant: 'acme',
+    causation: null,
+    fields: { spec, spec_sha256: SHA, submitted_by: 'key:k1', idempotency_key_sha256: SHA },
+  });
+  const parsed = parseEvidenceReceipt(receipt);
+  if (!parsed.ok) throw new Error(parsed.message);
+  return new ReactionContext(parsed.receipt, 'policy', log, () => undefined);
+}
+
+async function cancel(runId: string): Promise<void> {
+  await log.append(runId, { type: 'run.cancelled', actor: 'intake', tenant: 'acme', causation: null, key: 'cancel', fields: { cancelled_by: 'key:k1' } });
+}
+
+async function types(runId: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const stored of log.readChain(runId)) out.push(stored.receipt.type);
+  return out;
+}
+
+const allow = { decision: 'allow', policy_version: SHA, reasons: [] };
+
+function parsed(raw: readonly unknown[]): EvidenceReceipt[] {
+  return raw.map((r) => {
+    const p = parseEvidenceReceipt(r);
+    if (!p.ok) throw new Error(p.message);
+    return p.receipt;
+  });
+}
+
+describe('ReactionContext: guarded appends', () => {
+  it('appendAt stores onto the head it names, caused by the receipt, and refuses one that moved (nothing stored)', async () => {
+    const ctx = await submittedRun();
+    const { receipt } = await ctx.appendAt(1, 'policy.decided', allow);
+    expect(receipt).toMatchObject({ seq: 2, actor: 'policy', causation: `${ctx.chainId}:1`, type: 'policy.decided' });
+    const error = await ctx.appendAt(1, 'approval.requested', { approval_id: 'a', scope: 'run', step_index: null, reason: 'r', expires_at: '2030-01-01T00:00:00.000Z' }).catch((e: unknown) => e);
+    expect(isHeadMoved(error)).toBe(true);
+    expect(await types(ctx.chainId)).toEqual(['run.submitted', 'policy.decided']);
+  });
+
+  it('still checks the fields against the contract first', async () => {
+    const ctx = await submittedRun();
+    await expect(ctx.appendAt(1, 'policy.decided', { decision: 'maybe' })).rejects.toMatchObject({ code: 'E_INTERNAL' });
+    expect(await types(ctx.chainId)).toEqual(['run.submitted']);
+  });
+});
+
+describe('ReactionContext.causedBy', () => {
+  it('appends caused by another receipt of the chain, and refuses one of another chain', async () => {
+    const ctx = await submittedRun();
+    const { receipt } = await log.append(ctx.chainId, { type: 'run.cancel_requested', actor: 'intake', tenant: 'acme', causation: null, fields: { requested_by: 'key:k1' } });
+    const request = parsed([receipt])[0]!;
+    const answer = await ctx.causedBy(request).appendAt(2, 'run.cancelled', { cancelled_by: 'key:k1' }, 'answer');
+    expect(answer.receipt).toMatchObject({ seq: 3, actor: 'policy', causation: `${ctx.chainId}:2` });
+    const other = await submittedRun();
+    expect(() => other.causedBy(request)).toThrow(/cannot answer/);
+  });
+});
+
+describe('ReactionContext.reactOnChain: read, decide, append — without the race', () => {
+  it('given a cancel landing between the read and the append, when the reaction decides again, then it skips: nothing follows run.cancelled', async () => {
+    const ctx = await submittedRun();
+    const seen: number[] = [];
+    const outcome = await ctx.reactOnChain(async (chain) => {
+      seen.push(chain.headSeq);
+      if (parsed(chain.receipts).some((r) => r.type === 'run.cancelled')) return 'skipped';
+      if (seen.length === 1) await cancel(ctx.chainId); // the race, made to happen
+      await ctx.appendAt(chain.headSeq, 'policy.decided', allow);
+      return 'decided';
+    });
+    expect(outcome).toBe('skipped');
+    expect(seen).toEqual([1, 2]);
+    expect(await types(ctx.chainId)).toEqual(['run.submitted', 'run.cancelled']);
+  });
+
+  it('given a head that keeps moving, then it gives up after maxReads with the conflict (the reactor retries later)', async () => {
+    const ctx = await submittedRun();
+    let calls = 0;
+    const error = await ctx
+      .reactOnChain(async (chain) => {
+        calls += 1;
+        await log.append(ctx.chainId, { type: 'alert.raised', actor: 'test', tenant: 'acme', causation: null, key: `mover-${calls}`, fields: { severity: 'warning', error_code: 'E_INTERNAL', message: 'moving' } });
+        await ctx.appendAt(chain.headSeq, 'policy.decided', allow);
+      }, 3)
+      .catch((e: unknown) => e);
+    expect(isHeadMoved(error)).toBe(true);
+    expect(calls).toBe(3);
+    expect((await types(ctx.chainId)).filter((t) => t === 'policy.decided')).toEqual([]);
+  });
+
+  it('rethrows any other failure at once', async () => {
+    const ctx = await submittedRun();
+    let calls = 0;
+    await expect(
+      ctx.reactOnChain(() => {
+        calls += 1;
+        return Promise.reject(new Error('decide blew up'));
+      }),
+    ).rejects.toThrow('decide blew up');
+    expect(calls).toBe(1);
+  });
+});
