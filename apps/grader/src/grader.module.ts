@@ -1,7 +1,6 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
-import { ArtifactLoader } from './artifact.loader.js';
 import type { GraderConfig } from './grader.config.js';
 import { GradingHandler } from './grading.handler.js';
 

@@ -1,12 +1,10 @@
 import { CairnError } from '@cairn/contracts';
-import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
-import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import { readRunChain } from '@cairn/lifecycle';
+import type { RunChain } from '@cairn/lifecycle';
+import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
-import { ArtifactLoader } from './artifact.loader.js';
 import type { GraderConfig } from './grader.config.js';
-import { readRunChain } from './run-chain.reader.js';
-import type { RunChain } from './run-chain.reader.js';
-import { outputRefsOf, recordedRunOf } from './run-outputs.reader.js';
 import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
 
 /**
@@ -28,16 +26,29 @@ export class GradingHandler implements ReactorHandler {
 
   async handle(ctx: ReactionContext): Promise<void> {
     if (!ctx.chainId.startsWith('run_')) return;
+    // Graded and sealed from the chain as read, each appended onto the head it was decided from:
+    // a receipt landing in between (a late `sandbox.destroyed`, a cancel) makes the reaction read
+    // again and decide again, so the seal covers the head it lands on and nothing follows it.
+    await ctx.reactOnChain((chain) => this.react(ctx, chain));
+  }
+
+  private async react(ctx: ReactionContext, { receipts: raw, headSeq }: ChainSnapshot): Promise<void> {
     const trigger = ctx.receipt;
-    let chain = await this.read(ctx);
+    let chain = this.parse(ctx, raw);
+    let head = headSeq;
     if (chain === null || chain.view === null || chain.view.sealed) return;
 
     if (shouldGrade(chain, trigger)) {
       const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(chain.receipts)).map((ref) => ref.sha256));
+      ctx.working();
       const grade = gradeRun(chain.receipts, loaded);
-      await ctx.append('grade.recorded', grade);
+      const graded = await ctx.appendAt(head, 'grade.recorded', grade);
       this.logger.write('info', 'graded', { run_id: ctx.chainId, score: grade.score, max_score: grade.max_score, upper_bound: grade.upper_bound });
-      chain = await this.read(ctx);
+      // Stored onto the head read, the grade is the new head; a duplicate (stored by an earlier
+      // delivery) may sit anywhere, so the chain is read again.
+      const after = graded.duplicate ? await ctx.snapshot() : { receipts: [...raw, graded.receipt], headSeq: graded.receipt.seq };
+      chain = this.parse(ctx, after.receipts);
+      head = after.headSeq;
       if (chain === null) return;
     }
 
@@ -48,24 +59,15 @@ export class GradingHandler implements ReactorHandler {
       case 'wait':
         // E_UNAVAILABLE: the reactor naks with a back-off and delivers the trigger again, without limit.
         throw new CairnError('E_UNAVAILABLE', `not sealing ${ctx.chainId} yet: ${decision.reason}`);
-      case 'seal': {
-        const sealed = await ctx.append('run.sealed', decision.fields);
-        if (sealed.receipt.prev_hash !== decision.fields.evidence_digest) {
-          // Something was appended between the read and the seal (the log re-seals onto the new head).
-          this.logger.write('error', 'the seal landed on another head than the one it covers', {
-            run_id: ctx.chainId,
-            evidence_digest: decision.fields.evidence_digest,
-            prev_hash: sealed.receipt.prev_hash,
-          });
-        }
+      case 'seal':
+        await ctx.appendAt(head, 'run.sealed', decision.fields);
         this.logger.write('info', 'sealed', { run_id: ctx.chainId, final_state: decision.fields.final_state, error_code: decision.fields.error_code ?? null });
         return;
-      }
     }
   }
 
-  private async read(ctx: ReactionContext): Promise<RunChain | null> {
-    const chain = readRunChain(await ctx.readChain());
+  private parse(ctx: ReactionContext, raw: readonly unknown[]): RunChain | null {
+    const chain = readRunChain(raw);
     if (chain === null) this.logger.write('warn', 'not sealing a chain that does not validate', { run_id: ctx.chainId });
     return chain;
   }

@@ -1,12 +1,6 @@
-export { ArtifactLoader } from './artifact.loader.js';
-export type { ArtifactReadLimits } from './artifact.loader.js';
 export { GraderConfigSchema } from './grader.config.js';
 export type { GraderConfig } from './grader.config.js';
 export { GRADER_SERVICE, graderModule } from './grader.module.js';
 export { GradingHandler } from './grading.handler.js';
-export { readRunChain } from './run-chain.reader.js';
-export type { RunChain } from './run-chain.reader.js';
-export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
-export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';
 export { decideSeal, finalStateOf, gradeRun, openSandboxes, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
 export type { EventFields, SealDecision } from './run-seal.js';

@@ -1,8 +1,8 @@
 import type { EventType, EvidenceEventOf, EvidenceReceipt, EvidenceReceiptOf, FinalRunState, RunState } from '@cairn/contracts';
 import { gradeRecordedFields, gradeRubric } from '@cairn/judgement';
-import type { RunChain } from './run-chain.reader.js';
-import type { LoadedArtifact } from './run-outputs.reader.js';
-import { judgementContextOf, recordedRunOf } from './run-outputs.reader.js';
+import type { RunChain } from '@cairn/lifecycle';
+import { judgementContextOf, recordedRunOf } from '@cairn/service-kit';
+import type { LoadedArtifact } from '@cairn/service-kit';
 
 type EnvelopeKey = 'v' | 'seq' | 'run_id' | 'tenant' | 'type' | 'actor' | 'ts' | 'causation';
 /** What the grader hands to `append` for an event of type `T`: its own fields, no envelope. */

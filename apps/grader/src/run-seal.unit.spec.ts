@@ -1,10 +1,10 @@
 import type { EvidenceReceipt } from '@cairn/contracts';
+import { readRunChain } from '@cairn/lifecycle';
+import { recordedRunOf, runFacts } from '@cairn/service-kit';
+import type { LoadedArtifact } from '@cairn/service-kit';
+import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun, timedOutRun } from '@cairn/service-kit/testing';
+import type { PlannedEvent, RunScenario } from '@cairn/service-kit/testing';
 import { describe, expect, it } from 'vitest';
-import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun, timedOutRun } from '../test/executed-run.fixture.js';
-import type { PlannedEvent, RunScenario } from '../test/executed-run.fixture.js';
-import { readRunChain } from './run-chain.reader.js';
-import type { LoadedArtifact } from './run-outputs.reader.js';
-import { recordedRunOf, runFacts } from './run-outputs.reader.js';
 import { decideSeal, gradeRun, shouldGrade } from './run-seal.js';
 
 const RUN = 'run_seal1';

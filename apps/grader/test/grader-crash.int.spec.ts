@@ -1,12 +1,11 @@
 import type { ReceiptEnvelope } from '@cairn/contracts';
+import { readRunChain } from '@cairn/lifecycle';
+import { createEvidenceWorld, expectSealedChain, passingRun, plannedRun, sleep, startProcess, stopAll } from '@cairn/service-kit/testing';
+import type { EvidenceWorld, ServiceProcess } from '@cairn/service-kit/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readRunChain } from '../src/run-chain.reader.js';
-import { createEvidenceWorld, expectSealedChain, sleep, startProcess, stopAll } from './evidence-world.harness.js';
-import type { EvidenceWorld, ServiceProcess } from './evidence-world.harness.js';
-import { passingRun, plannedRun } from './executed-run.fixture.js';
 
 // Real processes from their builds (`npm run build` first).
 const main = (app: string) => fileURLToPath(new URL(`../../${app}/dist/main.js`, import.meta.url));

@@ -1,20 +1,16 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
 import type { ReceiptEnvelope } from '@cairn/contracts';
-import { startService } from '@cairn/service-kit';
-import type { RunningService } from '@cairn/service-kit';
+import { readRunChain } from '@cairn/lifecycle';
+import { recordedRunOf, runFacts, startService } from '@cairn/service-kit';
+import type { LoadedArtifact, RunningService } from '@cairn/service-kit';
+import { CAPS, createEvidenceWorld, expectSealedChain, passingRun, plannedRun, sleep, timedOutRun } from '@cairn/service-kit/testing';
+import type { EvidenceWorld, PlannedEvent, RunScenario } from '@cairn/service-kit/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
 import type { GraderConfig } from '../src/grader.config.js';
 import { GRADER_SERVICE, graderModule } from '../src/grader.module.js';
-import { readRunChain } from '../src/run-chain.reader.js';
-import { recordedRunOf, runFacts } from '../src/run-outputs.reader.js';
-import type { LoadedArtifact } from '../src/run-outputs.reader.js';
-import { createEvidenceWorld, expectSealedChain, sleep } from './evidence-world.harness.js';
-import type { EvidenceWorld } from './evidence-world.harness.js';
-import { CAPS, passingRun, plannedRun, timedOutRun } from './executed-run.fixture.js';
-import type { PlannedEvent, RunScenario } from './executed-run.fixture.js';
 
 const GRACE_MS = 1500;
 let world: EvidenceWorld;

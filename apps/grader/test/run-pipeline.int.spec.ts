@@ -1,18 +1,16 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
 import type { ReceiptEnvelope } from '@cairn/contracts';
+import { readRunChain } from '@cairn/lifecycle';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
+import { createEvidenceWorld, expectSealedChain, failingRun, JUNIT_PASS, missingSourceRun, passingRun, plannedRun, startProcess, stopAll } from '@cairn/service-kit/testing';
+import type { EvidenceWorld, RunScenario, ServiceProcess } from '@cairn/service-kit/testing';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
 import { GRADER_SERVICE, graderModule } from '../src/grader.module.js';
-import { readRunChain } from '../src/run-chain.reader.js';
-import { createEvidenceWorld, expectSealedChain, startProcess, stopAll } from './evidence-world.harness.js';
-import type { EvidenceWorld, ServiceProcess } from './evidence-world.harness.js';
-import { failingRun, JUNIT_PASS, missingSourceRun, passingRun, plannedRun } from './executed-run.fixture.js';
-import type { RunScenario } from './executed-run.fixture.js';
 
 // The kernel and the verifier as real processes, from their builds (`npm run build` first); the
 // grader in this process. Apps never import each other: they meet only on the evidence stream.

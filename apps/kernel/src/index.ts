@@ -1,10 +1,4 @@
-export { ArtifactLoader } from './artifact.loader.js';
-export type { ArtifactReadLimits } from './artifact.loader.js';
 export { KernelConfigSchema } from './kernel.config.js';
 export type { KernelConfig } from './kernel.config.js';
 export { KernelFactsHandler } from './kernel-facts.handler.js';
 export { KERNEL_SERVICE, kernelModule } from './kernel.module.js';
-export { readRunChain } from './run-chain.reader.js';
-export type { RunChain } from './run-chain.reader.js';
-export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
-export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';

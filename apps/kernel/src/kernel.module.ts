@@ -1,9 +1,8 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
-import { ArtifactLoader } from './artifact.loader.js';
-import type { KernelConfig } from './kernel.config.js';
 import { KernelFactsHandler } from './kernel-facts.handler.js';
+import type { KernelConfig } from './kernel.config.js';
 
 export const KERNEL_SERVICE = 'kernel';
 

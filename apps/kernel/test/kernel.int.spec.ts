@@ -5,14 +5,13 @@ import { sha256Hex } from '@cairn/evidence';
 import { FACTS_OPERATIONS } from '@cairn/kernel';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
+import { createEvidenceWorld, JUNIT_PASS, passingRun, plannedRun, sleep, TAP_PASS, unitTestSpec } from '@cairn/service-kit/testing';
+import type { EvidenceWorld } from '@cairn/service-kit/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KernelConfigSchema } from '../src/kernel.config.js';
 import type { KernelConfig } from '../src/kernel.config.js';
 import { KERNEL_SERVICE, kernelModule } from '../src/kernel.module.js';
-import { createEvidenceWorld, sleep } from './evidence-world.harness.js';
-import type { EvidenceWorld } from './evidence-world.harness.js';
-import { JUNIT_PASS, passingRun, plannedRun, TAP_PASS, unitTestSpec } from './executed-run.fixture.js';
 
 const READ_BOUND = 4096;
 let world: EvidenceWorld;

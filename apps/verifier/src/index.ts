@@ -1,9 +1,3 @@
-export { ArtifactLoader } from './artifact.loader.js';
-export type { ArtifactReadLimits } from './artifact.loader.js';
-export { readRunChain } from './run-chain.reader.js';
-export type { RunChain } from './run-chain.reader.js';
-export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
-export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';
 export {
   chainBreakMessage,
   chainBreakResponse,

@@ -4,8 +4,8 @@ import type { ChainVerification } from '@cairn/evidence';
 import { boundDetail, judgeClaim, verifyRunEvidence } from '@cairn/judgement';
 import { isTerminal } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
-import type { LoadedArtifact, RecordedRun, RunFacts } from './run-outputs.reader.js';
-import { judgementContextOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
+import { judgementContextOf, recordedRunOf, runFacts } from '@cairn/service-kit';
+import type { LoadedArtifact, RecordedRun, RunFacts } from '@cairn/service-kit';
 
 type EnvelopeKey = 'v' | 'seq' | 'run_id' | 'tenant' | 'type' | 'actor' | 'ts' | 'causation';
 /** What the verifier hands to `append` for an event of type `T`: its own fields, no envelope. */

@@ -1,10 +1,10 @@
 import { verifyChain } from '@cairn/evidence';
 import type { RunView } from '@cairn/lifecycle';
+import { outputRefsOf, recordedRunOf, runFacts } from '@cairn/service-kit';
+import type { LoadedArtifact } from '@cairn/service-kit';
+import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun } from '@cairn/service-kit/testing';
+import type { RunScenario } from '@cairn/service-kit/testing';
 import { describe, expect, it } from 'vitest';
-import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun } from '../test/executed-run.fixture.js';
-import type { RunScenario } from '../test/executed-run.fixture.js';
-import type { LoadedArtifact } from './run-outputs.reader.js';
-import { outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 import { chainBreakResponse, factsInvariant, overallVerdict, verifyRun } from './run-verification.js';
 
 function loadedFrom(blobs: ReadonlyMap<string, Uint8Array>): Map<string, LoadedArtifact> {

@@ -1,13 +1,11 @@
 import { isCairnError } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import type { ChainVerification } from '@cairn/evidence';
-import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
-import { JsonLogger, SERVICE_LOGGER } from '@cairn/service-kit';
+import { readRunChain } from '@cairn/lifecycle';
+import type { RunChain } from '@cairn/lifecycle';
+import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, SERVICE_LOGGER } from '@cairn/service-kit';
+import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
-import { ArtifactLoader } from './artifact.loader.js';
-import { readRunChain } from './run-chain.reader.js';
-import type { RunChain } from './run-chain.reader.js';
-import { outputRefsOf, recordedRunOf } from './run-outputs.reader.js';
 import { chainBreakMessage, chainBreakResponse, verifyRun } from './run-verification.js';
 
 /**
@@ -28,9 +26,10 @@ export class VerificationHandler implements ReactorHandler {
 
   async handle(ctx: ReactionContext): Promise<void> {
     if (ctx.receipt.type !== 'kernel.facts' || !ctx.chainId.startsWith('run_')) return;
-    let raw: unknown[];
     try {
-      raw = await ctx.readChain();
+      // Judged from the chain as read, appended onto that head only: a cancel (or any receipt)
+      // landing in between makes the reaction read again and judge again (docs/adr/0003).
+      await ctx.reactOnChain((chain) => this.react(ctx, chain));
     } catch (error) {
       if (!(isCairnError(error) && error.code === 'E_CHAIN_BROKEN')) throw error;
       // A message under the chain's subject that is not a receipt: the head may be that message,
@@ -40,12 +39,14 @@ export class VerificationHandler implements ReactorHandler {
         code: 'E_CHAIN_BROKEN',
         error: error.message,
       });
-      return;
     }
+  }
+
+  private async react(ctx: ReactionContext, { receipts: raw, headSeq }: ChainSnapshot): Promise<void> {
     const chain = readRunChain(raw);
     const integrity = verifyChain(raw, { chainId: ctx.chainId });
     if (!integrity.ok) {
-      await this.chainBroken(ctx, chain, integrity);
+      await this.chainBroken(ctx, chain, integrity, headSeq);
       return;
     }
     if (chain === null) return; // every item verified, so each is a receipt envelope: not reached
@@ -54,8 +55,9 @@ export class VerificationHandler implements ReactorHandler {
     if (view?.state !== 'EXECUTED' || receipts.some((r) => r.type === 'verification.completed')) return;
 
     const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(receipts)).map((ref) => ref.sha256));
+    ctx.working();
     const fields = verifyRun(integrity, receipts, loaded);
-    await ctx.append('verification.completed', fields);
+    await ctx.appendAt(headSeq, 'verification.completed', fields);
     const failed = fields.invariants.filter((i) => !i.ok);
     this.logger.write(failed.length === 0 ? 'info' : 'error', 'verified', {
       run_id: ctx.chainId,
@@ -64,7 +66,8 @@ export class VerificationHandler implements ReactorHandler {
     });
   }
 
-  private async chainBroken(ctx: ReactionContext, chain: RunChain | null, broken: Extract<ChainVerification, { ok: false }>): Promise<void> {
+  /** The alert, then `run.failed`, each guarded on the receipt before it, so neither lands after a seal. */
+  private async chainBroken(ctx: ReactionContext, chain: RunChain | null, broken: Extract<ChainVerification, { ok: false }>, headSeq: number): Promise<void> {
     const message = chainBreakMessage(broken);
     const response = chainBreakResponse(chain?.view ?? null);
     // Recorded before for this receipt (a redelivery past the dedupe window): never twice.
@@ -76,9 +79,10 @@ export class VerificationHandler implements ReactorHandler {
       reason: broken.reason,
       recorded: response.alert ? (response.fail ? 'alert.raised, run.failed' : 'alert.raised') : 'nothing: the run is sealed',
     });
+    let head = headSeq;
     if (response.alert && !recorded('alert.raised')) {
-      await ctx.append('alert.raised', { severity: 'critical', error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken');
+      head = (await ctx.appendAt(head, 'alert.raised', { severity: 'critical', error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken')).receipt.seq;
     }
-    if (response.fail && !recorded('run.failed')) await ctx.append('run.failed', { error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken');
+    if (response.fail && !recorded('run.failed')) await ctx.appendAt(head, 'run.failed', { error_code: 'E_CHAIN_BROKEN', message }, 'chain-broken');
   }
 }

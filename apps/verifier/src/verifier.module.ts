@@ -1,7 +1,6 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
-import { ArtifactLoader } from './artifact.loader.js';
 import { VerificationHandler } from './verification.handler.js';
 import type { VerifierConfig } from './verifier.config.js';
 

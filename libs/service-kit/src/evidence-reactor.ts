@@ -1,5 +1,6 @@
 import { CairnError, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import { EvidenceLog, evidenceSubjects, KeyedSerialQueue } from '@cairn/evidence-log';
+import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -156,10 +157,18 @@ export class EvidenceReactor {
   }
 }
 
-async function defaultGiveUp(ctx: ReactionContext, error: unknown): Promise<void> {
+/**
+ * Fails the run E_UNKNOWN_STATE, on the head it read: a seal landing first (or any other receipt,
+ * then read again) is never followed by it — nothing may follow `run.sealed` (I-11).
+ */
+export async function defaultGiveUp(ctx: ReactionContext, error: unknown): Promise<void> {
   if (!ctx.chainId.startsWith('run_')) return;
   const message = error instanceof Error ? error.message : String(error);
-  await ctx.append('run.failed', { error_code: 'E_UNKNOWN_STATE', message: `${ctx.service} could not handle ${ctx.receipt.type}: ${message}`.slice(0, 2000) }, 'give-up');
+  const fields = { error_code: 'E_UNKNOWN_STATE', message: `${ctx.service} could not handle ${ctx.receipt.type}: ${message}`.slice(0, 2000) };
+  await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+    if (readRunChain(receipts)?.view?.sealed ?? false) return;
+    await ctx.appendAt(headSeq, 'run.failed', fields, 'give-up');
+  });
 }
 
 function backoffMs(deliveries: number): number {

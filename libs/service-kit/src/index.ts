@@ -1,7 +1,11 @@
-export { EvidenceReactor } from './evidence-reactor.js';
+export { ArtifactLoader } from './artifact.loader.js';
+export type { ArtifactReadLimits } from './artifact.loader.js';
+export { defaultGiveUp, EvidenceReactor } from './evidence-reactor.js';
 export type { EvidenceReactorOptions, ReactorHandler } from './evidence-reactor.js';
 export { JsonLogger } from './json-logger.js';
 export type { LogLevel } from './json-logger.js';
+export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
+export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';
 export { ReactionContext } from './reaction-context.js';
 export type { ChainSnapshot } from './reaction-context.js';
 export { runServiceMain, startService } from './run-service.js';

@@ -1,5 +1,5 @@
-// Test fixture, kept identical in the kernel, verifier and grader tests: a realistic run as the
-// upstream services leave it (intake, policy, scheduler, runtime), field for field per the contracts.
+// Test fixture: a realistic run as the upstream services leave it (intake, policy, scheduler,
+// runtime), field for field per the contracts.
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { EventType, EvidenceReceipt, GrantedCaps, RunSpec } from '@cairn/contracts';
 import { canonicalJson, sealReceipt, sha256Hex } from '@cairn/evidence';

@@ -1,5 +1,5 @@
-// Test harness, kept identical in the kernel, verifier and grader tests: one test file's own
-// evidence stream and subject prefix (uniqueName) and its own artifact directory, removed by dispose().
+// Test harness for the services that react to executed runs (kernel, verifier, grader): one test
+// file's own evidence stream and subject prefix (uniqueName) and artifact directory, removed by dispose().
 import 'reflect-metadata';
 import { FsArtifactStore } from '@cairn/artifact-store';
 import type { ReceiptEnvelope } from '@cairn/contracts';

@@ -1,8 +1,7 @@
-// Kept identical in apps/kernel, apps/verifier and apps/grader (see run-outputs.reader.ts).
 import { parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
 import type { EvidenceReceipt } from '@cairn/contracts';
-import { foldRun } from '@cairn/lifecycle';
-import type { RunReceipt, RunView } from '@cairn/lifecycle';
+import { foldRun } from './evolve-run.js';
+import type { RunReceipt, RunView } from './evolve-run.js';
 
 /** A run's chain as a reaction sees it: the receipts that meet their contracts, and the run's state. */
 export type RunChain = {
@@ -13,10 +12,10 @@ export type RunChain = {
 };
 
 /**
- * Parses what `readChain` returned. A receipt that breaks its contract is folded as an unknown
+ * Parses a chain as read from the log. A receipt that breaks its contract is folded as an unknown
  * event — the run is FAILED with E_UNKNOWN_STATE (I-5) — rather than hiding the chain, so the
  * services that end and seal runs still see how it ended. Null only when an item is not even a
- * receipt envelope (`readChain` refuses those itself).
+ * receipt envelope (the log's `readChain` refuses those itself).
  */
 export function readRunChain(raw: readonly unknown[]): RunChain | null {
   const receipts: EvidenceReceipt[] = [];

@@ -1,7 +1,7 @@
 import { sha256Hex } from '@cairn/evidence';
 import { resolveSource } from '@cairn/judgement';
 import { describe, expect, it } from 'vitest';
-import { JUNIT_PASS, LocalChain, passingRun, plannedRun, TAP_PASS } from '../test/executed-run.fixture.js';
+import { JUNIT_PASS, LocalChain, passingRun, plannedRun, TAP_PASS } from './testing/executed-run.fixture.js';
 import type { LoadedArtifact } from './run-outputs.reader.js';
 import { judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 

@@ -1,6 +1,5 @@
-// Kept identical in apps/kernel, apps/verifier and apps/grader (apps never import each other; a unit
-// test in apps/verifier fails when the copies drift): the verifier recomputes the kernel's facts
-// from the same bytes with the same code, and the grader judges the same values.
+// One reader for the kernel, the verifier and the grader: the verifier recomputes the kernel's
+// facts from the same bytes with the same code, and the grader judges the same values.
 import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { computeFacts } from '@cairn/kernel';
 import type { CollectedFile, Facts, RecordedStep, StepFacts } from '@cairn/kernel';

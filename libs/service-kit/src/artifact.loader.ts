@@ -1,4 +1,3 @@
-// Kept identical in apps/kernel, apps/verifier and apps/grader (see run-outputs.reader.ts).
 import type { FsArtifactStore } from '@cairn/artifact-store';
 import { isCairnError } from '@cairn/contracts';
 import { stat } from 'node:fs/promises';
