@@ -4,9 +4,10 @@ import { PoisonEventEntity } from './entities/poison-event.entity.js';
 import { ProjectionPositionEntity } from './entities/projection-position.entity.js';
 import { RunEntity } from './entities/run.entity.js';
 import { EvidenceProjections1796004095823 } from './migrations/1796004095823-evidence-projections.migration.js';
+import { ReceiptAsJson1796007606211 } from './migrations/1796007606211-receipt-as-json.migration.js';
 
 export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, PoisonEventEntity, ProjectionPositionEntity];
-export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823];
+export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823, ReceiptAsJson1796007606211];
 export const MIGRATIONS_TABLE = 'cairn_migrations';
 
 export interface DataSourceOptions {

@@ -3,7 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { DataSource } from 'typeorm';
-import { COPY_NULL, copyBoolean, copyBytea, copyLine, copyNumber, copyText } from './copy-text.encoder.js';
+import { CopyBinaryEncoder } from './copy-binary.encoder.js';
+import { copyBoolean, copyBytea, copyLine, copyNumber, copyText } from './copy-text.encoder.js';
 import { createDataSource, runMigrations } from './data-source.js';
 import { inTransaction, withPgClient } from './pg-client.js';
 import { ProjectionFold } from './projection-fold.js';
@@ -48,7 +49,7 @@ export interface RebuildResult {
   durationMs: number;
 }
 
-const EVENT_COLUMNS = 'stream_seq, chain_id, seq, type, tenant, actor, ts, causation, prev_hash, hash, receipt';
+const EVENT_COLUMNS = ['stream_seq', 'chain_id', 'seq', 'type', 'tenant', 'actor', 'ts', 'causation', 'prev_hash', 'hash', 'receipt'];
 const POISON_COLUMNS = 'stream_seq, subject, chain_id, reason, detail, raw, raw_length';
 /** Rows per chunk handed to COPY: large enough to keep the socket busy, small enough to stream. */
 const LINES_PER_CHUNK = 512;
@@ -58,9 +59,13 @@ const LINES_PER_CHUNK = 512;
  * that live writers take, `SET LOCAL cairn.projection_rebuild = 'on'` (the only way past the
  * TRUNCATE guard of `evidence_events`), TRUNCATE, the stream read from its first message up to
  * its last sequence at the start, folded by the same `ProjectionFold` the live writer uses and
- * bulk-loaded with COPY, then the position. Live writers wait on the lock meanwhile and continue
- * after the position afterwards; a failure rolls everything back and leaves the old tables.
- * With `url` it connects (and migrates) itself.
+ * bulk-loaded with COPY while it is read, then the position. Live writers wait on the lock
+ * meanwhile and continue after the position afterwards; a failure rolls everything back and
+ * leaves the old tables. With `url` it connects (and migrates) itself.
+ *
+ * Built for throughput (tools/src/bench/projection-rebuild.bench.ts): receipts go in by binary
+ * COPY as the stream's own bytes, into `evidence_events` stripped of its indexes, which are built
+ * again once it is loaded.
  */
 export async function rebuildProjections(options: RebuildOptions): Promise<RebuildResult> {
   if (options.dataSource !== undefined) return rebuildWith(options.dataSource, options);
@@ -87,9 +92,12 @@ function rebuildWith(dataSource: DataSource, options: RebuildOptions): Promise<R
       const fold = new ProjectionFold(options.log.subjectPrefix);
       const poison: PoisonRow[] = [];
       const counts = { events: 0 };
-      const lines = eventLines(options, fold, lastStreamSeq, poison, counts);
+      const indexes = await dropIndexes(client, 'evidence_events');
       // FREEZE: the tables were truncated in this transaction, so rows can be written frozen.
-      await copyInto(client, `COPY evidence_events (${EVENT_COLUMNS}) FROM STDIN FREEZE`, lines);
+      const events = eventChunks(options, fold, lastStreamSeq, poison, counts);
+      await copyInto(client, `COPY evidence_events (${EVENT_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary, FREEZE)`, events);
+      // Built here, the unique ones still refuse duplicates: the load fails and rolls back.
+      for (const create of indexes) await client.query(create);
       await copyInto(client, `COPY poison_events (${POISON_COLUMNS}) FROM STDIN FREEZE`, chunked(poison.map(poisonLine)));
       await copyInto(client, `COPY runs (${RUN_COLUMNS.join(', ')}) FROM STDIN FREEZE`, chunked(mapIterable(fold.allRuns(), runLine)));
       await client.query('INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, $3)', [
@@ -102,44 +110,73 @@ function rebuildWith(dataSource: DataSource, options: RebuildOptions): Promise<R
   );
 }
 
-/** Folds the stream into COPY text for `evidence_events`; poison is kept aside for its own COPY. */
-async function* eventLines(
+/**
+ * Drops the table's primary-key and unique constraints and its other indexes, and returns the
+ * DDL that brings them back: an index built once over the loaded rows costs the server less
+ * than one kept up row by row. Read from the catalog, so what later migrations add comes back too.
+ */
+async function dropIndexes(client: pg.PoolClient, table: string): Promise<string[]> {
+  const { rows } = await client.query<{ drop: string; create: string }>(
+    `SELECT format('ALTER TABLE %I DROP CONSTRAINT %I', $1::text, c.conname) AS drop,
+            format('ALTER TABLE %I ADD CONSTRAINT %I %s', $1::text, c.conname, pg_get_constraintdef(c.oid)) AS create
+       FROM pg_constraint c
+      WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u')
+     UNION ALL
+     SELECT format('DROP INDEX %s', i.indexrelid::regclass), pg_get_indexdef(i.indexrelid)
+       FROM pg_index i
+      WHERE i.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`,
+    [table],
+  );
+  for (const { drop } of rows) await client.query(drop);
+  return rows.map((row) => row.create);
+}
+
+/** Folds the stream into binary COPY data for `evidence_events`; poison is kept aside for its own COPY. */
+async function* eventChunks(
   options: RebuildOptions,
   fold: ProjectionFold,
   lastStreamSeq: number,
   poison: PoisonRow[],
   counts: { events: number },
-): AsyncGenerator<string> {
-  if (lastStreamSeq === 0) return;
+): AsyncGenerator<Buffer> {
+  const copy = new CopyBinaryEncoder();
   const every = options.progressEvery ?? 10_000;
-  let chunk = '';
-  let inChunk = 0;
   let seen = 0;
-  for await (const message of options.log.readAll({ toStreamSeq: lastStreamSeq })) {
+  const messages = lastStreamSeq === 0 ? [] : options.log.readAll({ toStreamSeq: lastStreamSeq });
+  for await (const message of messages) {
     const outcome = fold.apply(message);
     if (outcome.kind === 'event') {
-      chunk += eventLine(outcome.event);
+      encodeEvent(copy, outcome.event, message.data);
       counts.events += 1;
-      if (++inChunk === LINES_PER_CHUNK) {
-        yield chunk;
-        chunk = '';
-        inChunk = 0;
-      }
+      if (copy.hasFullChunks) yield* copy.takeFullChunks();
     } else poison.push(outcome.poison);
     if (options.onProgress !== undefined && ++seen % every === 0) {
       options.onProgress({ streamSeq: message.streamSeq, lastStreamSeq, events: counts.events, poison: poison.length });
     }
   }
-  if (chunk !== '') yield chunk;
+  yield* copy.end();
 }
 
-/**
- * Only the receipt text can hold a character COPY escapes: every other column passed the
- * contract's patterns (ids, tokens, hex, timestamps), which admit no backslash, tab or newline.
- */
-function eventLine(e: EvidenceEventRow): string {
-  const causation = e.causation ?? COPY_NULL;
-  return `${e.streamSeq}\t${e.chainId}\t${e.seq}\t${e.type}\t${e.tenant}\t${e.actor}\t${e.ts}\t${causation}\t${e.prevHash}\t${e.hash}\t${copyText(e.receiptJson)}\n`;
+/** One `evidence_events` row in `EVENT_COLUMNS` order; the receipt as the bytes on the stream. */
+function encodeEvent(copy: CopyBinaryEncoder, e: EvidenceEventRow, data: Uint8Array): void {
+  copy.row(EVENT_COLUMNS.length);
+  copy.int8(e.streamSeq);
+  copy.text(e.chainId);
+  copy.int4(e.seq);
+  copy.text(e.type);
+  copy.text(e.tenant);
+  copy.text(e.actor);
+  copy.timestamptz(e.ts);
+  if (e.causation === null) copy.null();
+  else copy.text(e.causation);
+  copy.text(e.prevHash);
+  copy.text(e.hash);
+  copy.utf8(receiptBytes(data));
+}
+
+/** The bytes of the text the check parsed: the UTF-8 decoder drops a leading byte order mark. */
+function receiptBytes(data: Uint8Array): Uint8Array {
+  return data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf ? data.subarray(3) : data;
 }
 
 function poisonLine(p: PoisonRow): string {
@@ -182,6 +219,6 @@ function* chunked(lines: Iterable<string>): Generator<string> {
   if (chunk !== '') yield chunk;
 }
 
-async function copyInto(client: pg.PoolClient, sql: string, chunks: AsyncIterable<string> | Iterable<string>): Promise<void> {
+async function copyInto(client: pg.PoolClient, sql: string, chunks: AsyncIterable<string | Buffer> | Iterable<string>): Promise<void> {
   await pipeline(Readable.from(chunks, { objectMode: false }), client.query(copyFrom(sql)));
 }

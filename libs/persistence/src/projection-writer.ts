@@ -145,7 +145,7 @@ async function insertEvents(client: pg.PoolClient, events: readonly EvidenceEven
   if (events.length === 0) return;
   await client.query(
     `INSERT INTO evidence_events (stream_seq, chain_id, seq, type, tenant, actor, ts, causation, prev_hash, hash, receipt)
-     SELECT s, c, q, t, tn, a, ts::timestamptz, ca, p, h, r::jsonb
+     SELECT s, c, q, t, tn, a, ts::timestamptz, ca, p, h, r::json
        FROM unnest($1::int8[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
          AS u(s, c, q, t, tn, a, ts, ca, p, h, r)`,
     [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chainIdOfSubject, isCalendarTimestamp, jsonTextProblem } from './receipt-check.js';
+import { chainIdOfSubject, isCalendarTimestamp, jsonTextProblem, MAX_JSON_DEPTH, mayBeUnstorable } from './receipt-check.js';
 
 describe('isCalendarTimestamp', () => {
   it.each(['2026-01-01T00:00:00.000Z', '2024-02-29T23:59:59.999Z', '2000-02-29T12:00:00.000Z', '0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z'])(
@@ -53,5 +53,29 @@ describe('jsonTextProblem', () => {
     expect(jsonTextProblem('[1E+1000]', 10)).toMatch(/beyond/);
     expect(jsonTextProblem(`[${'9'.repeat(41)}]`, 10)).toMatch(/beyond/);
     expect(jsonTextProblem('{"hash":"3e12345678"}', 10)).toBeNull();
+  });
+});
+
+describe('mayBeUnstorable', () => {
+  it('is true whenever jsonTextProblem finds something, wherever the number sits', () => {
+    const numbers = ['1e-20000', '-1E+1000', '2.5e1234', `${'9'.repeat(41)}`, `-${'9'.repeat(40)}`, `0.${'1'.repeat(39)}`, '1e999', '12345678901234567890', '-0.5e-12'];
+    const places = [(n: string) => n, (n: string) => ` \n${n}\t`, (n: string) => `[${n}]`, (n: string) => `[1, \r\n ${n}]`, (n: string) => `{"a":${n}}`, (n: string) => `{"a": "x",\n  "b" :\t${n}}`, (n: string) => `[[{"k":[ ${n} ]}]]`];
+    let problems = 0;
+    for (const n of numbers) {
+      for (const place of places) {
+        const text = place(n);
+        expect(() => JSON.parse(text) as unknown).not.toThrow();
+        if (jsonTextProblem(text, MAX_JSON_DEPTH) === null) continue;
+        problems += 1;
+        expect([text, mayBeUnstorable(text)]).toEqual([text, true]);
+      }
+    }
+    expect(problems).toBeGreaterThan(30);
+  });
+
+  it('stays false for hex that looks like a number inside strings, and for deep text only past 1 024 characters', () => {
+    expect(mayBeUnstorable('{"hash":"3e12345678","n":[1,2.5,-3e10],"d":"123456789012345678901234567890123456789012345"}')).toBe(false);
+    expect(mayBeUnstorable('{"s":":1e1234"}')).toBe(true);
+    expect(mayBeUnstorable(`${'['.repeat(600)}${']'.repeat(600)}`)).toBe(true);
   });
 });

@@ -29,9 +29,13 @@ export interface RebuildBenchResult {
   readOnly: number;
   readAndFold: number;
   rebuild: number;
-  /** Plain COPY of the very rows the rebuild wrote, into a table with the same indexes / with none. */
+  /** CPU time of this process (read, check, fold, encode) per receipt in the rebuild, µs. */
+  rebuildCpuMicros: number;
+  /** Plain COPY of the very rows the rebuild wrote, into a temporary table with the same indexes / with none. */
   copyIndexed: number;
   copyBare: number;
+  /** The same COPY into an ordinary (WAL-logged) table with the same indexes, as the rebuild writes. */
+  copyLogged: number;
   /** rebuild / copyIndexed. */
   ratio: number;
   /** The brief's target: at least this many events per second. */
@@ -44,7 +48,9 @@ const PUBLISH_WINDOW = 2048;
 /**
  * Rebuild throughput beside its raw baselines, in one run on one stream and one database of
  * its own: reading the stream alone, reading and folding (no database), the full rebuild, and
- * a plain COPY of the same rows into a table with the same indexes and into a bare one.
+ * a plain COPY of the same rows into a temporary table with the same indexes, a bare one, and
+ * an ordinary table with the same indexes (temporary tables skip the WAL; the rebuild cannot).
+ * `node projection-rebuild.bench.js [events] [rounds]`.
  */
 export async function runRebuildBench(options: RebuildBenchOptions = {}): Promise<RebuildBenchResult> {
   const events = options.events ?? 50_000;
@@ -66,8 +72,10 @@ export async function runRebuildBench(options: RebuildBenchOptions = {}): Promis
     const readOnly: number[] = [];
     const readAndFold: number[] = [];
     const rebuild: number[] = [];
+    const rebuildCpu: number[] = [];
     const copyIndexed: number[] = [];
     const copyBare: number[] = [];
+    const copyLogged: number[] = [];
     for (let round = 0; round < rounds; round++) {
       readOnly.push(await rate(events, async () => {
         for await (const _ of log.readAll()) {
@@ -78,12 +86,16 @@ export async function runRebuildBench(options: RebuildBenchOptions = {}): Promis
         const fold = new ProjectionFold(subjectPrefix);
         for await (const message of log.readAll()) fold.apply(message);
       }));
+      const cpu = process.cpuUsage();
       const result = await rebuildProjections({ dataSource, log });
+      const used = process.cpuUsage(cpu);
       if (result.events !== events) throw new Error(`the rebuild projected ${result.events} of ${events} receipts`);
       rebuild.push((events / result.durationMs) * 1000);
+      rebuildCpu.push((used.user + used.system) / events);
       const rows = await copyOut(dataSource, 'evidence_events');
-      copyIndexed.push(await copyBaseline(dataSource, rows, events, 'INCLUDING ALL'));
-      copyBare.push(await copyBaseline(dataSource, rows, events, ''));
+      copyIndexed.push(await copyBaseline(dataSource, rows, events, 'TEMP', 'INCLUDING ALL'));
+      copyBare.push(await copyBaseline(dataSource, rows, events, 'TEMP', ''));
+      copyLogged.push(await copyBaseline(dataSource, rows, events, '', 'INCLUDING ALL'));
     }
     const result = {
       events,
@@ -91,8 +103,10 @@ export async function runRebuildBench(options: RebuildBenchOptions = {}): Promis
       readOnly: median(readOnly),
       readAndFold: median(readAndFold),
       rebuild: median(rebuild),
+      rebuildCpuMicros: median(rebuildCpu),
       copyIndexed: median(copyIndexed),
       copyBare: median(copyBare),
+      copyLogged: median(copyLogged),
       ratio: 0,
       target: TARGET_EVENTS_PER_SECOND,
     };
@@ -173,10 +187,10 @@ function copyOut(dataSource: DataSource, table: string): Promise<Buffer[]> {
   });
 }
 
-/** COPY of the same rows into a scratch copy of evidence_events, in its own transaction. */
-function copyBaseline(dataSource: DataSource, rows: Buffer[], count: number, like: string): Promise<number> {
+/** COPY of the same rows into a scratch copy of evidence_events, in its own (rolled back) transaction. */
+function copyBaseline(dataSource: DataSource, rows: Buffer[], count: number, kind: 'TEMP' | '', like: string): Promise<number> {
   return withClient(dataSource, async (client) => {
-    await client.query(`CREATE TEMP TABLE bench_copy (LIKE evidence_events ${like})`);
+    await client.query(`CREATE ${kind} TABLE bench_copy (LIKE evidence_events ${like})`);
     return rate(count, () => pipeline(Readable.from(rows), client.query(copyFrom('COPY bench_copy FROM STDIN'))));
   });
 }
@@ -192,9 +206,10 @@ export function formatRebuildBench(r: RebuildBenchResult): string {
     `projection rebuild: ${r.events} receipts over ${r.chains} chains (median of rounds)`,
     `  read stream only          ${fmt(r.readOnly)}`,
     `  read + fold (no database) ${fmt(r.readAndFold)}`,
-    `  rebuild (one transaction) ${fmt(r.rebuild)}   target ≥ ${r.target.toLocaleString('en-US')}/s: ${r.rebuild >= r.target ? 'met' : 'MISSED'}`,
+    `  rebuild (one transaction) ${fmt(r.rebuild)}   target ≥ ${r.target.toLocaleString('en-US')}/s: ${r.rebuild >= r.target ? 'met' : 'MISSED'}; ${r.rebuildCpuMicros.toFixed(1)} µs CPU/receipt in Node`,
     `  COPY same rows, same idx  ${fmt(r.copyIndexed)}   rebuild / COPY ratio ${r.ratio.toFixed(2)}`,
     `  COPY same rows, no index  ${fmt(r.copyBare)}`,
+    `  COPY same rows, same idx, WAL-logged table (as the rebuild writes) ${fmt(r.copyLogged)}   rebuild / it ${(r.rebuild / r.copyLogged).toFixed(2)}`,
   ].join('\n');
 }
 
@@ -210,7 +225,8 @@ function isEntryModule(): boolean {
 
 if (isEntryModule()) {
   const events = Number(process.argv[2] ?? 50_000);
-  runRebuildBench({ events })
+  const rounds = Number(process.argv[3] ?? 3);
+  runRebuildBench({ events, rounds })
     .then((result) => process.stdout.write(`${formatRebuildBench(result)}\n`))
     .catch((error: unknown) => {
       process.stderr.write(`projection rebuild bench failed: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -36,7 +36,7 @@ export class EvidenceEventEntity {
   @Column({ name: 'hash', type: 'text' })
   hash!: string;
 
-  /** The whole receipt as it was stored on the stream. */
-  @Column({ name: 'receipt', type: 'jsonb' })
+  /** The whole receipt, its text exactly as stored on the stream (json, not jsonb: see the migration). */
+  @Column({ name: 'receipt', type: 'json' })
   receipt!: Record<string, unknown>;
 }
