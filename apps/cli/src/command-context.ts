@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ExitCode } from './exit-codes.js';
 import { Output } from './output.js';
 import type { CliStreams } from './output.js';
 
@@ -7,10 +8,16 @@ export interface CommandContext {
   streams: CliStreams;
   env: NodeJS.ProcessEnv;
   output(command: Command): Output;
+  /**
+   * A command whose result is itself a failure (a run that ended ROLLBACK) reports it as its
+   * result and sets the exit code here, rather than throwing a second error document.
+   */
+  exitCode: ExitCode | null;
 }
 
 export function createCommandContext(streams: CliStreams): CommandContext {
   return {
+    exitCode: null,
     streams,
     env: streams.env,
     output(command) {

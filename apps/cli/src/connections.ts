@@ -4,24 +4,14 @@ import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { redactUrl } from './url-redaction.js';
+
+export { redactUrl };
 
 /** How long the CLI waits for NATS or PostgreSQL before saying it cannot reach them. */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
 const START_HINT = 'start the services with `bash tools/ensure-services.sh` (or point the variable at a running server)';
-
-/** A URL fit for a message: credentials removed (config may carry a password; never echo it). */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.username === '' && parsed.password === '') return url;
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
-}
 
 function causeOf(error: unknown): string {
   if (isCairnError(error)) return error.message;

@@ -3,8 +3,15 @@ import { CairnError } from '@cairn/contracts';
 import { Command, CommanderError } from 'commander';
 import { createCommandContext } from './command-context.js';
 import type { CommandContext } from './command-context.js';
+import { registerCancelCommand } from './commands/cancel.command.js';
+import { registerDownCommand } from './commands/down.command.js';
+import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
+import { registerImagesCommand } from './commands/images.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
+import { registerRunCommand } from './commands/run.command.js';
+import { registerStatusCommand } from './commands/status.command.js';
+import { registerUpCommand } from './commands/up.command.js';
 import { registerVerifyCommand } from './commands/verify.command.js';
 import { EXIT_OK, EXIT_USAGE, toCliFailure } from './exit-codes.js';
 import type { ExitCode } from './exit-codes.js';
@@ -21,8 +28,8 @@ export function buildProgram(context: CommandContext): Command {
   const { streams } = context;
   const program = new Command('cairn')
     .description(
-      'Cairn keeps a hash-chained evidence log of every step of untrusted work run in hardened sandboxes. ' +
-        'This CLI verifies chain files and proof bundles offline, exports chains from the log, and rebuilds the projections.',
+      'Cairn runs untrusted work in hardened sandboxes and keeps a hash-chained evidence log of every step. ' +
+        'This CLI starts the stack on this machine, submits and follows runs, and verifies their evidence offline.',
     )
     .version(cliVersion(), '-V, --version', 'print the version')
     .option('--json', 'print results and errors as JSON on stdout (for machines)')
@@ -38,11 +45,19 @@ export function buildProgram(context: CommandContext): Command {
     })
     .addHelpText(
       'after',
-      '\nEnvironment: CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX, CAIRN_DATABASE_URL (see README.md).\n' +
-        'Exit status: 0 ok, 1 failed (e.g. E_CHAIN_BROKEN, E_UNAVAILABLE), 2 usage (E_INPUT).',
+      '\nEnvironment: CAIRN_HOME (state dir, default ~/.cairn), CAIRN_URL + CAIRN_API_KEY (another gateway), CAIRN_STACK_ID,\n' +
+        'CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX, CAIRN_DATABASE_URL (see README.md).\n' +
+        'Exit status: 0 ok, 1 failed (e.g. a run ended ROLLBACK, E_CHAIN_BROKEN, E_UNAVAILABLE), 2 usage (E_INPUT).',
     );
+  registerUpCommand(program, context);
+  registerDownCommand(program, context);
+  registerRunCommand(program, context);
+  registerStatusCommand(program, context);
+  registerEventsCommand(program, context);
+  registerCancelCommand(program, context);
   registerVerifyCommand(program, context);
   registerExportCommand(program, context);
+  registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
   return program;
 }
@@ -64,7 +79,7 @@ export async function runCli(argv: readonly string[], streams: CliStreams): Prom
   const program = buildProgram(context);
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return EXIT_OK;
+    return context.exitCode ?? EXIT_OK;
   } catch (error) {
     const output = new Output(streams, wantsJson(argv));
     if (error instanceof CommanderError) {

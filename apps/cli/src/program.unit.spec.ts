@@ -17,7 +17,7 @@ describe('runCli usage', () => {
   it('prints help listing the commands, exit 0', async () => {
     const { code, stdout } = await run('--help');
     expect(code).toBe(0);
-    for (const command of ['verify', 'export', 'projections']) expect(stdout).toContain(command);
+    for (const command of ['up', 'down', 'run', 'status', 'events', 'cancel', 'verify', 'export', 'images', 'projections']) expect(stdout).toContain(command);
     expect(stdout).toContain('--json');
   });
 
@@ -46,7 +46,7 @@ describe('runCli usage', () => {
     expect((await run('verify', 'f', '--frobnicate')).stderr).toMatch(/^error E_INPUT: unknown option '--frobnicate'/);
     const missing = await run('verify');
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/^error E_INPUT: missing required argument 'file'/);
+    expect(missing.stderr).toMatch(/^error E_INPUT: missing required argument 'run-id \| file'/);
   });
 
   it('reports usage errors as JSON on stdout when --json is given', async () => {

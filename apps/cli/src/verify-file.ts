@@ -14,9 +14,40 @@ export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
 
 export type EvidenceFileFormat = 'chain' | 'bundle';
 
+/** What a proof bundle says about itself besides its receipts (checked against them by the caller). */
+export interface BundleClaims {
+  runId: string | null;
+  headHash: string | null;
+  verdict: string | null;
+  grade: { score: number; maxScore: number; upperBound: number } | null;
+  artifacts: Record<string, string>;
+}
+
 export interface FileVerification {
   format: EvidenceFileFormat;
   verification: ChainVerification;
+  /** Only for a proof bundle. */
+  claims?: BundleClaims;
+}
+
+function bundleClaims(document: Record<string, unknown>): BundleClaims {
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  const grade = document.grade as Record<string, unknown> | null | undefined;
+  const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+  const artifacts: Record<string, string> = {};
+  if (typeof document.artifacts === 'object' && document.artifacts !== null) {
+    for (const [path, hash] of Object.entries(document.artifacts)) if (typeof hash === 'string') artifacts[path] = hash;
+  }
+  return {
+    runId: text(document.runId),
+    headHash: text(document.headHash),
+    verdict: text(document.verdict),
+    grade:
+      typeof grade === 'object' && grade !== null && isNumber(grade.score) && isNumber(grade.maxScore) && isNumber(grade.upperBound)
+        ? { score: grade.score, maxScore: grade.maxScore, upperBound: grade.upperBound }
+        : null,
+    artifacts,
+  };
 }
 
 function errnoCode(error: unknown): string {
@@ -38,14 +69,19 @@ function bundleFormatOf(value: unknown): string | null {
   return typeof format === 'string' && format.startsWith(BUNDLE_FORMAT_PREFIX) ? format : null;
 }
 
-function verifyBundle(document: unknown, path: string): FileVerification {
+/** Verifies a proof bundle already in memory (read from a file, or fetched from a gateway). */
+export function verifyBundleDocument(document: unknown, path: string): FileVerification {
   const format = bundleFormatOf(document);
   if (format !== BUNDLE_FORMAT) {
     throw usageError(`${path}: unsupported proof bundle format ${JSON.stringify(format)} (this cairn reads ${BUNDLE_FORMAT})`, { format });
   }
   const receipts = (document as Record<string, unknown>).receipts;
   if (!Array.isArray(receipts)) throw usageError(`${path}: a proof bundle needs a receipts array`);
-  return { format: 'bundle', verification: verifyChain(receipts as unknown[], { requireNonEmpty: true }) };
+  return {
+    format: 'bundle',
+    verification: verifyChain(receipts as unknown[], { requireNonEmpty: true }),
+    claims: bundleClaims(document as Record<string, unknown>),
+  };
 }
 
 async function readWholeBundle(path: string, size: number): Promise<unknown> {
@@ -99,7 +135,7 @@ export async function verifyFile(path: string): Promise<FileVerification> {
           lines.close();
           input.destroy();
           const bundle = await readWholeBundle(path, size);
-          if (bundle !== undefined) return verifyBundle(bundle, path);
+          if (bundle !== undefined) return verifyBundleDocument(bundle, path);
         }
       }
 
@@ -120,6 +156,6 @@ export async function verifyFile(path: string): Promise<FileVerification> {
     lines.close();
     input.destroy();
   }
-  if (oneLineBundle !== undefined) return verifyBundle(oneLineBundle, path);
+  if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);
   return { format: 'chain', verification: verifier.result() };
 }

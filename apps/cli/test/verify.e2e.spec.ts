@@ -169,7 +169,7 @@ describe('cairn usage errors exit 2', () => {
   it('--help and --version exit 0', async () => {
     const help = await runCairn(['verify', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: cairn verify [options] <file>');
+    expect(help.stdout).toContain('Usage: cairn verify [options] <run-id | file>');
     const version = await runCairn(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);

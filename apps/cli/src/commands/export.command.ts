@@ -26,7 +26,8 @@ export function registerExportCommand(program: Command, context: CommandContext)
     .option('-o, --output <file>', 'write to this file (atomically: a temp file renamed into place) instead of stdout')
     .addHelpText(
       'after',
-      '\nReads from NATS JetStream (CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX).\n' +
+      '\nReads from NATS JetStream (CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX; unset ones come from\n' +
+        'the stack started by `cairn up` in CAIRN_HOME, if any).\n' +
         'Exit status: 0 exported, 1 unknown chain (E_NOT_FOUND), chain broken in the log or NATS unreachable, 2 bad chain id.',
     )
     .action(async (rawChainId: string, options: ExportOptions, command: Command) => {
@@ -34,7 +35,8 @@ export function registerExportCommand(program: Command, context: CommandContext)
       const chainId = parseChainId(rawChainId);
       // Loaded on use: the NATS client is not needed offline.
       const { openEvidenceLog } = await import('../connections.js');
-      const evidence = await openEvidenceLog(context.env, { mustExist: true });
+      const { withStackDefaults } = await import('../stack/stack-target.js');
+      const evidence = await openEvidenceLog(await withStackDefaults(context.env), { mustExist: true });
       let sink: ChainFileSink | undefined;
       try {
         sink = options.output === undefined ? stdoutSink(context.streams.stdout) : await atomicFileSink(options.output);

@@ -42,14 +42,16 @@ export function registerProjectionsCommand(program: Command, context: CommandCon
       const output = context.output(command);
       // Loaded on use: TypeORM, pg and the NATS client cost start-up time `cairn verify` should not pay.
       const { CONNECT_TIMEOUT_MS, databaseUrl, openEvidenceLog, withPostgres } = await import('../connections.js');
-      const url = databaseUrl(context.env);
+      const { withStackDefaults } = await import('../stack/stack-target.js');
+      const env = await withStackDefaults(context.env);
+      const url = databaseUrl(env);
       const { migrate, rebuildProjections } = await import('@cairn/persistence');
 
       output.note('running migrations…');
       const applied = await withPostgres(url, () => migrate(url), CONNECT_TIMEOUT_MS + DATABASE_TIMEOUT_MS);
       output.note(applied.length === 0 ? 'schema up to date' : `applied ${applied.join(', ')}`);
 
-      const evidence = await openEvidenceLog(context.env);
+      const evidence = await openEvidenceLog(env);
       try {
         output.note(`rebuilding projections from ${evidence.log.streamName}…`);
         const progress = output.progress();

@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import type { CommandContext } from '../command-context.js';
+import { usageError } from '../exit-codes.js';
+import type { Receipt } from '../gateway-client.js';
+import { formatEventLine } from '../run-report.js';
+import { resolveTarget } from '../stack/stack-target.js';
+import { parseRunId } from './status.command.js';
+
+function parseAfter(value: string): number {
+  const after = Number(value);
+  if (!Number.isInteger(after) || after < 0) throw usageError(`--after takes a seq (a whole number ≥ 0), got ${JSON.stringify(value)}`);
+  return after;
+}
+
+export function registerEventsCommand(program: Command, context: CommandContext): void {
+  program
+    .command('events')
+    .description("a run's receipts, one per line; with --follow, live until the run is sealed")
+    .argument('<run>', 'a run id (run_…)')
+    .option('-f, --follow', 'keep printing receipts as they are appended, until run.sealed (server-sent events, resumed if dropped)')
+    .option('--after <seq>', 'only receipts after this seq', '0')
+    .addHelpText(
+      'after',
+      '\nHuman output: seq, time, type, actor and a short description. With --json: the receipts themselves as JSON Lines\n' +
+        '(exactly as stored, one per line: a chain file `cairn verify` reads when it starts at seq 1).\n' +
+        'Exit status: 0 ok, 1 unknown run (E_NOT_FOUND) or stack unreachable, 2 bad arguments.',
+    )
+    .action(async (rawRun: string, options: { follow?: boolean; after: string }, command: Command) => {
+      const output = context.output(command);
+      const runId = parseRunId(rawRun);
+      const after = parseAfter(options.after);
+      const { client } = await resolveTarget(context.env);
+      const print = (receipt: Receipt) => context.streams.stdout.write(output.json ? `${JSON.stringify(receipt)}\n` : `${formatEventLine(receipt)}\n`);
+      if (options.follow === true) {
+        for await (const receipt of client.follow(runId, after)) print(receipt);
+        return;
+      }
+      // Fails with E_NOT_FOUND for an unknown run, also when it has no events after `after`.
+      await client.getRun(runId);
+      let cursor: number | null = after;
+      while (cursor !== null) {
+        const page = await client.events(runId, cursor, 500);
+        for (const receipt of page.items) print(receipt);
+        cursor = page.items.length === 0 ? null : page.nextAfter;
+      }
+    });
+}

@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { CairnError } from '@cairn/contracts';
+import { ChainVerifier } from '@cairn/evidence';
+import type { RunView } from '@cairn/lifecycle';
+import type { Command } from 'commander';
+import type { CommandContext } from '../command-context.js';
+import { EXIT_FAILED, usageError } from '../exit-codes.js';
+import type { GatewayClient } from '../gateway-client.js';
+import type { Output } from '../output.js';
+import { foldReceipt, formatOutcome, isUnsuccessful, outcomeOf, receiptProgressLine } from '../run-report.js';
+import type { RunOutcome } from '../run-report.js';
+import { readRunSpec } from '../run-spec.reader.js';
+import { resolveTarget } from '../stack/stack-target.js';
+import { chainBrokenError } from './verify.command.js';
+import { parseSeconds } from './up.command.js';
+
+interface RunOptions {
+  wait?: boolean;
+  idempotencyKey?: string;
+  timeout?: string;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
+export function parseIdempotencyKey(value: string): string {
+  if (!IDEMPOTENCY_KEY.test(value)) throw usageError('--idempotency-key takes 1 to 200 printable ASCII characters without spaces');
+  return value;
+}
+
+export interface FollowedRun {
+  view: RunView;
+  headHash: string;
+  count: number;
+}
+
+/**
+ * Follows a run's receipts over SSE until `run.sealed`, showing progress, folding its state as
+ * the projector does, and verifying the chain from genesis as it arrives.
+ */
+export async function followRun(client: GatewayClient, runId: string, output: Output, timeoutMs: number | null): Promise<FollowedRun> {
+  const verifier = new ChainVerifier({ chainId: runId, requireNonEmpty: true });
+  let view: RunView | null = null;
+  const signal = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
+  for await (const receipt of client.follow(runId, 0, signal === undefined ? {} : { signal })) {
+    verifier.push(receipt);
+    const before = view?.state;
+    view = foldReceipt(view, receipt);
+    const line = receiptProgressLine(receipt);
+    if (line !== null) output.note(`  ${line}`);
+    if (before !== undefined && view.state !== before && receipt.type !== 'run.sealed') output.note(`  state       ${view.state}`);
+  }
+  if (view === null || !view.sealed) {
+    if (signal?.aborted === true) {
+      throw new CairnError('E_UNAVAILABLE', `stopped waiting for ${runId} after ${Math.round((timeoutMs ?? 0) / 1000)} s; it goes on: npx --no-install cairn status ${runId}`, { runId });
+    }
+    throw new CairnError('E_INTERNAL', `the event stream of ${runId} ended before run.sealed`, { runId });
+  }
+  const verification = verifier.result();
+  if (!verification.ok) throw chainBrokenError(verification);
+  return { view, headHash: verification.headHash, count: verification.count };
+}
+
+function report(output: Output, outcome: RunOutcome, human: string): void {
+  output.result(human, { ...outcome });
+}
+
+export function registerRunCommand(program: Command, context: CommandContext): void {
+  program
+    .command('run')
+    .description('submit a RunSpec (YAML or JSON) to the stack; with --wait, follow it to its seal')
+    .argument('<spec>', 'the RunSpec file (.yaml, .yml or .json)')
+    .option('-w, --wait', 'follow the run (progress on stderr) until it is sealed, then print its summary')
+    .option('--idempotency-key <key>', 'the submission key (default: a random one); the same key and spec give the same run')
+    .option('--timeout <seconds>', 'with --wait: stop waiting after this long (the run goes on)')
+    .addHelpText(
+      'after',
+      '\nThe spec is checked against the contracts before it is sent (E_INPUT names the field).\n' +
+        'Output: the run id and state; with --wait the summary (state, verdict, score, error code).\n' +
+        '--json prints exactly one object { runId, state, verdict, score, maxScore, errorCode }.\n' +
+        'Exit status: 0 submitted (or, with --wait, SEALED — even with a low score), 1 the run ended FAILED, ROLLBACK,\n' +
+        'REJECTED or CANCELLED (or the stack is unreachable), 2 a bad spec or option (E_INPUT).',
+    )
+    .action(async (specPath: string, options: RunOptions, command: Command) => {
+      const output = context.output(command);
+      const key = options.idempotencyKey === undefined ? randomUUID() : parseIdempotencyKey(options.idempotencyKey);
+      const timeoutMs = options.timeout === undefined ? null : parseSeconds(options.timeout, '--timeout');
+      const spec = await readRunSpec(specPath);
+      const { client } = await resolveTarget(context.env);
+      const submitted = await client.submitRun(spec, key);
+      if (options.wait !== true) {
+        const outcome: RunOutcome = { runId: submitted.runId, state: submitted.state, verdict: null, score: null, maxScore: null, errorCode: null };
+        if (submitted.duplicate) output.note(`(the same idempotency key submitted this run before)`);
+        report(output, outcome, `${submitted.runId}  ${submitted.state}`);
+        output.note(`follow it: npx --no-install cairn events ${submitted.runId} --follow`);
+        return;
+      }
+      output.note(`${submitted.runId}${submitted.duplicate ? '  (submitted before with this idempotency key)' : ''}`);
+      const followed = await followRun(client, submitted.runId, output, timeoutMs);
+      const outcome = outcomeOf(followed.view);
+      output.note(`  chain       ${followed.count} receipts verified, head ${followed.headHash}`);
+      report(output, outcome, formatOutcome({ ...outcome, upperBound: followed.view.upperBound }));
+      if (isUnsuccessful(outcome.state)) context.exitCode = EXIT_FAILED;
+    });
+}

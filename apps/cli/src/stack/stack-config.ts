@@ -1,0 +1,97 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { loadConfig } from '@cairn/config';
+import { z } from 'zod';
+
+/*
+ * One Cairn stack on this machine: the services `cairn up` starts and the names they share. A
+ * stack id (CAIRN_STACK_ID) gives a stack its own streams, buckets, worker id and artifact
+ * directory, so tests and benchmarks run isolated stacks beside the default one.
+ */
+
+/** Every process of a stack, in start order (the gateway last: its health covers the others). */
+export const STACK_SERVICES = ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'gateway'] as const;
+export type StackService = (typeof STACK_SERVICES)[number];
+
+export function isStackService(name: string): name is StackService {
+  return (STACK_SERVICES as readonly string[]).includes(name);
+}
+
+/** The gateway's port when nothing else is asked for. */
+export const DEFAULT_GATEWAY_PORT = 7420;
+
+/** Variables that hold a credential: never written to the stack file, never given to a service but the gateway. */
+export const SECRET_VARIABLES = ['CAIRN_API_KEY'] as const;
+
+export const StackSettingsSchema = z.object({
+  /** The state directory: stack file, API key, logs, artifacts. */
+  CAIRN_HOME: z.string().min(1).optional(),
+  /** Names an isolated stack; absent means the default stack and the default names. */
+  CAIRN_STACK_ID: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, 'a stack id is [a-z0-9_-], at most 40 characters, starting with a letter or digit')
+    .optional(),
+  /** 0 picks a free port when the stack starts. */
+  CAIRN_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_GATEWAY_PORT),
+});
+export type StackSettings = z.infer<typeof StackSettingsSchema>;
+
+export interface StackLocation {
+  /** Absolute state directory. */
+  home: string;
+  stackId: string;
+}
+
+/** Where the stack's state lives: CAIRN_HOME, else ~/.cairn. */
+export function stackHome(env: NodeJS.ProcessEnv): string {
+  const settings = loadConfig(StackSettingsSchema, env);
+  return resolve(settings.CAIRN_HOME ?? join(homedir(), '.cairn'));
+}
+
+export function stackLocation(env: NodeJS.ProcessEnv): StackLocation {
+  const settings = loadConfig(StackSettingsSchema, env);
+  return { home: stackHome(env), stackId: settings.CAIRN_STACK_ID ?? 'default' };
+}
+
+/**
+ * The names an isolated stack uses unless a variable sets them; the default stack keeps the
+ * services' own defaults (CAIRN_EVIDENCE, cairn.evidence, CAIRN_COMMANDS, …).
+ */
+export function isolatedNames(stackId: string): Record<string, string> {
+  const upper = stackId.toUpperCase().replace(/-/g, '_');
+  return {
+    CAIRN_EVIDENCE_STREAM: `CAIRN_EVIDENCE_${upper}`,
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: `cairn.${stackId}.evidence`,
+    CAIRN_COMMAND_STREAM: `CAIRN_COMMANDS_${upper}`,
+    CAIRN_COMMAND_SUBJECT_PREFIX: `cairn.${stackId}`,
+    CAIRN_WORKERS_BUCKET: `cairn_workers_${stackId}`,
+    CAIRN_LEASES_BUCKET: `cairn_leases_${stackId}`,
+    CAIRN_WORKER_ID: `local-${stackId}`.slice(0, 64),
+  };
+}
+
+/**
+ * The configuration every service of the stack is started with: the caller's CAIRN_* variables
+ * (tuning such as lease TTLs passes straight through), the isolated names where unset, and the
+ * artifact directory under the state dir. Secrets are left out: the API key reaches only the
+ * gateway, and only at start.
+ */
+export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocation, gatewayPort: number): Record<string, string> {
+  const config: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.startsWith('CAIRN_') || value === undefined || value === '') continue;
+    if ((SECRET_VARIABLES as readonly string[]).includes(key) || key === 'CAIRN_URL') continue;
+    config[key] = value;
+  }
+  if (location.stackId !== 'default') {
+    for (const [key, value] of Object.entries(isolatedNames(location.stackId))) config[key] ??= value;
+    config.CAIRN_STACK_ID = location.stackId;
+  }
+  config.CAIRN_HOME = location.home;
+  config.CAIRN_ARTIFACT_DIR = resolve(location.home, config.CAIRN_ARTIFACT_DIR ?? 'artifacts');
+  config.CAIRN_GATEWAY_PORT = String(gatewayPort);
+  return config;
+}
+
+/** The evidence-log variables of a stack, for commands that read the log (`export`, `projections`). */
+export const EVIDENCE_VARIABLES = ['CAIRN_NATS_URL', 'CAIRN_EVIDENCE_STREAM', 'CAIRN_EVIDENCE_SUBJECT_PREFIX', 'CAIRN_DATABASE_URL'] as const;

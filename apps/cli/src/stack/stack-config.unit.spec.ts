@@ -1,0 +1,63 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isolatedNames, STACK_SERVICES, stackLocation, stackServiceConfig } from './stack-config.js';
+
+describe('the stack configuration', () => {
+  it('lives in ~/.cairn unless CAIRN_HOME says otherwise, as the default stack unless CAIRN_STACK_ID names one', () => {
+    expect(stackLocation({})).toEqual({ home: join(homedir(), '.cairn'), stackId: 'default' });
+    expect(stackLocation({ CAIRN_HOME: '/tmp/x/', CAIRN_STACK_ID: 'e2e_1' })).toEqual({ home: '/tmp/x', stackId: 'e2e_1' });
+  });
+
+  it('refuses a stack id that could not name streams and subjects', () => {
+    for (const id of ['E2E', 'a.b', '-x', 'a b', 'x'.repeat(41)]) {
+      expect(() => stackLocation({ CAIRN_STACK_ID: id }), id).toThrow(expect.objectContaining({ code: 'E_INPUT' }) as Error);
+    }
+  });
+
+  it('gives an isolated stack its own streams, subjects, buckets and worker id', () => {
+    expect(isolatedNames('e2e-7')).toEqual({
+      CAIRN_EVIDENCE_STREAM: 'CAIRN_EVIDENCE_E2E_7',
+      CAIRN_EVIDENCE_SUBJECT_PREFIX: 'cairn.e2e-7.evidence',
+      CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_E2E_7',
+      CAIRN_COMMAND_SUBJECT_PREFIX: 'cairn.e2e-7',
+      CAIRN_WORKERS_BUCKET: 'cairn_workers_e2e-7',
+      CAIRN_LEASES_BUCKET: 'cairn_leases_e2e-7',
+      CAIRN_WORKER_ID: 'local-e2e-7',
+    });
+  });
+
+  it('passes the caller’s settings through, fills the isolated names, and never carries the API key', () => {
+    const env = {
+      CAIRN_STACK_ID: 's1',
+      CAIRN_LEASE_TTL_MS: '4000',
+      CAIRN_EVIDENCE_STREAM: 'MINE',
+      CAIRN_API_KEY: 'cairn_abcdefgh_secret',
+      CAIRN_URL: 'http://elsewhere',
+      PATH: '/bin',
+    };
+    const config = stackServiceConfig(env, { home: '/srv/cairn', stackId: 's1' }, 7777);
+    expect(config).toMatchObject({
+      CAIRN_STACK_ID: 's1',
+      CAIRN_LEASE_TTL_MS: '4000',
+      CAIRN_EVIDENCE_STREAM: 'MINE',
+      CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_S1',
+      CAIRN_HOME: '/srv/cairn',
+      CAIRN_ARTIFACT_DIR: '/srv/cairn/artifacts',
+      CAIRN_GATEWAY_PORT: '7777',
+    });
+    expect(config).not.toHaveProperty('CAIRN_API_KEY');
+    expect(config).not.toHaveProperty('CAIRN_URL');
+    expect(config).not.toHaveProperty('PATH');
+  });
+
+  it('keeps the services’ default names for the default stack', () => {
+    const config = stackServiceConfig({}, { home: '/h', stackId: 'default' }, 7410);
+    expect(Object.keys(config).sort()).toEqual(['CAIRN_ARTIFACT_DIR', 'CAIRN_GATEWAY_PORT', 'CAIRN_HOME']);
+  });
+
+  it('starts the gateway last, once everything it reports on is running', () => {
+    expect(STACK_SERVICES.at(-1)).toBe('gateway');
+    expect(new Set(STACK_SERVICES).size).toBe(9);
+  });
+});

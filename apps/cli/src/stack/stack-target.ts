@@ -1,0 +1,51 @@
+import { CairnError } from '@cairn/contracts';
+import { GatewayClient } from '../gateway-client.js';
+import { EVIDENCE_VARIABLES, stackHome } from './stack-config.js';
+import { readApiKey, readStackFile } from './stack-file.js';
+import type { StackFile } from './stack-file.js';
+
+export interface StackTarget {
+  client: GatewayClient;
+  /** The stack file when the target came from one (not from CAIRN_URL). */
+  stack: StackFile | null;
+}
+
+/**
+ * The gateway later commands talk to: CAIRN_URL + CAIRN_API_KEY when set, else the stack started
+ * from this state directory (`stack.json` and its key file).
+ */
+export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget> {
+  const explicitKey = env.CAIRN_API_KEY !== undefined && env.CAIRN_API_KEY !== '' ? env.CAIRN_API_KEY : null;
+  if (env.CAIRN_URL !== undefined && env.CAIRN_URL !== '') {
+    if (!/^https?:\/\/[^\s]+$/.test(env.CAIRN_URL)) throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_URL: an http:// or https:// URL', { variables: ['CAIRN_URL'] });
+    if (explicitKey === null) throw new CairnError('E_INPUT', 'CAIRN_URL is set but CAIRN_API_KEY is not: the gateway needs a key', { variables: ['CAIRN_API_KEY'] });
+    return { client: new GatewayClient(env.CAIRN_URL, explicitKey), stack: null };
+  }
+  const home = stackHome(env);
+  const stack = await readStackFile(home);
+  if (stack === null) {
+    throw new CairnError(
+      'E_UNAVAILABLE',
+      `no Cairn stack was started from ${home} (CAIRN_HOME): start one with \`npx --no-install cairn up\`, or set CAIRN_URL and CAIRN_API_KEY`,
+      { home },
+    );
+  }
+  const key = explicitKey ?? (await readApiKey(home));
+  if (key === null) throw new CairnError('E_UNAUTHORIZED', `no API key in ${stack.keyFile}: run \`npx --no-install cairn up\` again, or set CAIRN_API_KEY`);
+  return { client: new GatewayClient(stack.url, key), stack };
+}
+
+/**
+ * The environment with the running stack's evidence-log and database settings filled in where
+ * the caller set none, so `cairn export` reads the stack's own stream.
+ */
+export async function withStackDefaults(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
+  const stack = await readStackFile(stackHome(env)).catch(() => null);
+  if (stack === null) return env;
+  const merged: NodeJS.ProcessEnv = { ...env };
+  for (const key of EVIDENCE_VARIABLES) {
+    const value = stack.config[key];
+    if ((merged[key] === undefined || merged[key] === '') && value !== undefined) merged[key] = value;
+  }
+  return merged;
+}

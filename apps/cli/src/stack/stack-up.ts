@@ -1,0 +1,284 @@
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { DatabaseConfigSchema, loadConfig } from '@cairn/config';
+import { CairnError, isCairnError } from '@cairn/contracts';
+import { GatewayClient } from '../gateway-client.js';
+import type { Health } from '../gateway-client.js';
+import { checkPrerequisites, canRunSetup, prerequisitesError, runSetup } from './preflight.js';
+import { isStackService, STACK_SERVICES, stackLocation, stackServiceConfig, StackSettingsSchema } from './stack-config.js';
+import type { StackLocation, StackService } from './stack-config.js';
+import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, withStackLock, writeApiKey, writeStackFile } from './stack-file.js';
+import type { ServiceRecord, StackFile } from './stack-file.js';
+import { isServiceAlive, logTail, missingBuilds, REPO_ROOT, startServiceProcess, stopProcesses } from './service-process.js';
+
+export interface UpOptions {
+  /** May run tools/ensure-services.sh when a prerequisite does not answer. */
+  setup: boolean;
+  /** How long to wait for the gateway to report every service healthy. */
+  timeoutMs: number;
+  progress: (message: string) => void;
+  /** Where the setup script's output goes. */
+  stderr: NodeJS.WritableStream;
+  root?: string;
+}
+
+export interface UpResult {
+  url: string;
+  apiKey: string;
+  keyFile: string;
+  home: string;
+  stackId: string;
+  /** `started`: a new stack; `running`: it was already up; `restarted`: missing services were started again. */
+  outcome: 'started' | 'running' | 'restarted';
+  restarted: StackService[];
+  services: Partial<Record<StackService, number>>;
+  logDir: string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A loopback port free right now (bound, then released), for CAIRN_GATEWAY_PORT=0. */
+export async function freeLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new CairnError('E_INTERNAL', 'no free loopback port');
+  return address.port;
+}
+
+/** The environment a service process gets: the caller's, minus every CAIRN_* setting, plus the stack's. */
+export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, string>, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && value !== undefined) env[key] = value;
+  return { ...env, ...config, ...extra };
+}
+
+function liveServices(stack: StackFile): { alive: StackService[]; missing: StackService[] } {
+  const alive: StackService[] = [];
+  const missing: StackService[] = [];
+  for (const service of STACK_SERVICES) {
+    const record = stack.services[service];
+    if (record !== undefined && isServiceAlive(record.pid, record.main)) alive.push(service);
+    else missing.push(service);
+  }
+  return { alive, missing };
+}
+
+function pids(stack: StackFile): Partial<Record<StackService, number>> {
+  const out: Partial<Record<StackService, number>> = {};
+  for (const [name, record] of Object.entries(stack.services)) if (isStackService(name)) out[name] = record.pid;
+  return out;
+}
+
+function describeHealth(health: Health | null): string {
+  if (health === null) return 'the gateway does not answer yet';
+  const services = Object.entries(health.checks.services ?? {})
+    .filter(([, state]) => state !== 'ok')
+    .map(([name, state]) => `${name} ${state}`);
+  const checks = Object.entries(health.checks)
+    .filter(([name, state]) => name !== 'services' && state !== 'ok')
+    .map(([name, state]) => `${name} ${String(state)}`);
+  return [...checks, ...services].join(', ') || health.status;
+}
+
+/**
+ * Waits until the gateway reports every check ok, while watching that each process of the stack
+ * stays up; a process that dies is reported with the tail of its log.
+ */
+async function waitHealthy(stack: StackFile, apiKey: string, timeoutMs: number, progress: (message: string) => void): Promise<void> {
+  const client = new GatewayClient(stack.url, apiKey);
+  const deadline = Date.now() + timeoutMs;
+  let last: Health | null = null;
+  let reported = '';
+  for (;;) {
+    for (const service of STACK_SERVICES) {
+      const record = stack.services[service];
+      if (record !== undefined && !isServiceAlive(record.pid, record.main)) {
+        const tail = await logTail(record.log);
+        throw new CairnError('E_UNAVAILABLE', `${service} exited while the stack was starting (log ${record.log}):\n${tail}`, { service, log: record.log });
+      }
+    }
+    try {
+      last = await client.health();
+      if (last.status === 'ok') return;
+    } catch (error) {
+      if (!isCairnError(error) || (error.code !== 'E_UNAVAILABLE' && error.code !== 'E_INTERNAL')) throw error;
+      last = null;
+    }
+    const state = describeHealth(last);
+    if (state !== reported) {
+      progress(`waiting for the stack: ${state}`);
+      reported = state;
+    }
+    if (Date.now() > deadline) {
+      throw new CairnError('E_UNAVAILABLE', `the stack did not become healthy within ${Math.round(timeoutMs / 1000)} s (${state}); see the logs in ${stack.home}/logs`, {
+        health: last,
+      });
+    }
+    await sleep(250);
+  }
+}
+
+async function startServices(
+  services: readonly StackService[],
+  stack: StackFile,
+  apiKey: string,
+  baseEnv: NodeJS.ProcessEnv,
+  root: string,
+  progress: (message: string) => void,
+): Promise<void> {
+  for (const service of services) {
+    // Only the gateway learns the key, and only to register it at start.
+    const extra: Record<string, string> = service === 'gateway' ? { CAIRN_API_KEY: apiKey } : {};
+    const record: ServiceRecord = await startServiceProcess({ service, home: stack.home, env: serviceEnv(baseEnv, stack.config, extra), root });
+    stack.services[service] = record;
+    progress(`started ${service} (pid ${record.pid})`);
+  }
+  await writeStackFile(stack.home, stack);
+}
+
+async function resolveApiKey(env: NodeJS.ProcessEnv, location: StackLocation): Promise<string> {
+  const given = env.CAIRN_API_KEY;
+  if (given !== undefined && given !== '') {
+    await writeApiKey(location.home, given);
+    return given;
+  }
+  const stored = await readApiKey(location.home);
+  if (stored !== null) return stored;
+  const minted = newApiKey();
+  await writeApiKey(location.home, minted);
+  return minted;
+}
+
+async function ensurePrerequisites(config: Record<string, string>, options: UpOptions, env: NodeJS.ProcessEnv, root: string): Promise<void> {
+  let problems = await checkPrerequisites(config);
+  if (problems.length === 0) return;
+  for (const problem of problems) options.progress(problem.message);
+  if (!options.setup || !canRunSetup(root)) throw prerequisitesError(problems, false);
+  options.progress('running tools/ensure-services.sh…');
+  const code = await runSetup(root, options.stderr, serviceEnv(env, {}));
+  problems = await checkPrerequisites(config);
+  if (problems.length > 0 || code !== 0) throw prerequisitesError(problems.length > 0 ? problems : [{ what: 'docker', message: `tools/ensure-services.sh exited ${code}` }], true);
+}
+
+async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, options: UpOptions, root: string): Promise<UpResult> {
+  const unbuilt = missingBuilds(STACK_SERVICES, root);
+  if (unbuilt.length > 0) {
+    throw new CairnError('E_UNAVAILABLE', `not built: ${unbuilt.map((s) => `apps/${s}/dist/main.js`).join(', ')}; run \`npm run build\` first`, { unbuilt });
+  }
+  const settings = loadConfig(StackSettingsSchema, env);
+  const port = settings.CAIRN_GATEWAY_PORT === 0 ? await freeLoopbackPort() : settings.CAIRN_GATEWAY_PORT;
+  const config = stackServiceConfig(env, location, port);
+
+  await ensurePrerequisites(config, options, env, root);
+
+  // Loaded on use: dockerode and TypeORM are not needed by the other commands.
+  const { ensureBusyboxImage, BUSYBOX_IMAGE_TAG, createDockerClient } = await import('@cairn/sandbox-docker');
+  options.progress(`sandbox image ${BUSYBOX_IMAGE_TAG}…`);
+  const imageId = await ensureBusyboxImage({ docker: createDockerClient(config.CAIRN_DOCKER_SOCKET) });
+  options.progress(`sandbox image ${BUSYBOX_IMAGE_TAG} ${imageId.slice(0, 19)}`);
+
+  const { migrate } = await import('@cairn/persistence');
+  const { withPostgres } = await import('../connections.js');
+  const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
+  const applied = await withPostgres(databaseUrl, () => migrate(databaseUrl), 60_000);
+  options.progress(applied.length === 0 ? 'database schema up to date' : `migrations applied: ${applied.join(', ')}`);
+
+  const apiKey = await resolveApiKey(env, location);
+  await mkdir(config.CAIRN_ARTIFACT_DIR ?? `${location.home}/artifacts`, { recursive: true, mode: 0o700 });
+  const stack: StackFile = {
+    version: 1,
+    stackId: location.stackId,
+    url: `http://127.0.0.1:${port}`,
+    home: location.home,
+    keyFile: `${location.home}/api-key`,
+    startedAt: new Date().toISOString(),
+    config,
+    services: {},
+  };
+  try {
+    await startServices(STACK_SERVICES, stack, apiKey, env, root, options.progress);
+    await waitHealthy(stack, apiKey, options.timeoutMs, options.progress);
+  } catch (error) {
+    // Fail closed: nothing of a stack that did not come up is left running.
+    await stopProcesses(Object.values(stack.services), 5_000);
+    await removeStackFile(location.home);
+    throw error;
+  }
+  return result(stack, apiKey, 'started', []);
+}
+
+function result(stack: StackFile, apiKey: string, outcome: UpResult['outcome'], restarted: StackService[]): UpResult {
+  return {
+    url: stack.url,
+    apiKey,
+    keyFile: stack.keyFile,
+    home: stack.home,
+    stackId: stack.stackId,
+    outcome,
+    restarted,
+    services: pids(stack),
+    logDir: `${stack.home}/logs`,
+  };
+}
+
+/**
+ * `cairn up`: starts the stack in the background and returns once it is healthy. On a stack
+ * that is already up it changes nothing; services of it that are gone (crashed, killed) are
+ * started again with the configuration the stack was started with.
+ */
+export async function stackUp(env: NodeJS.ProcessEnv, options: UpOptions): Promise<UpResult> {
+  const location = stackLocation(env);
+  const root = options.root ?? REPO_ROOT;
+  await ensureHome(location.home);
+  return withStackLock(location.home, (pid) => isServiceAlive(pid), async () => {
+    const existing = await readStackFile(location.home);
+    if (existing === null) return startFresh(env, location, options, root);
+
+    const apiKey = (await readApiKey(location.home)) ?? (await resolveApiKey(env, location));
+    const { alive, missing } = liveServices(existing);
+    if (alive.length === 0) {
+      // Nothing of it runs any more (a reboot, a kill): start it anew.
+      options.progress(`the stack in ${location.home} is not running; starting it again`);
+      await removeStackFile(location.home);
+      return startFresh(env, location, options, root);
+    }
+    if (missing.length > 0) {
+      options.progress(`restarting ${missing.join(', ')}`);
+      await startServices(missing, existing, apiKey, env, root, options.progress);
+    }
+    await waitHealthy(existing, apiKey, options.timeoutMs, options.progress);
+    return result(existing, apiKey, missing.length > 0 ? 'restarted' : 'running', missing);
+  });
+}
+
+export interface DownResult {
+  home: string;
+  stopped: { service: StackService; pid: number; signal: 'SIGTERM' | 'SIGKILL' }[];
+  wasRunning: boolean;
+}
+
+/** `cairn down`: SIGTERM to every process of the stack, SIGKILL after `timeoutMs`, then the stack file goes. */
+export async function stackDown(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DownResult> {
+  const location = stackLocation(env);
+  const stack = await readStackFile(location.home);
+  if (stack === null) return { home: location.home, stopped: [], wasRunning: false };
+  return withStackLock(location.home, (pid) => isServiceAlive(pid), async () => {
+    const entries = Object.entries(stack.services).filter((entry): entry is [StackService, ServiceRecord] => isStackService(entry[0]));
+    const outcome = await stopProcesses(
+      entries.map(([, record]) => record),
+      timeoutMs,
+    );
+    const stopped: DownResult['stopped'] = [];
+    for (const [service, record] of entries) {
+      if (outcome.killed.includes(record.pid)) stopped.push({ service, pid: record.pid, signal: 'SIGKILL' });
+      else if (outcome.terminated.includes(record.pid)) stopped.push({ service, pid: record.pid, signal: 'SIGTERM' });
+    }
+    await removeStackFile(location.home);
+    return { home: location.home, stopped, wasRunning: true };
+  });
+}

@@ -1,0 +1,199 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bucketStreamName } from '@cairn/operational';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { TestDatabase } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { expect } from 'vitest';
+import { runCairn } from './cli.harness.js';
+import type { CliRun } from './cli.harness.js';
+
+/** What `cairn run --json` prints: exactly these keys. */
+export interface RunOutcome {
+  runId: string;
+  state: string;
+  verdict: string | null;
+  score: number | null;
+  maxScore: number | null;
+  errorCode: string | null;
+}
+
+export interface RunView extends RunOutcome {
+  sealed: boolean;
+  eventCount: number;
+  headHash: string;
+  name: string | null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Running (not gone, and not a zombie waiting for its parent to reap it). */
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\S+ \(.*\) [ZX]/s.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One isolated Cairn stack for a test file, started and stopped through the CLI as a user would:
+ * its own state dir, stack id (streams, subjects, buckets, worker id), database and gateway port.
+ * `dispose()` stops it and removes everything it made: streams, buckets, database, containers.
+ */
+export class TestStack {
+  url = '';
+  apiKey = '';
+  private constructor(
+    readonly home: string,
+    readonly stackId: string,
+    readonly database: TestDatabase,
+    readonly env: Record<string, string>,
+  ) {}
+
+  /** The names `cairn up` derives from the stack id (stack-config.ts). */
+  get names() {
+    const upper = this.stackId.toUpperCase().replace(/-/g, '_');
+    return {
+      evidenceStream: `CAIRN_EVIDENCE_${upper}`,
+      commandStream: `CAIRN_COMMANDS_${upper}`,
+      workersBucket: `cairn_workers_${this.stackId}`,
+      leasesBucket: `cairn_leases_${this.stackId}`,
+      workerId: `local-${this.stackId}`,
+    };
+  }
+
+  /** A stack not started yet; `tuning` adds CAIRN_* settings (short leases for crash tests, …). */
+  static async create(prefix: string, tuning: Record<string, string> = {}): Promise<TestStack> {
+    const home = await mkdtemp(join(tmpdir(), `cairn-${prefix}-`));
+    const stackId = uniqueName(prefix).toLowerCase().replace(/_/g, '-');
+    const database = await createTestDatabase(`cairn_${prefix.replace(/-/g, '_')}`);
+    const env = {
+      CAIRN_HOME: home,
+      CAIRN_STACK_ID: stackId,
+      CAIRN_NATS_URL: testNatsUrl(),
+      CAIRN_DATABASE_URL: database.url,
+      CAIRN_GATEWAY_PORT: '0',
+      ...tuning,
+    };
+    return new TestStack(home, stackId, database, env);
+  }
+
+  cairn(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+    return runCairn(args, { ...this.env, ...extraEnv });
+  }
+
+  async up(): Promise<{ url: string; apiKey: string; outcome: string; restarted: string[] }> {
+    const run = await this.cairn(['up', '--no-setup', '--json', '--timeout', '90']);
+    if (run.code !== 0) throw new Error(`cairn up failed (${run.code}):\n${run.stdout}\n${run.stderr}\n${await this.logs()}`);
+    const result = JSON.parse(run.stdout) as { url: string; apiKey: string; outcome: string; restarted: string[] };
+    this.url = result.url;
+    this.apiKey = result.apiKey;
+    return result;
+  }
+
+  /** The tail of every service log, for a failure message. */
+  async logs(lines = 15): Promise<string> {
+    const out: string[] = [];
+    for (const service of ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'gateway']) {
+      const text = await readFile(join(this.home, 'logs', `${service}.log`), 'utf8').catch(() => '');
+      out.push(`--- ${service}\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`);
+    }
+    return out.join('\n');
+  }
+
+  async stackFile(): Promise<{ services: Record<string, { pid: number }> }> {
+    return JSON.parse(await readFile(join(this.home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+  }
+
+  async api(path: string, init: RequestInit = {}): Promise<Response> {
+    return fetch(`${this.url}${path}`, { ...init, headers: { authorization: `Bearer ${this.apiKey}`, ...(init.headers as Record<string, string> | undefined) } });
+  }
+
+  async getRun(runId: string): Promise<RunView> {
+    const response = await this.api(`/v1/runs/${runId}`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as RunView;
+  }
+
+  /** Polls the run until `done` holds (projection reads), or fails after `timeoutMs`. */
+  async waitForRun(runId: string, done: (run: RunView) => boolean, timeoutMs = 60_000): Promise<RunView> {
+    const deadline = Date.now() + timeoutMs;
+    let last: RunView | null = null;
+    while (Date.now() < deadline) {
+      const response = await this.api(`/v1/runs/${runId}`);
+      if (response.status === 200) {
+        last = (await response.json()) as RunView;
+        if (done(last)) return last;
+      }
+      await sleep(200);
+    }
+    throw new Error(`run ${runId} did not get there in ${timeoutMs} ms; last seen ${JSON.stringify(last)}\n${await this.logs()}`);
+  }
+
+  /** The receipt types of a run so far. */
+  async types(runId: string): Promise<string[]> {
+    const response = await this.api(`/v1/runs/${runId}/events?after=0&limit=1000`);
+    if (response.status !== 200) return [];
+    return ((await response.json()) as { items: { type: string }[] }).items.map((r) => r.type);
+  }
+
+  /** Writes a spec file in the state dir and returns its path. */
+  async specFile(name: string, spec: unknown): Promise<string> {
+    const path = join(this.home, `${name}.json`);
+    await writeFile(path, JSON.stringify(spec, null, 2));
+    return path;
+  }
+
+  /** Containers of this stack's worker (or of one run) still on the engine. */
+  async containers(runId?: string): Promise<string[]> {
+    const label = [`io.cairn.worker=${this.names.workerId}`, ...(runId === undefined ? [] : [`io.cairn.chain=${runId}`])];
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const list = await createDockerClient().listContainers({ all: true, filters: { label } });
+    return list.map((c) => c.Names.join(','));
+  }
+
+  /**
+   * What every run must leave behind: no container, and a chain that exports from JetStream and
+   * verifies offline, both as a chain file and as the gateway's proof bundle.
+   */
+  async expectCleanAndVerifiable(runId: string): Promise<void> {
+    expect(await this.containers(runId)).toEqual([]);
+    const chainFile = join(this.home, `${runId}.jsonl`);
+    const exported = await this.cairn(['export', runId, '-o', chainFile, '--json']);
+    expect(exported.stderr).toBe('');
+    expect(exported.code).toBe(0);
+    const verified = await this.cairn(['verify', chainFile, '--json']);
+    expect(verified.code).toBe(0);
+    const fromFile = JSON.parse(verified.stdout) as { chainId: string; headHash: string; count: number };
+    expect(fromFile.chainId).toBe(runId);
+    const bundle = await this.cairn(['verify', runId, '--json']);
+    expect(bundle.code).toBe(0);
+    expect(JSON.parse(bundle.stdout)).toMatchObject({ ok: true, chainId: runId, headHash: fromFile.headHash, count: fromFile.count });
+  }
+
+  /** `cairn down`, then every stream, bucket, database, container and file the stack made goes. */
+  async dispose(): Promise<void> {
+    await this.cairn(['down', '--timeout', '10']).catch(() => undefined);
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${this.names.workerId}`] } }).catch(() => []);
+    for (const container of left) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+    const nc = await connect({ servers: testNatsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const names = this.names;
+      for (const stream of [names.evidenceStream, names.commandStream, bucketStreamName(names.workersBucket), bucketStreamName(names.leasesBucket)]) {
+        await jsm.streams.delete(stream).catch(() => false);
+      }
+    } finally {
+      await nc.close();
+    }
+    await this.database.drop().catch(() => undefined);
+    await rm(this.home, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,271 @@
+import { spawn } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bucketStreamName } from '@cairn/operational';
+import { parseSandboxSpec } from '@cairn/sandbox';
+import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+
+/*
+ * Per-run wall time of trivial runs through Cairn (REST submit → `run.sealed` over SSE) beside
+ * raw, equally hardened containers running the same command through the engine's API (create,
+ * start, wait, remove: what `docker run --rm` does), sequentially and with 4 in flight. Cairn's
+ * own isolated stack, started with `cairn up` and removed afterwards.
+ */
+
+const CLI = fileURLToPath(new URL('../../../apps/cli/bin/cairn.js', import.meta.url));
+const COMMAND = ['true'];
+// Half a CPU each: four fit a 2-CPU worker, as the scheduler reserves them (the raw containers get the same).
+const CAPS = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
+/** Targets (the issue): Cairn's per-run time at most 1.25× raw; with 4 in flight at least 80% of raw throughput. */
+const RUN_TIMEOUT_MS = 60_000;
+export const TARGETS = { sequentialRatio: 1.25, throughputShare: 0.8 } as const;
+
+export interface Phase {
+  name: string;
+  runs: number;
+  /** Wall time of each run, ms. */
+  perRunMs: number[];
+  /** Wall time of the whole phase, ms. */
+  totalMs: number;
+}
+
+export interface RunsBenchResult {
+  sequential: { cairn: Phase; raw: Phase; ratio: number; met: boolean };
+  inFlight: { cairn: Phase; raw: Phase; share: number; met: boolean };
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export function throughput(phase: Phase): number {
+  return phase.totalMs > 0 ? (phase.runs * 1000) / phase.totalMs : 0;
+}
+
+/** Runs `task` `count` times with at most `parallel` at once; each run's time and the total. */
+export async function timePhase(name: string, count: number, parallel: number, task: (i: number) => Promise<void>): Promise<Phase> {
+  const perRunMs: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const t0 = performance.now();
+      await task(i);
+      perRunMs.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
+  return { name, runs: count, perRunMs, totalMs: performance.now() - started };
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(0)} ms`;
+}
+
+export function formatRunsBench(result: RunsBenchResult): string {
+  const row = (phase: Phase) =>
+    `  ${phase.name.padEnd(34)} median ${ms(median(phase.perRunMs)).padStart(7)}   p90 ${ms(percentile(phase.perRunMs, 90)).padStart(7)}   ${throughput(phase).toFixed(2).padStart(6)} runs/s   (${phase.runs} runs)`;
+  const { sequential, inFlight } = result;
+  return [
+    'sequential (one run at a time)',
+    row(sequential.cairn),
+    row(sequential.raw),
+    `  Cairn / raw per run: ${sequential.ratio.toFixed(2)}×   (target ≤ ${TARGETS.sequentialRatio.toFixed(2)}×: ${sequential.met ? 'met' : 'MISSED'})`,
+    '4 in flight',
+    row(inFlight.cairn),
+    row(inFlight.raw),
+    `  Cairn throughput / raw: ${(inFlight.share * 100).toFixed(0)}%   (target ≥ ${(TARGETS.throughputShare * 100).toFixed(0)}%: ${inFlight.met ? 'met' : 'MISSED'})`,
+  ].join('\n');
+}
+
+function runCli(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Submits one trivial run and waits on the SSE stream for its seal; fails unless it sealed SEALED. */
+async function cairnRun(url: string, apiKey: string, key: string): Promise<void> {
+  const auth = { authorization: `Bearer ${apiKey}` };
+  const submitted = await fetch(`${url}/v1/runs`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({ name: 'bench: true', image: BUSYBOX_IMAGE_TAG, steps: [{ argv: COMMAND }], caps: CAPS, network: 'none' }),
+  });
+  if (submitted.status !== 202) throw new Error(`submit answered ${submitted.status}: ${await submitted.text()}`);
+  const { runId } = (await submitted.json()) as { runId: string };
+  // A run that does not seal in a minute is a failure of the stack, not a slow figure.
+  const stream = await fetch(`${url}/v1/runs/${runId}/events/stream?after=0`, {
+    headers: { ...auth, accept: 'text/event-stream' },
+    signal: AbortSignal.timeout(RUN_TIMEOUT_MS),
+  }).catch((error: unknown) => {
+    throw new Error(`run ${runId}: ${error instanceof Error ? error.message : String(error)}`);
+  });
+  if (stream.status !== 200 || stream.body === null) throw new Error(`stream answered ${stream.status}`);
+  const decoder = new TextDecoder();
+  const reader = stream.body.getReader();
+  let text = '';
+  const next = () =>
+    reader.read().catch((error: unknown) => {
+      throw new Error(`run ${runId} was not sealed within ${RUN_TIMEOUT_MS / 1000} s: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  for (let read = await next(); !read.done; read = await next()) {
+    text += decoder.decode(read.value as Uint8Array, { stream: true });
+    const sealed = /"type":"run\.sealed"[^\n]*"final_state":"([A-Z]+)"|"final_state":"([A-Z]+)"[^\n]*"type":"run\.sealed"/.exec(text);
+    if (sealed !== null) {
+      const state = sealed[1] ?? sealed[2];
+      await reader.cancel();
+      if (state !== 'SEALED') throw new Error(`run ${runId} sealed ${state ?? '?'}`);
+      return;
+    }
+  }
+  throw new Error(`the stream of ${runId} ended before run.sealed`);
+}
+
+export interface RunsBenchOptions {
+  sequentialRuns?: number;
+  inFlightRuns?: number;
+  progress?: (line: string) => void;
+}
+
+export async function runRunsBench(options: RunsBenchOptions = {}): Promise<RunsBenchResult> {
+  const progress = options.progress ?? (() => undefined);
+  const sequentialRuns = options.sequentialRuns ?? 12;
+  const inFlightRuns = options.inFlightRuns ?? 24;
+  const home = await mkdtemp(join(tmpdir(), 'cairn-bench-runs-'));
+  const stackId = uniqueName('bench').toLowerCase().replace(/_/g, '-');
+  const database = await createTestDatabase('cairn_bench_runs');
+  const env = {
+    CAIRN_HOME: home,
+    CAIRN_STACK_ID: stackId,
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: database.url,
+    CAIRN_GATEWAY_PORT: '0',
+    // A run's seal reaches its stream within one poll: keep the poll short for a latency bench.
+    CAIRN_GATEWAY_SSE_POLL_MS: '20',
+    CAIRN_WORKER_SLOTS: '4',
+  };
+  const docker = createDockerClient();
+  const rawWorker = `bench-raw-${stackId}`.slice(0, 64);
+  try {
+    progress('starting an isolated stack (cairn up)…');
+    const up = await runCli(['up', '--no-setup', '--json'], env);
+    if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
+    const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
+    const imageId = await ensureBusyboxImage({ docker });
+
+    let rawCount = 0;
+    const rawRun = async () => {
+      rawCount += 1;
+      const spec = parseSandboxSpec({ image: imageId, caps: CAPS, labels: { workerId: rawWorker, chainId: `run_bench_raw_${stackId}_${rawCount}` } });
+      // The same hardened container the runtime makes, running the command itself as `docker run --rm` would.
+      const container = await docker.createContainer({ ...hardenedContainerOptions(spec, imageId), Entrypoint: COMMAND, Cmd: [] });
+      await container.start();
+      const exit = (await container.wait()) as { StatusCode: number };
+      await container.remove({ force: true });
+      if (exit.StatusCode !== 0) throw new Error(`raw run exited ${exit.StatusCode}`);
+    };
+    let cairnCount = 0;
+    const cairnOnce = () => cairnRun(url, apiKey, `${stackId}-${++cairnCount}`);
+
+    progress('warming up…');
+    for (let i = 0; i < 2; i++) {
+      await cairnOnce();
+      await rawRun();
+    }
+
+    // Alternating phases share whatever else the machine is doing.
+    progress(`sequential: ${sequentialRuns} runs each…`);
+    const half = Math.ceil(sequentialRuns / 2);
+    const seqRawA = await timePhase('raw hardened container, sequential', half, 1, rawRun);
+    const seqCairnA = await timePhase('Cairn run (submit → sealed)', half, 1, cairnOnce);
+    const seqCairnB = await timePhase('Cairn run (submit → sealed)', sequentialRuns - half, 1, cairnOnce);
+    const seqRawB = await timePhase('raw hardened container, sequential', sequentialRuns - half, 1, rawRun);
+    const merge = (a: Phase, b: Phase): Phase => ({ name: a.name, runs: a.runs + b.runs, perRunMs: [...a.perRunMs, ...b.perRunMs], totalMs: a.totalMs + b.totalMs });
+    const seqCairn = merge(seqCairnA, seqCairnB);
+    const seqRaw = merge(seqRawA, seqRawB);
+
+    progress(`4 in flight: ${inFlightRuns} runs each…`);
+    const parRaw = await timePhase('raw hardened containers, 4 in flight', inFlightRuns, 4, rawRun);
+    const parCairn = await timePhase('Cairn runs, 4 in flight', inFlightRuns, 4, cairnOnce);
+
+    const ratio = median(seqCairn.perRunMs) / median(seqRaw.perRunMs);
+    const share = throughput(parCairn) / throughput(parRaw);
+    return {
+      sequential: { cairn: seqCairn, raw: seqRaw, ratio, met: ratio <= TARGETS.sequentialRatio },
+      inFlight: { cairn: parCairn, raw: parRaw, share, met: share >= TARGETS.throughputShare },
+    };
+  } finally {
+    progress('cleaning up…');
+    await runCli(['down'], env).catch(() => undefined);
+    for (const worker of [rawWorker, `local-${stackId}`]) {
+      const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${worker}`] } }).catch(() => []);
+      for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    const nc = await connect({ servers: testNatsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const upper = stackId.toUpperCase().replace(/-/g, '_');
+      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`)]) {
+        await jsm.streams.delete(stream).catch(() => false);
+      }
+    } finally {
+      await nc.close();
+    }
+    await database.drop().catch(() => undefined);
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+function isEntryModule(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryModule()) {
+  const count = (name: string) => {
+    const value = Number(process.env[name]);
+    return Number.isInteger(value) && value > 0 ? value : undefined;
+  };
+  const sequentialRuns = count('BENCH_SEQUENTIAL_RUNS');
+  const inFlightRuns = count('BENCH_IN_FLIGHT_RUNS');
+  runRunsBench({
+    progress: (line) => process.stderr.write(`[bench:runs] ${line}\n`),
+    ...(sequentialRuns === undefined ? {} : { sequentialRuns }),
+    ...(inFlightRuns === undefined ? {} : { inFlightRuns }),
+  })
+    .then((result) => {
+      process.stdout.write(`${formatRunsBench(result)}\n`);
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`runs bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    });
+}
