@@ -1,4 +1,5 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
+import { FROZEN_CAPS } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -12,6 +13,9 @@ import { runtimeDurableName } from './worker-id.js';
 
 export const RUNTIME_SERVICE = 'runtime';
 
+/** Every step of the longest RunSpec at the frozen wall cap, plus an hour for files and teardown. */
+const RUN_HANDLER_TIMEOUT_MS = (64 * FROZEN_CAPS.wallSeconds + 3600) * 1000;
+
 /**
  * The runtime worker: one per sandbox host. Its reactor takes `run.scheduled` for this worker, at
  * most `CAIRN_WORKER_SLOTS` at once (I-9); its durable consumer is its own (`cairn-runtime-<worker>`).
@@ -23,6 +27,8 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     handler: RuntimeHandler,
     durable: runtimeDurableName(config.CAIRN_WORKER_ID),
     concurrency: config.CAIRN_WORKER_SLOTS,
+    // A run may hold its placement for every step's wall cap; liveness is the lease's job here.
+    handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS,
     providers: [
       { provide: SANDBOX_ENGINE, useFactory: () => new SandboxEngine({ socketPath: config.CAIRN_DOCKER_SOCKET, probes: config.CAIRN_SANDBOX_PROBES }) },
       { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },

@@ -110,6 +110,28 @@ describe('EvidenceReactor on the real JetStream', () => {
     expect(lines.some((l) => l.includes('giving up'))).toBe(true);
   });
 
+  it('redelivers a receipt whose handler hangs past the handler timeout, and stops cleanly', async () => {
+    const chain = 'run_' + uniqueName('stuck').toLowerCase();
+    let calls = 0;
+    const handler: ReactorHandler = {
+      types: new Set(['run.cancelled']),
+      handle: async (ctx) => {
+        calls += 1;
+        if (calls === 1) return new Promise<void>(() => undefined); // never settles
+        await ctx.append('run.sealed', { final_state: 'CANCELLED', evidence_digest: ctx.receipt.hash });
+      },
+    };
+    const reactor = new EvidenceReactor({ service: 'grader', durable: uniqueName('d'), nc, log, handler, logger, handlerTimeoutMs: 300 });
+    await cancel(chain);
+    await reactor.start();
+    await until(async () => (await receipts(chain)).length === 2);
+    const started = Date.now();
+    await reactor.stop();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(calls).toBe(2);
+    expect((await receipts(chain))[1]).toMatchObject({ type: 'run.sealed' });
+  });
+
   it('refuses to append an event that breaks its contract', async () => {
     const chain = 'run_' + uniqueName('bad').toLowerCase();
     const seen: unknown[] = [];

@@ -33,9 +33,15 @@ export interface EvidenceReactorOptions {
   ackWaitMs?: number;
   /** Deliveries of one receipt before `giveUp`. */
   maxDeliver?: number;
+  /**
+   * The longest one reaction may take. The keep-alive would otherwise extend a stuck handler
+   * forever: past this the receipt counts as a passing outage and is delivered again (the
+   * reactions are idempotent and guarded, so a late finish of the stuck one stores nothing twice).
+   */
+  handlerTimeoutMs?: number;
 }
 
-const DEFAULTS = { concurrency: 8, ackWaitMs: 30_000, maxDeliver: 5 } as const;
+const DEFAULTS = { concurrency: 8, ackWaitMs: 30_000, maxDeliver: 5, handlerTimeoutMs: 60_000 } as const;
 
 /**
  * A service's durable pull consumer on the evidence stream (docs/adr/0003): decode and validate
@@ -120,14 +126,22 @@ export class EvidenceReactor {
     }
     const ctx = new ReactionContext(receipt, service, this.options.log, () => msg.working());
     const keepAlive = setInterval(() => msg.working(), Math.max(1000, Math.floor(this.options.ackWaitMs / 3)));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new CairnError('E_UNAVAILABLE', `${service} took longer than ${this.options.handlerTimeoutMs} ms on ${ctx.eventId}`)),
+        this.options.handlerTimeoutMs,
+      );
+    });
     try {
-      await handler.handle(ctx);
+      await Promise.race([handler.handle(ctx), timeout]);
       msg.ack();
       this.handled += 1;
     } catch (error) {
       await this.failed(msg, ctx, error);
     } finally {
       clearInterval(keepAlive);
+      clearTimeout(timer);
     }
   }
 

@@ -20,6 +20,8 @@ export interface ServiceModuleOptions<C extends EvidenceLogConfig> {
   durable?: string;
   concurrency?: number;
   ackWaitMs?: number;
+  /** The longest one reaction may take before it is retried (see `EvidenceReactorOptions`). */
+  handlerTimeoutMs?: number;
   providers?: Provider[];
   imports?: DynamicModule['imports'];
   exports?: DynamicModule['exports'];
@@ -36,7 +38,7 @@ class ReactorLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
     @Inject(EVIDENCE_LOG) private readonly log: EvidenceLog,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
     @Inject(REACTOR_HANDLER) private readonly handler: ReactorHandler | null,
-    @Inject('cairn.reactor-options') private readonly reactorOptions: { durable: string; concurrency?: number; ackWaitMs?: number },
+    @Inject('cairn.reactor-options') private readonly reactorOptions: { durable: string; concurrency?: number; ackWaitMs?: number; handlerTimeoutMs?: number },
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -85,6 +87,7 @@ export class ServiceRuntimeModule {
             durable: options.durable ?? `cairn-${options.service}`,
             ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
             ...(options.ackWaitMs === undefined ? {} : { ackWaitMs: options.ackWaitMs }),
+            ...(options.handlerTimeoutMs === undefined ? {} : { handlerTimeoutMs: options.handlerTimeoutMs }),
           },
         },
         {
