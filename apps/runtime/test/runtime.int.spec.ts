@@ -227,7 +227,12 @@ describe('the runtime worker', () => {
   it('cancel: a run.cancel_requested while a step runs stops it, records the interrupted step and the teardown, then run.cancelled', async () => {
     const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sleep', '30'] }, { argv: ['echo', 'never'] }] }), { workerId });
     await world.waitForType(runId, ['step.started']);
-    expect((await world.registry.get(workerId))?.inFlight.map((r) => r.runId)).toContain(runId);
+    // The registry learns of the run at the worker's next heartbeat (300 ms here; later on a loaded host).
+    const inFlight = async () => (await world.registry.get(workerId))?.inFlight.map((r) => r.runId) ?? [];
+    for (const end = Date.now() + 10_000; !(await inFlight()).includes(runId) && Date.now() < end; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await inFlight()).toContain(runId);
     const askedAt = Date.now();
     // As intake asks a RUNNING run to stop.
     const request = await world.log.append(runId, {
