@@ -39,6 +39,12 @@ describe('withLeasedReservations', () => {
     expect(w1!.inFlight[0]!.memoryMiB).toBe(512);
     expect(w2!.inFlight.map((r) => r.runId)).toEqual(['run_c']);
   });
+
+  it('drops a reported run that no longer holds a lease: it has finished since the heartbeat', () => {
+    const finished = { runId: 'run_done', memoryMiB: 100, cpus: 1, diskMiB: 1 };
+    const [w1] = withLeasedReservations([worker('w1', { inFlight: [finished] })], [lease('run_new', 'w1')]);
+    expect(w1!.inFlight.map((r) => r.runId)).toEqual(['run_new']);
+  });
 });
 
 describe('hasImage', () => {
