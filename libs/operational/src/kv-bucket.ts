@@ -1,5 +1,6 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { KV, KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -66,11 +67,23 @@ export function decodeEntry<S extends z.ZodType>(entry: KvEntry | null, schema: 
   return parsed.success ? parsed.data : null;
 }
 
-/** Every live key of the bucket. */
-export async function listKeys(kv: KV, what: string): Promise<string[]> {
-  return kvCall(`cannot list ${what}`, async () => {
-    const keys: string[] = [];
-    for await (const key of await kv.keys()) keys.push(key);
-    return keys.sort();
-  });
+/**
+ * Lists a bucket's keys from its stream's subject index: one request, no consumer. (`kv.keys()`
+ * builds an ordered push consumer per call that was seen here to stall under concurrent writes,
+ * and the lease scan lists every second — the stalled consumers piled up in the hundreds.) A
+ * deleted key may still be listed until its marker ages out; callers read each key and skip those.
+ */
+export function keyLister(nc: NatsConnection, bucket: string, what: string): () => Promise<string[]> {
+  const stream = bucketStreamName(bucket);
+  const prefix = `$KV.${bucket}.`;
+  let jsm: Promise<JetStreamManager> | null = null;
+  return () =>
+    kvCall(`cannot list ${what}`, async () => {
+      jsm ??= jetstreamManager(nc);
+      const info = await (await jsm).streams.info(stream, { subjects_filter: `${prefix}>` });
+      return Object.keys(info.state.subjects ?? {})
+        .filter((subject) => subject.startsWith(prefix))
+        .map((subject) => subject.slice(prefix.length))
+        .sort();
+    });
 }

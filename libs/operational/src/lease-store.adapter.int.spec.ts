@@ -27,6 +27,22 @@ afterAll(async () => {
 });
 
 describe('LeaseStore on the real KV', () => {
+  it('lists while leases are written and deleted concurrently, without stalling and without leaving consumers', async () => {
+    const now = Date.now();
+    const runs = Array.from({ length: 20 }, (_, i) => `run_list${i}`);
+    const churn = runs.map(async (runId, i) => {
+      await leases.put(lease(runId, 'w-list', now));
+      if (i % 2 === 0) await leases.delete(runId);
+    });
+    const listings = Array.from({ length: 30 }, () => leases.list());
+    await Promise.all([...churn, ...listings]);
+    const listed = (await leases.list()).map((l) => l.run_id).filter((id) => id.startsWith('run_list'));
+    expect(listed.sort()).toEqual(runs.filter((_, i) => i % 2 === 1).sort());
+    const info = await (await jetstreamManager(nc)).streams.info(bucketStreamName(bucket));
+    expect(info.state.consumer_count).toBe(0);
+    for (const runId of runs) await leases.delete(runId);
+  });
+
   it('creates a lease once: a second grant for the run gets the lease it already holds', async () => {
     const now = Date.now();
     const first = await leases.create(lease('run_one', 'w-1', now));

@@ -4,7 +4,7 @@ import type { Lease } from '@cairn/scheduling';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { decodeEntry, isWrongRevision, kvCall, listKeys, openBucket } from './kv-bucket.js';
+import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import { ReservationSchema } from './worker-record.schema.js';
 
@@ -48,6 +48,7 @@ export class LeaseStore {
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
+    private readonly keys: () => Promise<string[]>,
   ) {}
 
   static async open(nc: NatsConnection, options: LeaseStoreOptions = {}): Promise<LeaseStore> {
@@ -57,7 +58,7 @@ export class LeaseStore {
     if (options.history !== undefined) limits.history = options.history;
     if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
     if (options.maxValueBytes !== undefined) limits.maxValueBytes = options.maxValueBytes;
-    return new LeaseStore(await openBucket(nc, bucket, limits), bucket);
+    return new LeaseStore(await openBucket(nc, bucket, limits), bucket, keyLister(nc, bucket, 'leases'));
   }
 
   /** Writes the run's lease, replacing any other. */
@@ -119,7 +120,7 @@ export class LeaseStore {
   /** Every lease, by run id. */
   async list(): Promise<LeaseRecord[]> {
     const leases: LeaseRecord[] = [];
-    for (const key of await listKeys(this.kv, 'leases')) {
+    for (const key of await this.keys()) {
       const lease = await this.get(key);
       if (lease !== null) leases.push(lease);
     }

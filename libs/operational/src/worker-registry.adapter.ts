@@ -1,7 +1,7 @@
 import { CairnError, inputIssues, WorkerIdSchema } from '@cairn/contracts';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeEntry, isWrongRevision, kvCall, listKeys, openBucket } from './kv-bucket.js';
+import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import { RegisteredWorkerSchema } from './worker-record.schema.js';
 import type { RegisteredWorker } from './worker-record.schema.js';
@@ -25,12 +25,13 @@ export class WorkerRegistry {
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
+    private readonly keys: () => Promise<string[]>,
   ) {}
 
   static async open(nc: NatsConnection, options: WorkerRegistryOptions = {}): Promise<WorkerRegistry> {
     const bucket = options.bucket ?? DEFAULT_WORKERS_BUCKET;
     const kv = await openBucket(nc, bucket, { ...DEFAULT_LIMITS, ...definedLimits(options) });
-    return new WorkerRegistry(kv, bucket);
+    return new WorkerRegistry(kv, bucket, keyLister(nc, bucket, 'workers'));
   }
 
   /** Writes the worker's record as it starts: its capacity is fixed from here on (I-6/I-9). */
@@ -86,7 +87,7 @@ export class WorkerRegistry {
   /** Every registered worker, by id; records that do not validate are not workers. */
   async list(): Promise<RegisteredWorker[]> {
     const workers: RegisteredWorker[] = [];
-    for (const key of await listKeys(this.kv, 'workers')) {
+    for (const key of await this.keys()) {
       const worker = await this.get(key);
       if (worker !== null) workers.push(worker);
     }
