@@ -1,3 +1,4 @@
+import { readValidRunChain } from '@cairn/lifecycle';
 import type { EvidenceReceiptOf } from '@cairn/contracts';
 import { liveImageDigests, WorkerRegistry } from '@cairn/operational';
 import { decidePolicy, policyDecidedFields } from '@cairn/policy';
@@ -6,7 +7,6 @@ import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { PolicyServiceConfig } from './policy.config.js';
-import { runChainOf } from './run-chain.reader.js';
 
 /** Injection token of the policy document in force (validated at boot). */
 export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
@@ -33,7 +33,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
     // Decided from the chain as read, appended onto that head only: a cancel landing in between
     // makes the reaction read again and find nothing to decide (docs/adr/0003).
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
-      const chain = runChainOf(receipts);
+      const chain = readValidRunChain(receipts);
       if (chain === null) {
         this.logger.write('warn', 'not deciding a chain that does not validate', { run_id: ctx.chainId });
         return;

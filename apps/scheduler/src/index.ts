@@ -1,8 +1,6 @@
 export { LeaseExpiryScanner } from './lease-expiry.scanner.js';
 export type { LeaseVerdict } from './lease-expiry.scanner.js';
 export { hasImage, withLeasedReservations } from './placement.js';
-export { runChainOf } from './run-chain.reader.js';
-export type { RunChain } from './run-chain.reader.js';
 export { SchedulerConfigSchema } from './scheduler.config.js';
 export type { SchedulerConfig } from './scheduler.config.js';
 export { SCHEDULER_SERVICE, schedulerModule } from './scheduler.module.js';

@@ -2,14 +2,13 @@ import { assertUnreachable, eventId } from '@cairn/contracts';
 import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
-import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest } from '@cairn/lifecycle';
+import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
 import { isExpired, onLeaseExpired } from '@cairn/scheduling';
 import { EVIDENCE_LOG, JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { runChainOf } from './run-chain.reader.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 
 /** States in which a run's worker is (or is about to be) running it: losing the worker loses the run. */
@@ -80,7 +79,7 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
   private async expired(lease: LeaseRecord): Promise<LeaseVerdict> {
     const raw: ReceiptEnvelope[] = [];
     for await (const stored of this.log.readChain(lease.run_id)) raw.push(stored.receipt);
-    const chain = runChainOf(raw);
+    const chain = readValidRunChain(raw);
     if (chain === null) {
       this.logger.write('warn', 'an expired lease of a chain that does not validate is kept', { run_id: lease.run_id });
       return 'kept';

@@ -2,14 +2,13 @@ import { CairnError } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
-import { isTerminal } from '@cairn/lifecycle';
+import { isTerminal, readValidRunChain } from '@cairn/lifecycle';
+import type { ValidRunChain } from '@cairn/lifecycle';
 import { grantLease, isExpired, placeRun, reservationFor } from '@cairn/scheduling';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { hasImage, withLeasedReservations } from './placement.js';
-import { runChainOf } from './run-chain.reader.js';
-import type { RunChain } from './run-chain.reader.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 import { SerialGate } from './serial-gate.js';
 
@@ -49,7 +48,7 @@ export class SchedulingHandler implements ReactorHandler {
     // makes the reaction read again, find the run ended, and give its lease back (docs/adr/0003).
     let unannounced: string | null = null;
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
-      const chain = runChainOf(receipts);
+      const chain = readValidRunChain(receipts);
       if (chain === null) {
         this.logger.write('warn', 'not scheduling a chain that does not validate', { run_id: ctx.chainId });
         return;
@@ -127,7 +126,7 @@ export class SchedulingHandler implements ReactorHandler {
  * The allowing decision to place the run by, or null when this receipt does not call for a
  * placement: the run is placed already, has ended, or (on a grant) still waits for another approval.
  */
-function runnableDecision(receipt: EvidenceReceipt, chain: RunChain): EvidenceReceiptOf<'policy.decided'> | null {
+function runnableDecision(receipt: EvidenceReceipt, chain: ValidRunChain): EvidenceReceiptOf<'policy.decided'> | null {
   const { receipts, view } = chain;
   if (view === null || view.sealed || receipts.some((r) => r.type === 'run.scheduled')) return null;
   const decided = receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');

@@ -2,8 +2,8 @@ export { evolveRun, foldRun, initialRunView } from './evolve-run.js';
 export type { RunReceipt, RunView } from './evolve-run.js';
 export { CANCEL_ANSWER_KEY, cancelPath, openSandboxes, pendingCancelRequest } from './run-cancel.js';
 export type { CancelPath } from './run-cancel.js';
-export { readRunChain } from './run-chain.reader.js';
-export type { RunChain } from './run-chain.reader.js';
+export { readRunChain, readValidRunChain } from './run-chain.reader.js';
+export type { RunChain, ValidRunChain } from './run-chain.reader.js';
 export {
   canTransition,
   failureState,

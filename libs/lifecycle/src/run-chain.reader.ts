@@ -35,3 +35,17 @@ export function readRunChain(raw: readonly unknown[]): RunChain | null {
   }
   return { receipts, invalidSeqs, view: foldRun(folded) };
 }
+
+/** A chain in which every receipt meets its contract. */
+export type ValidRunChain = Omit<RunChain, 'invalidSeqs'>;
+
+/**
+ * The strict reading, for services that decide what happens next (policy, scheduler): null when
+ * any receipt breaks its contract — a chain a service cannot fully read is not acted on (the
+ * verifier and the projector report it).
+ */
+export function readValidRunChain(raw: readonly unknown[]): ValidRunChain | null {
+  const chain = readRunChain(raw);
+  if (chain === null || chain.invalidSeqs.length > 0) return null;
+  return { receipts: chain.receipts, view: chain.view };
+}

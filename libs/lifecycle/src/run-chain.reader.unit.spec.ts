@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FIELDS, RunChain as ChainBuilder } from './run-chain.fixture.js';
-import { readRunChain } from './run-chain.reader.js';
+import { readRunChain, readValidRunChain } from './run-chain.reader.js';
 
 describe('readRunChain', () => {
   it('parses every receipt and folds the run', () => {
@@ -27,5 +27,17 @@ describe('readRunChain', () => {
   it('is null when an item is not even a receipt envelope, and has no view for an empty chain', () => {
     expect(readRunChain([{ hello: 'world' }])).toBeNull();
     expect(readRunChain([])).toEqual({ receipts: [], invalidSeqs: [], view: null });
+  });
+});
+
+describe('readValidRunChain', () => {
+  it('reads a chain whose every receipt meets its contract, and refuses one that does not', () => {
+    const chain = new ChainBuilder();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    expect(readValidRunChain(chain.receipts)).toMatchObject({ view: { state: 'SUBMITTED' } });
+    expect(readValidRunChain(chain.receipts)).not.toHaveProperty('invalidSeqs');
+    expect(readValidRunChain([chain.receipts[0], { ...chain.receipts[1], decision: 'maybe' }])).toBeNull();
+    expect(readValidRunChain([{ hello: 'world' }])).toBeNull();
   });
 });
