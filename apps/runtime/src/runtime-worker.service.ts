@@ -80,6 +80,9 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     this.stopping = true;
     await this.heartbeat();
     await Promise.allSettled([...this.active.values()].map((run) => run.done));
+    await this.engine.closePool().catch((error: unknown) => {
+      this.logger.write('warn', 'could not empty the warm pool', { worker_id: this.workerId, error: String(error) });
+    });
     if (this.heartbeatTimer !== null) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
     await this.beating;

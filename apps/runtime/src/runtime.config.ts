@@ -58,6 +58,13 @@ export function runtimeConfigSchema(host: HostFacts) {
       CAIRN_STEP_OUTPUT_MAX_BYTES: z.coerce.number().int().min(0).max(256 * MIB).default(MIB),
       /** All of a run's collected output files together; more is E_BUDGET. */
       CAIRN_OUTPUT_FILES_MAX_BYTES: z.coerce.number().int().min(0).max(4096 * MIB).default(64 * MIB),
+      /**
+       * Started, unused sandboxes kept per profile of the last runs here (a run claims one); 0, the
+       * default for now, turns the pool off until it has been soak-tested under the full e2e suite.
+       */
+      CAIRN_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(0),
+      /** Warm sandboxes kept across every profile. */
+      CAIRN_WARM_POOL_TOTAL: z.coerce.number().int().min(0).max(256).default(8),
     })
     .refine((config) => config.CAIRN_LEASE_RENEW_MS * 2 <= config.CAIRN_LEASE_TTL_MS, {
       path: ['CAIRN_LEASE_RENEW_MS'],

@@ -27,12 +27,18 @@ describe('the runtime configuration', () => {
     expect(config).toMatchObject({ CAIRN_WORKER_ID: 'w-2', CAIRN_WORKER_SLOTS: 2, CAIRN_ARTIFACT_DIR: '/srv/cairn/data/art' });
   });
 
+  it('keeps 2 warm sandboxes per profile and 8 in all by default; 0 turns the pool off', () => {
+    expect(loadConfig(runtimeConfigSchema(host), {})).toMatchObject({ CAIRN_WARM_POOL_SIZE: 0, CAIRN_WARM_POOL_TOTAL: 8 });
+    expect(loadConfig(runtimeConfigSchema(host), { CAIRN_WARM_POOL_SIZE: '2' })).toMatchObject({ CAIRN_WARM_POOL_SIZE: 2 });
+  });
+
   it('fails at boot naming the variable that is wrong', () => {
     for (const [name, value] of [
       ['CAIRN_WORKER_ID', 'Not A Token'],
       ['CAIRN_WORKER_SLOTS', '0'],
       ['CAIRN_SANDBOX_PROBES', 'guess'],
       ['CAIRN_LEASE_RENEW_MS', '20000'],
+      ['CAIRN_WARM_POOL_SIZE', '-1'],
     ] as const) {
       let caught: unknown;
       try {

@@ -30,7 +30,13 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     // A run may hold its placement for every step's wall cap; liveness is the lease's job here.
     handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS,
     providers: [
-      { provide: SANDBOX_ENGINE, useFactory: () => new SandboxEngine({ socketPath: config.CAIRN_DOCKER_SOCKET, probes: config.CAIRN_SANDBOX_PROBES }) },
+      { provide: SANDBOX_ENGINE, useFactory: () =>
+          new SandboxEngine({
+            socketPath: config.CAIRN_DOCKER_SOCKET,
+            probes: config.CAIRN_SANDBOX_PROBES,
+            warmPool: { perProfile: config.CAIRN_WARM_POOL_SIZE, total: config.CAIRN_WARM_POOL_TOTAL },
+          }),
+      },
       { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },
       {
         provide: LEASE_STORE,

@@ -12,13 +12,25 @@ type DockerClient = ReturnType<typeof createDockerClient>;
  */
 export class SandboxEngine {
   readonly driver: SandboxDriver;
+  private readonly pooled: DockerSandboxDriver;
   private readonly docker: DockerClient;
   /** The engine's security options; they do not change while it runs. */
   private securityOptions: readonly string[] | null = null;
 
-  constructor(options: { socketPath: string; probes: ProbeMode }) {
+  constructor(options: { socketPath: string; probes: ProbeMode; warmPool?: { perProfile: number; total: number } }) {
     this.docker = createDockerClient(options.socketPath);
-    this.driver = new DockerSandboxDriver({ docker: this.docker, probes: options.probes });
+    this.pooled = new DockerSandboxDriver({ docker: this.docker, probes: options.probes, warmPool: options.warmPool ?? { perProfile: 0, total: 0 } });
+    this.driver = this.pooled;
+  }
+
+  /** Idle warm sandboxes now (operational state, never evidence). */
+  get warmCount(): number {
+    return this.pooled.warmCount;
+  }
+
+  /** Destroys the idle warm sandboxes and warms no more (shutdown). */
+  closePool(): Promise<void> {
+    return this.pooled.closePool();
   }
 
   /** The local image id (`sha256:…`) of `tag`; `E_IMAGE_PULL` when the engine does not have it. */

@@ -51,6 +51,36 @@ afterAll(async () => {
 });
 
 describe('the runtime process', () => {
+  it('killed -9 mid-step in a claimed warm sandbox: restarted, it reaps it and the idle pool, and fails the run E_WORKER_LOST', async () => {
+    const workerId = world.newWorkerId('killpool');
+    const env = world.env(workerId, { CAIRN_WARM_POOL_SIZE: '1' });
+    const first = startProcess(env);
+    await until('the first runtime to register', async () => (await world.registry.get(workerId)) !== null);
+    // A first run makes its profile warm.
+    const warming = await world.submitRun(spec(), { workerId });
+    await world.waitForType(warming.runId, ['run.executed']);
+    await until('a warm sandbox', async () => (await world.containersOf(workerId)).filter((c) => c.pool !== undefined && c.running).length === 1);
+
+    const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sh', '-c', 'echo started; sleep 60'] }] }), { workerId, leaseTtlMs: 60_000 });
+    const [created] = ofType(await world.waitForType(runId, ['step.started']), 'sandbox.created');
+    expect(created?.container_name).toMatch(/^cairn-pool-/);
+    // The claimed one, and the pool refilled behind it.
+    await until('the pool refilled', async () => (await world.containersOf(workerId)).length === 2);
+
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const second = startProcess(env);
+    const chain = await world.waitForType(runId, ['run.failed'], 30_000);
+    expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ container_name: created!.container_name, verified_gone: true, reason: 'reaped' });
+    expect(ofType(chain, 'run.failed')[0]).toMatchObject({ error_code: 'E_WORKER_LOST' });
+    expect(verifyChain(chain)).toMatchObject({ ok: true, count: chain.length });
+    // Nothing of the dead process is trusted: the claimed sandbox and the idle one are both gone.
+    expect(await world.containersOf(workerId)).toEqual([]);
+    second.child.kill('SIGTERM');
+    await second.exited;
+    expect(await world.containersOf(workerId)).toEqual([]);
+  });
+
   it('killed -9 mid-step: restarted, it reaps the sandbox and fails the run E_WORKER_LOST; the chain verifies', async () => {
     const workerId = world.newWorkerId('kill');
     const env = world.env(workerId);

@@ -98,6 +98,8 @@ export class RuntimeWorld {
       CAIRN_LEASE_RENEW_MS: '300',
       CAIRN_LEASE_TTL_MS: '5000',
       CAIRN_STEP_OUTPUT_MAX_BYTES: '65536',
+      // Off unless a test turns it on (runtime-warm-pool.int.spec.ts): the other tests count containers.
+      CAIRN_WARM_POOL_SIZE: '0',
       ...overrides,
     };
   }
@@ -184,9 +186,15 @@ export class RuntimeWorld {
   }
 
   /** The containers labelled with a worker id (all states). */
-  async containersOf(workerId: string): Promise<{ id: string; name: string; chain: string | undefined }[]> {
+  async containersOf(workerId: string): Promise<{ id: string; name: string; chain: string | undefined; pool: string | undefined; running: boolean }[]> {
     const listed = await this.docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${workerId}`] } });
-    return listed.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), chain: c.Labels['io.cairn.chain'] }));
+    return listed.map((c) => ({
+      id: c.Id,
+      name: (c.Names[0] ?? '').replace(/^\//, ''),
+      chain: c.Labels['io.cairn.chain'],
+      pool: c.Labels['io.cairn.pool'],
+      running: c.State === 'running',
+    }));
   }
 
   /** Every container any of this world's workers left (should be none); they are removed too. */

@@ -1,4 +1,4 @@
-import { containerName, memoryLimitMiB, sandboxLabels, tmpfsLayout, type SandboxSpec, type TmpfsMount } from '@cairn/sandbox';
+import { containerName, memoryLimitMiB, poolLabels, sandboxLabels, tmpfsLayout, type SandboxSpec, type TmpfsMount } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 
 /** The unprivileged identity every sandbox process runs as; never root. */
@@ -36,6 +36,23 @@ type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & { C
  * Each setting is explained in docs/sandbox-hardening.md.
  */
 export function hardenedContainerOptions(spec: SandboxSpec, imageId: string, user: SandboxUser = DEFAULT_SANDBOX_USER): Docker.ContainerCreateOptions {
+  return { name: containerName(spec.labels.chainId, spec.instance), Labels: sandboxLabels(spec.labels), ...hardenedBody(spec, imageId, user) };
+}
+
+/**
+ * A warm-pool container: the very same hardened container as `hardenedContainerOptions`, named
+ * and labelled for its pool instead of a chain (a run claims it later, as it is).
+ */
+export function warmContainerOptions(
+  spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>,
+  imageId: string,
+  identity: { name: string; workerId: string; poolId: string },
+  user: SandboxUser = DEFAULT_SANDBOX_USER,
+): Docker.ContainerCreateOptions {
+  return { name: identity.name, Labels: poolLabels(identity.workerId, identity.poolId), ...hardenedBody(spec, imageId, user) };
+}
+
+function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, imageId: string, user: SandboxUser): Docker.ContainerCreateOptions {
   if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid <= 0 || user.gid <= 0) {
     throw new RangeError(`the sandbox user must be non-root, got ${user.uid}:${user.gid}`);
   }
@@ -82,7 +99,6 @@ export function hardenedContainerOptions(spec: SandboxSpec, imageId: string, use
   };
 
   return {
-    name: containerName(spec.labels.chainId, spec.instance),
     Image: imageId,
     Hostname: 'sandbox',
     User: `${user.uid}:${user.gid}`,
@@ -91,7 +107,6 @@ export function hardenedContainerOptions(spec: SandboxSpec, imageId: string, use
     // PID 1 (under the init) idles for the sandbox's lifetime; every step is an exec.
     Entrypoint: ['sleep'],
     Cmd: [String(spec.lifetimeSeconds)],
-    Labels: sandboxLabels(spec.labels),
     Tty: false,
     OpenStdin: false,
     AttachStdin: false,

@@ -3,6 +3,7 @@ import {
   LimitWatch,
   parseSandboxSpec,
   planReconcile,
+  poolContainerName,
   WorkerIdSchema,
   workerLabelFilters,
   WRITABLE_MOUNTS,
@@ -11,21 +12,26 @@ import {
   type ExecResult,
   type LimitObservation,
   type LimitSample,
+  type ListedContainer,
+  type PoolHolding,
   type SandboxDriver,
   type SandboxFileIn,
   type SandboxFileOut,
   type SandboxHandle,
+  type SandboxSpec,
   type SandboxSpecInput,
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseSandboxLook, SANDBOX_LOOK_SCRIPT, type SandboxLook } from './cgroup-files.js';
-import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, type SandboxUser } from './container-config.js';
+import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, warmContainerOptions, type SandboxUser } from './container-config.js';
 import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
 import { BoundedBuffer, ExecStreamDemuxer, type OutputSink } from './exec-output.js';
 import { archiveCommand, checkFilesIn, entriesFor, packFiles, TarFileCollector } from './file-transfer.js';
 import { LimitProbe, type ProbeCoverage, type ProbeMode } from './limit-probe.js';
+import { WarmPoolBook, warmProfileId, type WarmEntry, type WarmPoolLimits, type WarmRecipe } from './warm-pool.js';
 
 export interface DockerSandboxDriverOptions {
   /** A client to use; otherwise one on `socketPath` (default `/var/run/docker.sock`). */
@@ -39,7 +45,25 @@ export interface DockerSandboxDriverOptions {
   transferTimeoutMs?: number;
   /** `auto` (kernel counters from the host, needs root there) or `sandbox` (look from inside). */
   probes?: ProbeMode;
+  /**
+   * Started, unused sandboxes kept per profile of the last few run here, so `create` can hand one
+   * over instead of starting it on the run's path. Off (`perProfile: 0`) by default.
+   */
+  warmPool?: Partial<WarmPoolLimits>;
 }
+
+/** An idle warm sandbox, started and probed. */
+interface WarmSandbox {
+  id: string;
+  name: string;
+  container: Docker.Container;
+  probe: LimitProbe;
+  pid: number;
+}
+
+/** A warm sandbox outlives the lifetime its profile's last run asked for by this much, idle. */
+const WARM_IDLE_SECONDS = 600;
+const MAX_LIFETIME_SECONDS = 31_536_000;
 
 interface SandboxState {
   handle: SandboxHandle;
@@ -77,6 +101,14 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly transferTimeoutMs: number;
   private readonly probeMode: ProbeMode;
   private readonly sandboxes = new Map<string, SandboxState>();
+  private readonly pool: WarmPoolBook<WarmSandbox>;
+  /** Names of warm sandboxes being created: reconcile must not take them for strays. */
+  private readonly warmingNames = new Set<string>();
+  /** Warm sandboxes being handed to a run (container id → its chain). */
+  private readonly claiming = new Map<string, string>();
+  /** At most one warm create at a time, never more beside the runs' own. */
+  private warmer: Promise<void> | null = null;
+  private poolClosed = false;
 
   constructor(options: DockerSandboxDriverOptions = {}) {
     this.docker = options.docker ?? createDockerClient(options.socketPath ?? DEFAULT_DOCKER_SOCKET);
@@ -85,6 +117,8 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.transferTimeoutMs = options.transferTimeoutMs ?? 120_000;
     this.probeMode = options.probes ?? 'auto';
+    const perProfile = options.warmPool?.perProfile ?? 0;
+    this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
   }
 
   async ping(): Promise<void> {
@@ -99,6 +133,10 @@ export class DockerSandboxDriver implements SandboxDriver {
   async create(input: SandboxSpecInput): Promise<SandboxHandle> {
     const spec = parseSandboxSpec(input);
     const imageId = await this.resolveImage(spec.image);
+    if (this.pool.enabled && !this.poolClosed) {
+      const claimed = await this.claimWarm(spec, imageId);
+      if (claimed !== null) return claimed;
+    }
     const options = hardenedContainerOptions(spec, imageId, this.user);
     const name = options.name ?? '';
     let container: Docker.Container;
@@ -125,6 +163,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       const probe = await this.openProbe(container.id, info.State.Pid);
       this.sandboxes.set(container.id, { handle, container, probe, busy: false });
       started = true;
+      this.warm();
       return handle;
     } catch (error) {
       throw engineError(error, 'E_SANDBOX_START', `starting sandbox ${name}`, { name });
@@ -201,6 +240,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       listed.map((c) => ({ id: c.Id, names: c.Names, labels: c.Labels })),
       workerId,
       keep,
+      (c) => this.poolHolding(c),
     );
     const reaped: string[] = [];
     const failed: string[] = [];
@@ -217,6 +257,121 @@ export class DockerSandboxDriver implements SandboxDriver {
     }
     if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not reap ${failed.join(', ')}`, { reaped, failed });
     return reaped;
+  }
+
+  // --- warm pool ---------------------------------------------------------------------------
+
+  /** Idle warm sandboxes now (operational, for tests and logs). */
+  get warmCount(): number {
+    return this.pool.size;
+  }
+
+  /** Stops warming and destroys every idle warm sandbox; `create` starts fresh ones from now on. */
+  async closePool(): Promise<void> {
+    this.poolClosed = true;
+    await this.warmer;
+    await Promise.all(this.pool.drain().map((w) => this.discardWarm(w)));
+  }
+
+  /**
+   * Hands an idle sandbox of the run's profile over as the run's own — the same container a create
+   * would start (same image, caps, network, hardening), checked still running — or null. Every run
+   * makes its profile the most recent one and tops the pool up behind it.
+   */
+  private async claimWarm(spec: SandboxSpec, imageId: string): Promise<SandboxHandle | null> {
+    const profile = { workerId: spec.labels.workerId, imageId, caps: spec.caps };
+    const poolId = warmProfileId(profile);
+    const lifetimeSeconds = Math.min(MAX_LIFETIME_SECONDS, spec.lifetimeSeconds + WARM_IDLE_SECONDS);
+    for (const evicted of this.pool.touch({ ...profile, poolId, lifetimeSeconds })) void this.discardWarm(evicted);
+    for (;;) {
+      const { entry, expired } = this.pool.take(poolId, spec.lifetimeSeconds, Date.now());
+      for (const stale of expired) void this.discardWarm(stale);
+      if (entry === null) return null;
+      // Out of the pool but not yet the run's: a reconcile meanwhile must see it as this run's.
+      this.claiming.set(entry.id, spec.labels.chainId);
+      let running: boolean;
+      try {
+        const info = await entry.container.inspect().catch(() => null);
+        running = info?.State.Running === true && info.State.Pid === entry.pid;
+      } finally {
+        this.claiming.delete(entry.id);
+      }
+      if (!running) {
+        void this.discardWarm(entry);
+        continue;
+      }
+      const handle: SandboxHandle = Object.freeze({
+        id: entry.id,
+        name: entry.name,
+        chainId: spec.labels.chainId,
+        workerId: spec.labels.workerId,
+        imageId,
+        caps: Object.freeze({ ...spec.caps }),
+      });
+      this.sandboxes.set(entry.id, { handle, container: entry.container, probe: entry.probe, busy: false });
+      this.warm();
+      return handle;
+    }
+  }
+
+  /** Tops the pool up in the background, one create at a time. */
+  private warm(): void {
+    if (this.warmer !== null || this.poolClosed) return;
+    this.warmer = (async () => {
+      for (let recipe = this.pool.nextToWarm(); recipe !== null && !this.poolClosed; recipe = this.pool.nextToWarm()) {
+        const name = poolContainerName(recipe.poolId, randomBytes(6).toString('hex'));
+        this.warmingNames.add(name);
+        try {
+          const entry = await this.createWarm(recipe, name).catch(() => null);
+          if (entry === null) {
+            // The engine refused: stop until the next run asks again, rather than spin.
+            this.pool.warmed(recipe.poolId, null);
+            break;
+          }
+          // Into the book before its name is dropped from `warmingNames`: reconcile always sees it held.
+          if (this.poolClosed || !this.pool.warmed(recipe.poolId, entry)) await this.discardWarm(entry.item);
+        } finally {
+          this.warmingNames.delete(name);
+        }
+      }
+    })().finally(() => {
+      this.warmer = null;
+    });
+  }
+
+  private async createWarm(recipe: WarmRecipe, name: string): Promise<WarmEntry<WarmSandbox>> {
+    const expiresAt = Date.now() + recipe.lifetimeSeconds * 1000;
+    let id: string | null = null;
+    try {
+      const container = await this.docker.createContainer(
+        warmContainerOptions({ caps: recipe.caps, lifetimeSeconds: recipe.lifetimeSeconds }, recipe.imageId, { name, workerId: recipe.workerId, poolId: recipe.poolId }, this.user),
+      );
+      id = container.id;
+      await container.start();
+      const info = await container.inspect();
+      if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `warm sandbox ${name} stopped right after it started`, { name });
+      const probe = await this.openProbe(container.id, info.State.Pid);
+      id = null;
+      return { item: { id: container.id, name, container, probe, pid: info.State.Pid }, expiresAt };
+    } finally {
+      // I-8: a warm sandbox that did not come up is not left behind.
+      if (id !== null) await this.removeContainer(id).catch(() => undefined);
+    }
+  }
+
+  private async discardWarm(warm: WarmSandbox): Promise<void> {
+    await this.removeContainer(warm.id).catch(() => undefined);
+  }
+
+  /** What this process knows of a pool container (see `planReconcile`). */
+  private poolHolding(container: ListedContainer): PoolHolding {
+    const claimed = this.sandboxes.get(container.id);
+    if (claimed !== undefined) return { kind: 'claimed', chainId: claimed.handle.chainId };
+    const claiming = this.claiming.get(container.id);
+    if (claiming !== undefined) return { kind: 'claimed', chainId: claiming };
+    if (this.pool.holds((w) => w.id === container.id)) return { kind: 'warm' };
+    if (container.names.some((n) => this.warmingNames.has(n.replace(/^\//, '')))) return { kind: 'warm' };
+    return null;
   }
 
   // --- steps ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-export { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, tmpfsOptions } from './container-config.js';
+export { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, tmpfsOptions, warmContainerOptions } from './container-config.js';
 export type { SandboxUser } from './container-config.js';
 export { createDockerClient, DEFAULT_DOCKER_SOCKET, DOCKER_API_VERSION, engineError, engineStatus, isEngineUnreachable } from './docker-client.js';
 export { DockerSandboxDriver } from './docker-sandbox.driver.js';
@@ -18,3 +18,5 @@ export {
 } from './images.js';
 export type { BuiltImage, BusyboxImageOptions, CairnImage, DebianImageOptions, ImageBuildOptions } from './images.js';
 export { elfNeedsLoader } from './static-elf.js';
+export { WarmPoolBook, warmProfileId } from './warm-pool.js';
+export type { WarmEntry, WarmPoolLimits, WarmProfile, WarmRecipe } from './warm-pool.js';

@@ -1,7 +1,7 @@
 export { decideLimit, firstLimit, LIMIT_CODES, LIMIT_PRECEDENCE, LimitWatch, observeLimits } from './decide-limit.js';
 export type { LimitCode, LimitObservation, LimitSample, TmpfsUsage } from './decide-limit.js';
 export { planReconcile } from './reconcile-plan.js';
-export type { ListedContainer, ReapTarget } from './reconcile-plan.js';
+export type { ListedContainer, PoolHolding, ReapTarget } from './reconcile-plan.js';
 export type {
   DestroyResult,
   ExecRequest,
@@ -17,6 +17,9 @@ export {
   LABEL_KEYS,
   MANAGED_LABEL_VALUE,
   parseContainerName,
+  POOL_NAME_PREFIX,
+  poolContainerName,
+  poolLabels,
   sandboxLabels,
   workerLabelFilters,
 } from './sandbox-labels.js';

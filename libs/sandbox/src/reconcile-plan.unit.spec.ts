@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planReconcile, type ListedContainer } from './reconcile-plan.js';
+import { planReconcile, type ListedContainer, type PoolHolding } from './reconcile-plan.js';
 
 const managed = (id: string, worker: string, chain?: string): ListedContainer => ({
   id,
@@ -41,5 +41,21 @@ describe('planReconcile', () => {
   it('names a target by its first name, or by its id when it has none', () => {
     const plan = planReconcile([{ ...managed('e', 'w1', 'run_x'), names: [] }], 'w1', () => false);
     expect(plan[0]?.name).toBe('e');
+  });
+
+  it('keeps a pool container idle in this process, judges a claimed one by its run, and reaps an unknown one', () => {
+    const pooled = (id: string): ListedContainer => ({
+      id,
+      names: [`/cairn-pool-p1-${id}`],
+      labels: { 'io.cairn.managed': '1', 'io.cairn.worker': 'w1', 'io.cairn.pool': 'p1' },
+    });
+    const holdings: Record<string, PoolHolding> = { warm: { kind: 'warm' }, live: { kind: 'claimed', chainId: 'run_live' }, dead: { kind: 'claimed', chainId: 'run_dead' } };
+    const plan = planReconcile([pooled('warm'), pooled('live'), pooled('dead'), pooled('old')], 'w1', keep, (c) => holdings[c.id] ?? null);
+    expect(plan.map((t) => [t.id, t.chainId])).toEqual([
+      ['dead', 'run_dead'],
+      ['old', null],
+    ]);
+    // Without a holder (another process, a restart), every pool container goes.
+    expect(planReconcile([pooled('warm')], 'w1', () => true)).toEqual([{ id: 'warm', name: 'cairn-pool-p1-warm', chainId: null }]);
   });
 });

@@ -24,6 +24,14 @@ export function sandboxLabels(labels: SandboxLabels): Record<string, string> {
   return out;
 }
 
+/**
+ * A warm pool's container: Cairn's, this worker's, its profile — and no chain until a run claims it
+ * (labels cannot change, so the claim lives in the runtime's memory; see `planReconcile`).
+ */
+export function poolLabels(workerId: string, poolId: string): Record<string, string> {
+  return { [LABEL_KEYS.managed]: MANAGED_LABEL_VALUE, [LABEL_KEYS.worker]: workerId, [LABEL_KEYS.pool]: poolId };
+}
+
 /** Docker filters that select one worker's managed containers (the engine side of the check). */
 export function workerLabelFilters(workerId: string): string[] {
   return [`${LABEL_KEYS.managed}=${MANAGED_LABEL_VALUE}`, `${LABEL_KEYS.worker}=${workerId}`];
@@ -36,6 +44,13 @@ export function containerName(chainId: string, instance: number): string {
   if (!ChainIdSchema.safeParse(chainId).success) throw new RangeError(`not a chain id: ${JSON.stringify(chainId)}`);
   if (!Number.isInteger(instance) || instance < 1) throw new RangeError(`instance must be a positive integer, got ${instance}`);
   return `${CONTAINER_NAME_PREFIX}${chainId}-${instance}`;
+}
+
+export const POOL_NAME_PREFIX = `${CONTAINER_NAME_PREFIX}pool-`;
+
+/** `cairn-pool-<profile>-<serial>`: a warm container's name, which it keeps once claimed. */
+export function poolContainerName(poolId: string, serial: string): string {
+  return `${POOL_NAME_PREFIX}${poolId}-${serial}`;
 }
 
 const NAME_PATTERN = /^\/?cairn-((?:run|sbx)_[a-z0-9][a-z0-9_-]*)-([1-9][0-9]*)$/;
