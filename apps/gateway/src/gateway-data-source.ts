@@ -1,3 +1,4 @@
+import { runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from './auth/api-key.entity.js';
 import { GatewayApiKeys1796200000000 } from './migrations/1796200000000-gateway-api-keys.migration.js';
@@ -27,23 +28,12 @@ export function createGatewayDataSource(url: string, poolSize = 8): DataSource {
   });
 }
 
-// A session lock of the gateway's own (projections and intake use others), so gateways starting together migrate one at a time.
-const MIGRATION_LOCK = '1667328370, 11';
+/** The gateway's own migration lock (the projections and the other services use others). */
+const MIGRATION_LOCK_ID = 11;
 
-/** Runs the gateway's pending migrations under an advisory lock; returns the names of those it ran. */
-export async function runGatewayMigrations(dataSource: DataSource): Promise<string[]> {
-  const lock = dataSource.createQueryRunner();
-  try {
-    await lock.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
-    try {
-      const ran = await dataSource.runMigrations({ transaction: 'all' });
-      return ran.map((migration) => migration.name);
-    } finally {
-      await lock.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
-    }
-  } finally {
-    await lock.release();
-  }
+/** Runs the gateway's pending migrations under its advisory lock; returns the names of those it ran. */
+export function runGatewayMigrations(dataSource: DataSource): Promise<string[]> {
+  return runMigrationsUnderLock(dataSource, MIGRATION_LOCK_ID);
 }
 
 /** Connects to `url`, brings the gateway's table up to date and disconnects (the CLI's `cairn up`). */

@@ -1,3 +1,4 @@
+import { runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { IntakeIdempotencyEntity } from './intake-idempotency.entity.js';
 import { IntakeIdempotency1796100000000 } from './migrations/1796100000000-intake-idempotency.migration.js';
@@ -23,21 +24,10 @@ export function createIntakeDataSource(url: string, poolSize = 4): DataSource {
   });
 }
 
-// A session lock of intake's own (the projections use another), so intakes starting together migrate one at a time.
-const MIGRATION_LOCK = '1667328370, 7';
+/** The intake's own migration lock (the projections and the other services use others). */
+const MIGRATION_LOCK_ID = 7;
 
-/** Runs intake's pending migrations under an advisory lock; returns the names of those it ran. */
-export async function runIntakeMigrations(dataSource: DataSource): Promise<string[]> {
-  const lock = dataSource.createQueryRunner();
-  try {
-    await lock.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
-    try {
-      const ran = await dataSource.runMigrations({ transaction: 'all' });
-      return ran.map((migration) => migration.name);
-    } finally {
-      await lock.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
-    }
-  } finally {
-    await lock.release();
-  }
+/** Runs the intake's pending migrations under its advisory lock; returns the names of those it ran. */
+export function runIntakeMigrations(dataSource: DataSource): Promise<string[]> {
+  return runMigrationsUnderLock(dataSource, MIGRATION_LOCK_ID);
 }

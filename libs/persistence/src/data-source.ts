@@ -37,26 +37,35 @@ export function createDataSource(url: string, options: DataSourceOptions = {}): 
   });
 }
 
-// A session lock (TypeORM takes none), so processes starting together migrate one at a time.
-const MIGRATION_LOCK = '1667328370, 2';
+/** The advisory-lock namespace every Cairn migration set takes its own lock in. */
+const MIGRATION_LOCK_NAMESPACE = 1667328370;
+/** The projections' lock in that namespace (intake and the gateway use their own). */
+export const PROJECTIONS_MIGRATION_LOCK = 2;
 
 /**
- * Runs pending migrations under a session advisory lock; returns the names of those it ran.
- * Holds one pooled connection for the lock while TypeORM migrates on another (pool size ≥ 2).
+ * Runs a data source's pending migrations under a session advisory lock (TypeORM takes none), so
+ * processes starting together migrate one at a time; returns the names of those it ran. Each
+ * migration set (projections, intake, gateway) passes its own `lockId`. Holds one pooled
+ * connection for the lock while TypeORM migrates on another (pool size ≥ 2).
  */
-export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+export async function runMigrationsUnderLock(dataSource: DataSource, lockId: number): Promise<string[]> {
   const lock = dataSource.createQueryRunner();
   try {
-    await lock.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
+    await lock.query('SELECT pg_advisory_lock($1, $2)', [MIGRATION_LOCK_NAMESPACE, lockId]);
     try {
       const ran = await dataSource.runMigrations({ transaction: 'all' });
       return ran.map((migration) => migration.name);
     } finally {
-      await lock.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
+      await lock.query('SELECT pg_advisory_unlock($1, $2)', [MIGRATION_LOCK_NAMESPACE, lockId]);
     }
   } finally {
     await lock.release();
   }
+}
+
+/** Runs the projections' pending migrations; returns the names of those it ran. */
+export function runMigrations(dataSource: DataSource): Promise<string[]> {
+  return runMigrationsUnderLock(dataSource, PROJECTIONS_MIGRATION_LOCK);
 }
 
 /** Connects to `url`, brings its schema up to date and disconnects; returns the migrations it ran. */

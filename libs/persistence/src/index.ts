@@ -1,4 +1,13 @@
-export { createDataSource, migrate, MIGRATIONS_TABLE, PERSISTENCE_ENTITIES, PERSISTENCE_MIGRATIONS, runMigrations } from './data-source.js';
+export {
+  createDataSource,
+  migrate,
+  MIGRATIONS_TABLE,
+  PERSISTENCE_ENTITIES,
+  PERSISTENCE_MIGRATIONS,
+  PROJECTIONS_MIGRATION_LOCK,
+  runMigrations,
+  runMigrationsUnderLock,
+} from './data-source.js';
 export type { DataSourceOptions } from './data-source.js';
 export { EvidenceEventEntity } from './entities/evidence-event.entity.js';
 export { PoisonEventEntity } from './entities/poison-event.entity.js';
