@@ -1,4 +1,5 @@
 export {
+  ArtifactReadConfigSchema,
   DatabaseConfigSchema,
   DEFAULT_DATABASE_URL,
   DEFAULT_EVIDENCE_STREAM,
@@ -7,4 +8,4 @@ export {
   EvidenceLogConfigSchema,
   loadConfig,
 } from './load-config.js';
-export type { DatabaseConfig, EvidenceLogConfig } from './load-config.js';
+export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig } from './load-config.js';

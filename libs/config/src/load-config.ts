@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import { resolve } from 'node:path';
 import { z } from 'zod';
 
 /**
@@ -50,3 +51,23 @@ export const DatabaseConfigSchema = z.object({
     .default(DEFAULT_DATABASE_URL),
 });
 export type DatabaseConfig = z.infer<typeof DatabaseConfigSchema>;
+
+const MIB = 1024 * 1024;
+
+/**
+ * How the services that read a run's artifacts (kernel, verifier, grader) find and bound them. One
+ * schema, so the kernel and the verifier — which recomputes the kernel's facts — cannot drift apart.
+ */
+export const ArtifactReadConfigSchema = z.object({
+  /** The runtime's artifact store (same default: `.cairn/artifacts` under the working directory). */
+  CAIRN_ARTIFACT_DIR: z
+    .string()
+    .min(1)
+    .default('.cairn/artifacts')
+    .transform((dir) => resolve(dir)),
+  /** Largest artifact (a step's stdout, an output file) read; a larger one counts as unavailable. */
+  CAIRN_ARTIFACT_READ_MAX_BYTES: z.coerce.number().int().min(1).max(1024 * MIB).default(64 * MIB),
+  /** All of one run's artifacts together. */
+  CAIRN_RUN_READ_MAX_BYTES: z.coerce.number().int().min(1).max(16 * 1024 * MIB).default(256 * MIB),
+});
+export type ArtifactReadConfig = z.infer<typeof ArtifactReadConfigSchema>;
