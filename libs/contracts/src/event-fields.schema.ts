@@ -53,6 +53,8 @@ export const RedactionSchema = z.strictObject({
   stream: z.enum(['stdout', 'stderr', 'file']),
   path: SandboxPathSchema.optional(),
   pattern: TokenSchema,
+  /** The name of the run's secret that was seen (names only, I-7); absent for a key pattern. */
+  secret: z.string().regex(/^[A-Z_][A-Z0-9_]{0,63}$/, 'a secret name').optional(),
   count: z.number().int().min(1),
 });
 export type Redaction = z.infer<typeof RedactionSchema>;

@@ -24,6 +24,7 @@ import {
   SandboxDestroyedSchema,
   StepCompletedSchema,
   StepStartedSchema,
+  VerificationCompletedReceiptSchema,
   VerificationCompletedSchema,
 } from './run-events.schema.js';
 import { type InputIssue, inputIssues } from './run-spec.schema.js';
@@ -128,7 +129,7 @@ export const EVENT_RECEIPT_SCHEMAS = {
   'sandbox.destroyed': receiptSchemaOf(SandboxDestroyedSchema),
   'run.executed': receiptSchemaOf(RunExecutedSchema),
   'kernel.facts': receiptSchemaOf(KernelFactsSchema),
-  'verification.completed': receiptSchemaOf(VerificationCompletedSchema),
+  'verification.completed': VerificationCompletedReceiptSchema,
   'grade.recorded': GradeRecordedReceiptSchema,
   'grade.failed': receiptSchemaOf(GradeFailedSchema),
   'run.failed': receiptSchemaOf(RunFailedSchema),

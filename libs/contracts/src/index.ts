@@ -57,6 +57,9 @@ export {
   EnvNameSchema,
   EnvSchema,
   formatIssuePath,
+  GateCheckSchema,
+  gatePatchStepIndex,
+  GateSpecSchema,
   HostPortSchema,
   ImageRefSchema,
   InputFileSchema,
@@ -66,16 +69,20 @@ export {
   NetworkSpecSchema,
   OutputPathSchema,
   parseRunSpec,
+  PatchPathSchema,
   RunNameSchema,
   RunSpecSchema,
   sandboxPathSchema,
   SecretNameSchema,
   sourceArtifactPath,
   sourceStepIndex,
+  StepNameSchema,
   StepSpecSchema,
   WorkdirSchema,
 } from './run-spec.schema.js';
-export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
+export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck, GateSpec, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
+export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
+export type { StrictJsonOptions } from './strict-json.js';
 export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
 export type { SandboxSpec } from './sandbox-spec.schema.js';
 export {
@@ -106,11 +113,14 @@ export {
   ApprovalRequestedSchema,
   CheckOutcomeSchema,
   CriterionScoreSchema,
+  GateCheckOutcomeSchema,
+  GateOutcomeSchema,
   GradeFailedSchema,
   GradeRecordedSchema,
   InvariantOutcomeSchema,
   KernelFactsSchema,
   PolicyDecidedSchema,
+  RunBudgetSchema,
   RunCancelledSchema,
   RunCancelRequestedSchema,
   RunExecutedSchema,
@@ -121,8 +131,10 @@ export {
   RunSubmittedSchema,
   SandboxCreatedSchema,
   SandboxDestroyedSchema,
+  StepApprovalSchema,
   StepCompletedSchema,
   StepStartedSchema,
+  VerificationCompletedReceiptSchema,
   VerificationCompletedSchema,
 } from './run-events.schema.js';
 export {

@@ -20,7 +20,7 @@ import {
   WorkerIdSchema,
 } from './event-fields.schema.js';
 import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
-import { ArgvSchema, CheckIdSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
+import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
 
 /* The receipts of a run's lifecycle, in the order a run meets them (PRODUCT.md "A run, end to end"). */
 
@@ -33,6 +33,23 @@ export const RunSubmittedSchema = eventBodySchema('run.submitted', {
   idempotency_key_sha256: Sha256HexSchema,
 });
 
+/** What a run may use while it runs, as policy decided it from the budgets and the usage it saw. */
+export const RunBudgetSchema = z.strictObject({
+  /** Bytes one step may write to stdout and stderr together; a step that writes more ends the run. */
+  output_bytes_per_step: z.number().int().positive().optional(),
+  /** Sandbox seconds left before the job's time or the tenant's CPU-seconds for the day run out. */
+  run_seconds: z.number().int().min(0).optional(),
+});
+
+/** A step marked `apply` that an approval rule holds: the runtime requests `approval_id` before it. */
+export const StepApprovalSchema = z.strictObject({
+  approval_id: ApprovalIdSchema,
+  step_index: StepIndexSchema,
+  reason: textSchema(1024),
+  /** How long the request waits for a decision before it is rejected (`cause: timeout`). */
+  timeout_seconds: z.number().int().positive(),
+});
+
 const policyDecidedFields = eventBodySchema('policy.decided', {
   decision: PolicyDecisionSchema,
   /** sha256 of the policy document that decided. */
@@ -42,6 +59,15 @@ const policyDecidedFields = eventBodySchema('policy.decided', {
   /** The caps and image the run gets when allowed or held. */
   caps: GrantedCapsSchema.optional(),
   image: ImageRefSchema.optional(),
+  /** Allowed or held: the budgets the runtime holds the run to while it runs (exceeded: ROLLBACK `E_BUDGET`). */
+  budget: RunBudgetSchema.optional(),
+  /** Allowed or held: the steps the runtime holds the run before, each until a person approves it. */
+  step_approvals: z.array(StepApprovalSchema).max(64).optional(),
+  /**
+   * Allowed or held with egress: the hosts granted (as the RunSpec asked, each on the operator's
+   * allowlist) and whether their names may resolve to private addresses. Absent: no network.
+   */
+  network: z.strictObject({ egress: z.array(HostPortSchema).min(1).max(64), allow_private: z.boolean() }).optional(),
 });
 function checkPolicyDecision(
   event: { decision: z.infer<typeof PolicyDecisionSchema>; error_code?: z.infer<typeof ErrorCodeSchema> | undefined },
@@ -142,6 +168,11 @@ export const RunExecutedSchema = eventBodySchema('run.executed', {
   exit_codes: z.array(ExitCodeSchema).max(64),
   artifact_hashes: ArtifactHashesSchema,
   duration_ms: DurationMsSchema,
+  /**
+   * Files under the outputs that were not collected because a receipt cannot record their names as
+   * they are (control characters, bytes that are not UTF-8, longer than a path may be); absent when none.
+   */
+  outputs_skipped: z.number().int().min(1).optional(),
 });
 
 export const KernelFactsSchema = eventBodySchema('kernel.facts', {
@@ -165,7 +196,33 @@ export const InvariantOutcomeSchema = z.strictObject({
   detail: textSchema(1024).optional(),
 });
 
-export const VerificationCompletedSchema = eventBodySchema('verification.completed', {
+/**
+ * One gate check as the verifier judged it (docs/adr/0004): the check on the baseline (`before`)
+ * and after the patch (`after`), and what that makes it — `held` (holds both times), `fixed` (holds
+ * only after), `regressed` (held before, not after), `failing` (contradicted before and after) or
+ * `unresolved` (after could not be read). Only `held` and `fixed` pass.
+ */
+export const GateCheckOutcomeSchema = z.strictObject({
+  id: CheckIdSchema,
+  before: CheckOutcomeSchema.shape.outcome,
+  after: CheckOutcomeSchema.shape.outcome,
+  result: z.enum(['held', 'fixed', 'regressed', 'failing', 'unresolved']),
+  detail: textSchema(1024).optional(),
+});
+
+/** The regression gate's outcome on `verification.completed`; a gate that did not pass rejects its patch. */
+export const GateOutcomeSchema = z.strictObject({
+  passed: z.boolean(),
+  patch_step: StepIndexSchema,
+  /** The patch step's exit code (null: killed, or no receipt); a patch that did not apply cleanly fails the gate. */
+  patch_exit_code: ExitCodeSchema,
+  /** The patch artifact: its path, its sha256 as collected (null: not collected), and whether it is rejected. */
+  patch: z.strictObject({ path: SandboxPathSchema, sha256: Sha256HexSchema.nullable(), rejected: z.boolean() }),
+  checks: z.array(GateCheckOutcomeSchema).max(64),
+  detail: textSchema(1024).optional(),
+});
+
+const verificationCompletedFields = eventBodySchema('verification.completed', {
   verdict: VerdictSchema,
   chain_ok: z.boolean(),
   /** The head the verifier recomputed from genesis. */
@@ -173,8 +230,25 @@ export const VerificationCompletedSchema = eventBodySchema('verification.complet
   receipts_checked: z.number().int().min(1),
   invariants: z.array(InvariantOutcomeSchema).max(64),
   checks: z.array(CheckOutcomeSchema).max(256),
+  /** Present when the run has a gate. */
+  gate: GateOutcomeSchema.optional(),
+  /** `E_GATE_FAIL` when the gate did not pass: the run ends ROLLBACK. */
   error_code: ErrorCodeSchema.optional(),
 });
+function checkVerification(
+  event: { gate?: { passed: boolean; patch: { rejected: boolean } } | undefined; error_code?: z.infer<typeof ErrorCodeSchema> | undefined },
+  ctx: z.core.$RefinementCtx,
+): void {
+  const gateFailed = event.gate !== undefined && !event.gate.passed;
+  if (gateFailed !== (event.error_code === 'E_GATE_FAIL')) {
+    ctx.addIssue({ code: 'custom', path: ['error_code'], message: 'E_GATE_FAIL exactly when a gate did not pass' });
+  }
+  if (event.gate !== undefined && event.gate.patch.rejected === event.gate.passed) {
+    ctx.addIssue({ code: 'custom', path: ['gate', 'patch', 'rejected'], message: 'the patch is rejected exactly when its gate did not pass' });
+  }
+}
+export const VerificationCompletedSchema = verificationCompletedFields.superRefine(checkVerification);
+export const VerificationCompletedReceiptSchema = receiptSchemaOf(verificationCompletedFields).superRefine(checkVerification);
 
 export const CriterionScoreSchema = z.strictObject({
   id: CheckIdSchema,

@@ -75,8 +75,10 @@ export const EnvSchema = z
   .record(EnvNameSchema, z.string().max(32_768).refine(hasNoNul, 'an environment value may not contain NUL'))
   .refine((env) => Object.keys(env).length <= 128, 'at most 128 environment variables');
 
+export const StepNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a step name is [A-Za-z0-9_.-], at most 64 characters');
+
 export const StepSpecSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a step name is [A-Za-z0-9_.-], at most 64 characters').optional(),
+  name: StepNameSchema.optional(),
   argv: ArgvSchema,
   env: EnvSchema.optional(),
   workdir: WorkdirSchema.optional(),
@@ -221,6 +223,43 @@ export const ClaimSchema = z.strictObject({
 });
 export type Claim = z.infer<typeof ClaimSchema>;
 
+/**
+ * A regression gate's check (docs/adr/0004): one registered op, applied to the value `before` names
+ * (read from what ran before the patch step: the baseline) and to the value `after` names (read from
+ * what ran after it), e.g. `steps[0].exit_code` and `steps[2].exit_code` of the same test run twice.
+ */
+export const GateCheckSchema = z
+  .strictObject({ id: CheckIdSchema, before: CheckSourceSchema, after: CheckSourceSchema, op: CheckOpSchema, value: CheckValueSchema.optional() })
+  .superRefine(refineCheckValue);
+export type GateCheck = z.infer<typeof GateCheckSchema>;
+
+/** The path of a patch artifact: a collected file, not the output directory itself. */
+export const PatchPathSchema = sandboxPathSchema(['/work', '/out'], false);
+
+/**
+ * A regression gate over a patch step (docs/adr/0004). Every check must hold after the patch;
+ * the verifier judges it, and a gate that fails ends the run `ROLLBACK` `E_GATE_FAIL` with the
+ * patch artifact marked rejected.
+ */
+export const GateSpecSchema = z.strictObject({
+  /** The step that applies the patch: its index in `steps`, or its name. */
+  patchStep: z.union([z.number().int().min(0).max(63), StepNameSchema]),
+  /** The patch artifact: a file the run collects (under `outputs`), e.g. the diff the patch step wrote. */
+  patch: PatchPathSchema,
+  checks: z.array(GateCheckSchema).min(1).max(64),
+});
+export type GateSpec = z.infer<typeof GateSpecSchema>;
+
+/**
+ * The index of the gate's patch step in `steps`, or null when `patchStep` names no step, or a
+ * name more than one step has.
+ */
+export function gatePatchStepIndex(gate: Pick<GateSpec, 'patchStep'>, steps: readonly Pick<StepSpec, 'name'>[]): number | null {
+  if (typeof gate.patchStep === 'number') return gate.patchStep < steps.length ? gate.patchStep : null;
+  const named = steps.flatMap((step, index) => (step.name === gate.patchStep ? [index] : []));
+  return named.length === 1 ? named[0]! : null;
+}
+
 function duplicates(values: readonly string[]): string[] {
   const seen = new Set<string>();
   const repeated = new Set<string>();
@@ -242,6 +281,7 @@ export const RunSpecSchema = z
     secrets: z.array(SecretNameSchema).max(32).optional(),
     checks: z.array(CheckSchema).max(256).optional(),
     claim: ClaimSchema.optional(),
+    gate: GateSpecSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
@@ -275,8 +315,51 @@ export const RunSpecSchema = z
         }
       });
     }
+    if (spec.gate !== undefined) gateIssues(spec.gate, spec.steps, outputs).forEach(({ path, message }) => issue(['gate', ...path], message));
   });
 export type RunSpec = z.infer<typeof RunSpecSchema>;
+
+/**
+ * What makes a gate unusable with its run: a patch step that is not exactly one step, a patch
+ * artifact the run does not collect, a check whose two sources are the same value, a `before`
+ * step that is not before the patch step or an `after` step that is not after it.
+ */
+function gateIssues(gate: GateSpec, steps: readonly StepSpec[], outputs: readonly string[]): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  const patchStep = gatePatchStepIndex(gate, steps);
+  if (patchStep === null) {
+    const named = typeof gate.patchStep === 'string' ? steps.filter((step) => step.name === gate.patchStep).length : 0;
+    issues.push({
+      path: ['patchStep'],
+      message:
+        typeof gate.patchStep === 'number'
+          ? `step ${gate.patchStep} does not exist (the spec has ${steps.length} steps)`
+          : named === 0
+            ? `no step is named ${gate.patchStep}`
+            : `${named} steps are named ${gate.patchStep}; name the patch step uniquely or give its index`,
+    });
+  }
+  if (!outputs.some((out) => gate.patch === out || gate.patch.startsWith(`${out}/`))) {
+    issues.push({ path: ['patch'], message: `${gate.patch} is not under any collected output` });
+  }
+  for (const id of duplicates(gate.checks.map((c) => c.id))) issues.push({ path: ['checks'], message: `duplicate check id ${id}` });
+  gate.checks.forEach((check, i) => {
+    if (check.before === check.after) issues.push({ path: ['checks', i, 'after'], message: 'before and after name the same value; a gate compares two' });
+    for (const side of ['before', 'after'] as const) {
+      const source = check[side];
+      const step = sourceStepIndex(source);
+      if (step !== null && step >= steps.length) issues.push({ path: ['checks', i, side], message: `${source} names a step the spec does not have` });
+      else if (step !== null && patchStep !== null && (side === 'before' ? step >= patchStep : step <= patchStep)) {
+        issues.push({ path: ['checks', i, side], message: `${source} must name a step ${side} the patch step (step ${patchStep})` });
+      }
+      const artifact = sourceArtifactPath(source);
+      if (artifact !== null && !outputs.some((out) => artifact === out || artifact.startsWith(`${out}/`))) {
+        issues.push({ path: ['checks', i, side], message: `${source} is not under any collected output` });
+      }
+    }
+  });
+  return issues;
+}
 
 /** `steps[0].argv` style, as people read paths. */
 export function formatIssuePath(path: readonly PropertyKey[]): string {

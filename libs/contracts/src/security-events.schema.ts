@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCodeSchema } from './error-codes.js';
 import { eventBodySchema, SandboxPathSchema, StepIndexSchema, textSchema, TokenSchema } from './event-fields.schema.js';
+import { SecretNameSchema } from './run-spec.schema.js';
 
 /* Security receipts, on the chain of the run or sandbox they concern. */
 
@@ -17,7 +18,10 @@ export const SecretRedactedSchema = eventBodySchema('secret.redacted', {
   where: z.enum(['stdout', 'stderr', 'file', 'spec']),
   step_index: StepIndexSchema.optional(),
   path: SandboxPathSchema.optional(),
+  /** `secret.<encoding>` (plain, base64, hex, …) for one of the run's secrets, else a key pattern's id. */
   pattern: TokenSchema,
+  /** The secret's name when one of the run's own secrets was seen; absent for a key pattern. */
+  secret: SecretNameSchema.optional(),
   count: z.number().int().min(1),
 });
 
