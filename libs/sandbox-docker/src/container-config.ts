@@ -11,6 +11,9 @@ export const DEFAULT_SANDBOX_USER: SandboxUser = Object.freeze({ uid: 1000, gid:
 
 const MiB = 1024 * 1024;
 
+/** The sandbox's host name: the container id does not leak into it. */
+export const SANDBOX_HOSTNAME = 'sandbox';
+
 export const SANDBOX_ENV = Object.freeze([
   'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   // The root is read-only: tools that write to $HOME or $TMPDIR must land on tmpfs.
@@ -26,6 +29,39 @@ export function tmpfsOptions(mount: TmpfsMount, user: SandboxUser): string {
   return options.join(',');
 }
 
+/**
+ * An egress network a sandbox joins instead of `none` (egress-network.ts): an internal bridge whose
+ * only way out is the proxy that `env` names.
+ */
+export interface SandboxNetwork {
+  name: string;
+  /** `HTTP_PROXY=…` and friends. */
+  env: readonly string[];
+}
+
+/**
+ * The resolver an egress sandbox is given: Docker's embedded DNS forwards what it cannot answer to
+ * this address from inside the sandbox's own network namespace, where nothing listens — so no name
+ * resolves, and no query leaves (CVE-2024-29018: never a loopback resolver, which the engine would
+ * query from the host's namespace). Names are the egress proxy's to resolve.
+ */
+export const NO_RESOLVER = '0.0.0.0';
+
+/** Where a run's secrets are mounted, one file each (`/run/secrets/NAME`). */
+export const SECRETS_DIR = '/run/secrets';
+/** Room for the most a run may have: 32 secrets of at most 32 KiB each. */
+export const SECRETS_TMPFS_MIB = 2;
+
+/**
+ * The secrets tmpfs: owned by root with the sandbox user's group, `0750`, so the sandbox's
+ * processes may read what the runtime writes there (as root, files `0440`) but never add, change,
+ * remove or re-mode anything, nor fill it; not executable. Empty in a run without secrets. Its few
+ * pages are charged to the sandbox's memory like the other tmpfs mounts.
+ */
+export function secretsTmpfsOptions(user: SandboxUser): string {
+  return ['rw', 'noexec', 'nosuid', 'nodev', `size=${SECRETS_TMPFS_MIB}m`, 'nr_inodes=64', 'uid=0', `gid=${user.gid}`, 'mode=0750'].join(',');
+}
+
 /** What the engine is told beyond `HostConfig`'s typed fields (API 1.41 knows it; the types lag). */
 type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & { CgroupnsMode: 'private' | 'host' };
 
@@ -35,8 +71,13 @@ type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & { C
  * size-capped tmpfs for everything writable, no network, no IPC, no binds, no devices.
  * Each setting is explained in docs/sandbox-hardening.md.
  */
-export function hardenedContainerOptions(spec: SandboxSpec, imageId: string, user: SandboxUser = DEFAULT_SANDBOX_USER): Docker.ContainerCreateOptions {
-  return { name: containerName(spec.labels.chainId, spec.instance), Labels: sandboxLabels(spec.labels), ...hardenedBody(spec, imageId, user) };
+export function hardenedContainerOptions(
+  spec: SandboxSpec,
+  imageId: string,
+  user: SandboxUser = DEFAULT_SANDBOX_USER,
+  network?: SandboxNetwork,
+): Docker.ContainerCreateOptions {
+  return { name: containerName(spec.labels.chainId, spec.instance), Labels: sandboxLabels(spec.labels), ...hardenedBody(spec, imageId, user, network) };
 }
 
 /**
@@ -52,7 +93,7 @@ export function warmContainerOptions(
   return { name: identity.name, Labels: poolLabels(identity.workerId, identity.poolId), ...hardenedBody(spec, imageId, user) };
 }
 
-function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, imageId: string, user: SandboxUser): Docker.ContainerCreateOptions {
+function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, imageId: string, user: SandboxUser, network?: SandboxNetwork): Docker.ContainerCreateOptions {
   if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid <= 0 || user.gid <= 0) {
     throw new RangeError(`the sandbox user must be non-root, got ${user.uid}:${user.gid}`);
   }
@@ -60,6 +101,7 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
   const layout = tmpfsLayout(caps.diskMiB);
   const tmpfs: Record<string, string> = {};
   for (const mount of layout) tmpfs[mount.path] = tmpfsOptions(mount, user);
+  tmpfs[SECRETS_DIR] = secretsTmpfsOptions(user);
   const shm = layout.find((m) => m.path === '/dev/shm');
   const memoryBytes = memoryLimitMiB(caps) * MiB;
 
@@ -81,7 +123,8 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
     Tmpfs: tmpfs,
     // The /dev/shm tmpfs above takes precedence; ShmSize caps it the same should it not.
     ShmSize: (shm?.sizeMiB ?? 1) * MiB,
-    NetworkMode: 'none',
+    NetworkMode: network?.name ?? 'none',
+    ...(network === undefined ? {} : { Dns: [NO_RESOLVER], DnsOptions: [], DnsSearch: [] }),
     IpcMode: 'private',
     CgroupnsMode: 'private',
     RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
@@ -100,10 +143,10 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
 
   return {
     Image: imageId,
-    Hostname: 'sandbox',
+    Hostname: SANDBOX_HOSTNAME,
     User: `${user.uid}:${user.gid}`,
     WorkingDir: '/work',
-    Env: [...SANDBOX_ENV],
+    Env: [...SANDBOX_ENV, ...(network?.env ?? [])],
     // PID 1 (under the init) idles for the sandbox's lifetime; every step is an exec.
     Entrypoint: ['sleep'],
     Cmd: [String(spec.lifetimeSeconds)],
@@ -113,5 +156,6 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
     AttachStdout: false,
     AttachStderr: false,
     HostConfig: hostConfig,
+    ...(network === undefined ? {} : { NetworkingConfig: { EndpointsConfig: { [network.name]: {} } } }),
   };
 }

@@ -43,6 +43,8 @@ describe('hardenedContainerOptions', () => {
       '/work': 'rw,exec,nosuid,nodev,size=128m,nr_inodes=16384,uid=1000,gid=1000,mode=0755',
       '/out': 'rw,exec,nosuid,nodev,size=64m,nr_inodes=8192,uid=1000,gid=1000,mode=0755',
       '/dev/shm': 'rw,noexec,nosuid,nodev,size=32m,nr_inodes=4096',
+      // Secrets: root's, readable by the sandbox user's group only, never writable by the sandbox.
+      '/run/secrets': 'rw,noexec,nosuid,nodev,size=2m,nr_inodes=64,uid=0,gid=1000,mode=0750',
     });
     expect(host.ShmSize).toBe(32 * MiB);
   });
@@ -62,5 +64,24 @@ describe('hardenedContainerOptions', () => {
     expect(tmpfsOptions({ path: '/work', sizeMiB: 1, inodes: 128, exec: true }, { uid: 1234, gid: 99 })).toBe(
       'rw,exec,nosuid,nodev,size=1m,nr_inodes=128,uid=1234,gid=99,mode=0755',
     );
+  });
+});
+
+describe('hardenedContainerOptions on an egress network', () => {
+  const network = { name: 'cairn-egress-run_abc-2', env: ['HTTP_PROXY=http://172.18.0.1:40123'] };
+  const attached = hardenedContainerOptions(spec, 'sha256:' + 'f'.repeat(64), undefined, network);
+
+  it('joins only that network, with no resolver, and names the proxy in the environment', () => {
+    expect(attached.HostConfig).toMatchObject({ NetworkMode: 'cairn-egress-run_abc-2', Dns: ['0.0.0.0'], DnsOptions: [], DnsSearch: [] });
+    expect(attached.NetworkingConfig).toEqual({ EndpointsConfig: { 'cairn-egress-run_abc-2': {} } });
+    expect(attached.Env).toContain('HTTP_PROXY=http://172.18.0.1:40123');
+  });
+
+  it('changes nothing else of the hardening', () => {
+    const { NetworkMode: _a, Dns: _b, DnsOptions: _c, DnsSearch: _d, ...rest } = attached.HostConfig!;
+    const { NetworkMode: _e, ...plain } = host;
+    expect(rest).toEqual(plain);
+    expect(host.Dns).toBeUndefined();
+    expect(options.NetworkingConfig).toBeUndefined();
   });
 });

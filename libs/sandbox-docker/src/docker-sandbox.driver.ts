@@ -23,13 +23,18 @@ import {
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseSandboxLook, SANDBOX_LOOK_SCRIPT, type SandboxLook } from './cgroup-files.js';
-import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, warmContainerOptions, type SandboxUser } from './container-config.js';
+import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, SANDBOX_HOSTNAME, SECRETS_DIR, warmContainerOptions, type SandboxUser } from './container-config.js';
 import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
+import { IptablesFirewall, type EgressFirewall } from './egress-firewall.js';
+import { EgressNetworks, type EgressRequest, type EgressSession } from './egress-network.js';
+import { systemResolver, type EgressResolver } from './egress-resolver.js';
+import { AgentEndpoint, bundledExecAgent, sweepAgentDirs, withExecAgent, type AgentChannel, type ExecAgentOptions } from './exec-agent.js';
 import { BoundedBuffer, ExecStreamDemuxer, type OutputSink } from './exec-output.js';
-import { archiveCommand, checkFilesIn, entriesFor, packFiles, TarFileCollector } from './file-transfer.js';
+import { archiveCommand, checkFilesIn, entriesFor, packFiles, packSecrets, TarFileCollector, type SandboxSecretIn } from './file-transfer.js';
 import { LimitProbe, type ProbeCoverage, type ProbeMode } from './limit-probe.js';
 import { WarmPoolBook, warmProfileId, type WarmEntry, type WarmPoolLimits, type WarmRecipe } from './warm-pool.js';
 
@@ -50,6 +55,27 @@ export interface DockerSandboxDriverOptions {
    * over instead of starting it on the run's path. Off (`perProfile: 0`) by default.
    */
   warmPool?: Partial<WarmPoolLimits>;
+  /**
+   * The in-sandbox exec agent (exec-agent.ts): steps go over its socket instead of `docker exec`.
+   * Default: the bundled binary when the build made it; `null` runs every step over `docker exec`.
+   */
+  execAgent?: ExecAgentOptions | null;
+  /** How egress sandboxes resolve names (default: the host's resolver) and guard the host (default: iptables). */
+  egress?: { resolver?: EgressResolver; firewall?: EgressFirewall };
+}
+
+/** Beyond the port's spec: what only this driver offers. */
+export interface DockerCreateOptions {
+  /** An internal network whose only way out is an allowlisting proxy, instead of no network. */
+  egress?: EgressRequest;
+}
+
+/** Where an egress sandbox's traffic goes (for its receipt, its hardening check and tests). */
+export interface SandboxEgress {
+  network: string;
+  gateway: string;
+  subnet: string;
+  proxyUrl: string;
 }
 
 /** An idle warm sandbox, started and probed. */
@@ -59,6 +85,7 @@ interface WarmSandbox {
   container: Docker.Container;
   probe: LimitProbe;
   pid: number;
+  agent: AgentChannel | null;
 }
 
 /** A warm sandbox outlives the lifetime its profile's last run asked for by this much, idle. */
@@ -70,6 +97,8 @@ interface SandboxState {
   container: Docker.Container;
   probe: LimitProbe;
   busy: boolean;
+  /** Its exec agent's connection; null where steps go over `docker exec`. */
+  agent: AgentChannel | null;
 }
 
 interface StepCommand {
@@ -78,6 +107,8 @@ interface StepCommand {
   workdir?: string;
   stdin?: Uint8Array;
   timeoutMs: number;
+  /** `uid:gid` of the runtime's own command (secrets go in as root); always over `docker exec`. Never for a step. */
+  user?: string;
 }
 
 interface StepOutcome {
@@ -89,6 +120,11 @@ interface StepOutcome {
 }
 
 const MAX_OUTPUT_BYTES = 2 ** 31 - 1;
+/** What a `docker exec` inherits from the container (`Env`, and the engine's `HOSTNAME`), for commands run by the agent. */
+const AGENT_BASE_ENV: Readonly<Record<string, string>> = Object.freeze({
+  ...Object.fromEntries(SANDBOX_ENV.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])),
+  HOSTNAME: SANDBOX_HOSTNAME,
+});
 const LOOK_INSIDE_TIMEOUT_MS = 3000;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const NUL = '\u0000';
@@ -109,6 +145,16 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** At most one warm create at a time, never more beside the runs' own. */
   private warmer: Promise<void> | null = null;
   private poolClosed = false;
+  private readonly execAgent: ExecAgentOptions | null;
+  /** Agent sockets by container name, from just before a sandbox is created until it is removed. */
+  private readonly agentEndpoints = new Map<string, AgentEndpoint>();
+  /** Names whose agent socket is being opened: a reconcile meanwhile must not sweep them. */
+  private readonly agentOpening = new Set<string>();
+  /** Container id → name, for the agent sockets of created containers. */
+  private readonly agentNames = new Map<string, string>();
+  private readonly egress: EgressNetworks;
+  /** Egress networks of this driver's sandboxes (container id → session), closed after the sandbox. */
+  private readonly egressSessions = new Map<string, EgressSession>();
 
   constructor(options: DockerSandboxDriverOptions = {}) {
     this.docker = options.docker ?? createDockerClient(options.socketPath ?? DEFAULT_DOCKER_SOCKET);
@@ -118,7 +164,13 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.transferTimeoutMs = options.transferTimeoutMs ?? 120_000;
     this.probeMode = options.probes ?? 'auto';
     const perProfile = options.warmPool?.perProfile ?? 0;
+    this.execAgent = options.execAgent === undefined ? bundledExecAgent() : options.execAgent;
     this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
+    this.egress = new EgressNetworks({
+      docker: this.docker,
+      resolver: options.egress?.resolver ?? systemResolver(),
+      firewall: options.egress?.firewall ?? new IptablesFirewall(),
+    });
   }
 
   async ping(): Promise<void> {
@@ -130,23 +182,36 @@ export class DockerSandboxDriver implements SandboxDriver {
     }
   }
 
-  async create(input: SandboxSpecInput): Promise<SandboxHandle> {
+  /**
+   * `options.egress`: the sandbox joins an egress network of its own (egress-network.ts), set up
+   * before the container and taken down by `destroy`; never from the warm pool. Anything of it
+   * that cannot be set up is `E_SANDBOX_START` and no sandbox starts.
+   */
+  async create(input: SandboxSpecInput, createOptions: DockerCreateOptions = {}): Promise<SandboxHandle> {
     const spec = parseSandboxSpec(input);
     const imageId = await this.resolveImage(spec.image);
-    if (this.pool.enabled && !this.poolClosed) {
+    if (createOptions.egress === undefined && this.pool.enabled && !this.poolClosed) {
       const claimed = await this.claimWarm(spec, imageId);
       if (claimed !== null) return claimed;
     }
-    const options = hardenedContainerOptions(spec, imageId, this.user);
-    const name = options.name ?? '';
+    const session = createOptions.egress === undefined ? null : await this.egress.openFor(spec.labels, spec.instance, createOptions.egress);
+    const hardened = hardenedContainerOptions(spec, imageId, this.user, session === null ? undefined : { name: session.networkName, env: session.env });
+    const name = hardened.name ?? '';
     let container: Docker.Container;
+    let endpoint: AgentEndpoint | null = null;
     try {
+      endpoint = await this.openAgent(spec.labels.workerId, name);
+      const options = endpoint === null ? hardened : withExecAgent(hardened, this.execAgent!.binary, endpoint.hostDir, spec.lifetimeSeconds);
       container = await this.docker.createContainer(options);
     } catch (error) {
+      await session?.close().catch(() => false);
+      await this.closeAgent(name);
       const status = engineStatus(error);
       if (status === 404) throw engineError(error, 'E_IMAGE_PULL', `image ${spec.image} vanished before ${name} was created`, { image: spec.image });
       throw engineError(error, 'E_SANDBOX_START', `creating sandbox ${name}${status === 409 ? ' (the name is taken)' : ''}`, { name });
     }
+    if (session !== null) this.egressSessions.set(container.id, session);
+    if (endpoint !== null) this.agentNames.set(container.id, name);
     let started = false;
     try {
       await container.start();
@@ -161,16 +226,26 @@ export class DockerSandboxDriver implements SandboxDriver {
         caps: Object.freeze({ ...spec.caps }),
       });
       const probe = await this.openProbe(container.id, info.State.Pid);
-      this.sandboxes.set(container.id, { handle, container, probe, busy: false });
+      const agent = endpoint === null ? null : await endpoint.connected();
+      this.sandboxes.set(container.id, { handle, container, probe, busy: false, agent });
       started = true;
       this.warm();
       return handle;
     } catch (error) {
       throw engineError(error, 'E_SANDBOX_START', `starting sandbox ${name}`, { name });
     } finally {
-      // I-8: a sandbox that did not come up is not left behind.
-      if (!started) await this.removeContainer(container.id).catch(() => undefined);
+      // I-8: a sandbox that did not come up is not left behind, nor is its network.
+      if (!started) {
+        await this.removeContainer(container.id).catch(() => undefined);
+        await this.closeEgress(container.id);
+      }
     }
+  }
+
+  /** The egress network of a sandbox this driver created with one; null for network `none`. */
+  egressOf(handle: SandboxHandle): SandboxEgress | null {
+    const session = this.egressSessions.get(handle.id);
+    return session === undefined ? null : { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl };
   }
 
   /** Where each cap of a sandbox is read from: the host's kernel counters, or a look from inside. */
@@ -208,6 +283,31 @@ export class DockerSandboxDriver implements SandboxDriver {
     failOnTransfer(handle, 'putting files into', outcome, stderr);
   }
 
+  /**
+   * Writes a run's secrets to /run/secrets/NAME (a tmpfs every sandbox has, see container-config):
+   * one tar stream over `docker exec` as root (capabilities still dropped), files root:<sandbox
+   * group> 0440, so the sandbox's processes can read them and change nothing. Call before the first
+   * step. The values travel only in the exec's stdin, never in argv, the environment or anything
+   * `docker inspect` shows; errors never carry them.
+   */
+  async putSecrets(handle: SandboxHandle, secrets: readonly SandboxSecretIn[]): Promise<void> {
+    if (secrets.length === 0) return;
+    const archive = await packSecrets(secrets, this.user.gid);
+    const stderr = new BoundedBuffer(16 * 1024);
+    try {
+      const outcome = await this.runStep(
+        handle,
+        { argv: ['tar', '-x', '-f', '-', '-C', SECRETS_DIR], stdin: archive, timeoutMs: this.transferTimeoutMs, user: `0:${this.user.gid}` },
+        (stream, chunk) => {
+          if (stream === 'stderr') stderr.push(chunk);
+        },
+      );
+      failOnTransfer(handle, 'putting secrets into', outcome, stderr);
+    } finally {
+      archive.fill(0);
+    }
+  }
+
   async getFiles(handle: SandboxHandle, paths: readonly string[], maxBytes: number): Promise<SandboxFileOut[]> {
     const entries = entriesFor(paths);
     if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new CairnError('E_INPUT', 'maxBytes must be a non-negative integer');
@@ -225,7 +325,19 @@ export class DockerSandboxDriver implements SandboxDriver {
   async destroy(handle: SandboxHandle): Promise<DestroyResult> {
     this.sandboxes.delete(handle.id);
     await this.removeContainer(handle.id);
-    return { verifiedGone: await this.verifyGone(handle.id) };
+    const gone = await this.verifyGone(handle.id);
+    // Its network goes only after the sandbox: until then the firewall rules keep it confined.
+    const networkGone = gone ? await this.closeEgress(handle.id) : !this.egressSessions.has(handle.id);
+    return { verifiedGone: gone && networkGone };
+  }
+
+  /** Closes the egress network of a container (true when it had none, or it is verified gone). */
+  private async closeEgress(containerId: string): Promise<boolean> {
+    const session = this.egressSessions.get(containerId);
+    if (session === undefined) return true;
+    const gone = await session.close().catch(() => false);
+    if (gone) this.egressSessions.delete(containerId);
+    return gone;
   }
 
   async reconcile(workerId: string, keep: (chainId: string) => boolean): Promise<string[]> {
@@ -255,6 +367,12 @@ export class DockerSandboxDriver implements SandboxDriver {
         failed.push(target.name);
       }
     }
+    // Agent sockets of sandboxes this process no longer holds (a crashed predecessor's, say).
+    if (this.execAgent !== null) await sweepAgentDirs(join(this.execAgent.socketRoot, workerId), (name) => this.agentEndpoints.has(name) || this.agentOpening.has(name));
+    // Egress networks after the containers on them; a live one of this driver's is its owner's to close.
+    await this.egress.reconcile(workerId, keep).catch((error: unknown) => {
+      failed.push(`egress networks (${error instanceof Error ? error.message : String(error)})`);
+    });
     if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not reap ${failed.join(', ')}`, { reaped, failed });
     return reaped;
   }
@@ -292,7 +410,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       let running: boolean;
       try {
         const info = await entry.container.inspect().catch(() => null);
-        running = info?.State.Running === true && info.State.Pid === entry.pid;
+        running = info?.State.Running === true && info.State.Pid === entry.pid && (entry.agent === null || entry.agent.isOpen);
       } finally {
         this.claiming.delete(entry.id);
       }
@@ -308,7 +426,7 @@ export class DockerSandboxDriver implements SandboxDriver {
         imageId,
         caps: Object.freeze({ ...spec.caps }),
       });
-      this.sandboxes.set(entry.id, { handle, container: entry.container, probe: entry.probe, busy: false });
+      this.sandboxes.set(entry.id, { handle, container: entry.container, probe: entry.probe, busy: false, agent: entry.agent });
       this.warm();
       return handle;
     }
@@ -343,16 +461,23 @@ export class DockerSandboxDriver implements SandboxDriver {
     const expiresAt = Date.now() + recipe.lifetimeSeconds * 1000;
     let id: string | null = null;
     try {
-      const container = await this.docker.createContainer(
-        warmContainerOptions({ caps: recipe.caps, lifetimeSeconds: recipe.lifetimeSeconds }, recipe.imageId, { name, workerId: recipe.workerId, poolId: recipe.poolId }, this.user),
-      );
+      const warm = warmContainerOptions({ caps: recipe.caps, lifetimeSeconds: recipe.lifetimeSeconds }, recipe.imageId, { name, workerId: recipe.workerId, poolId: recipe.poolId }, this.user);
+      const endpoint = await this.openAgent(recipe.workerId, name);
+      const container = await this.docker
+        .createContainer(endpoint === null ? warm : withExecAgent(warm, this.execAgent!.binary, endpoint.hostDir, recipe.lifetimeSeconds))
+        .catch(async (error: unknown) => {
+          await this.closeAgent(name);
+          throw error;
+        });
       id = container.id;
+      if (endpoint !== null) this.agentNames.set(container.id, name);
       await container.start();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `warm sandbox ${name} stopped right after it started`, { name });
       const probe = await this.openProbe(container.id, info.State.Pid);
+      const agent = endpoint === null ? null : await endpoint.connected();
       id = null;
-      return { item: { id: container.id, name, container, probe, pid: info.State.Pid }, expiresAt };
+      return { item: { id: container.id, name, container, probe, pid: info.State.Pid, agent }, expiresAt };
     } finally {
       // I-8: a warm sandbox that did not come up is not left behind.
       if (id !== null) await this.removeContainer(id).catch(() => undefined);
@@ -386,7 +511,9 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (state.busy) throw new CairnError('E_CONFLICT', `sandbox ${handle.name} is already running a step`, { name: handle.name });
     state.busy = true;
     try {
-      return await this.watchStep(state, command, sink);
+      // An egress sandbox's commands name its proxy (whichever way they are started); a step's own env wins.
+      const egress = this.egressSessions.get(handle.id);
+      return await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
     } finally {
       state.busy = false;
     }
@@ -398,6 +525,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const startedEpoch = Date.now();
     const elapsed = () => Math.round(performance.now() - startedAt);
     const watch = new LimitWatch(await this.look(state, 0, true));
+    if (state.agent !== null && command.user === undefined) return this.watchAgentStep(state, command, sink, watch, startedAt, startedEpoch);
 
     let exec: Docker.Exec;
     let stream: Duplex;
@@ -406,6 +534,7 @@ export class DockerSandboxDriver implements SandboxDriver {
         Cmd: [...command.argv],
         Env: Object.entries(command.env ?? {}).map(([k, v]) => `${k}=${v}`),
         ...(command.workdir === undefined ? {} : { WorkingDir: command.workdir }),
+        ...(command.user === undefined ? {} : { User: command.user }),
         AttachStdin: command.stdin !== undefined,
         AttachStdout: true,
         AttachStderr: true,
@@ -470,6 +599,78 @@ export class DockerSandboxDriver implements SandboxDriver {
       // Stopped or removed behind our back (or the engine went away), and no cap explains it:
       // whatever the exit code says, the step did not end by itself.
       else if (missing !== null) throw this.gone(handle, missing);
+    }
+    const durationMs = elapsed();
+    const destroyed = stopping.teardown === null ? null : await stopping.teardown;
+    if (stopping.error !== null) throw stopping.error;
+    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, teardown: destroyed };
+  }
+
+  /**
+   * `watchStep` over the sandbox's exec agent: the same watch, deadline and teardown, with the
+   * command sent over the agent's connection instead of a `docker exec` (no exec to create, start
+   * and inspect). A connection that ends mid-step means the sandbox ended: the final look says why.
+   */
+  private async watchAgentStep(
+    state: SandboxState,
+    command: StepCommand,
+    sink: OutputSink,
+    watch: LimitWatch,
+    startedAt: number,
+    startedEpoch: number,
+  ): Promise<StepOutcome> {
+    const { handle } = state;
+    const agent = state.agent!;
+    const elapsed = () => Math.round(performance.now() - startedAt);
+    if (!agent.isOpen) throw this.gone(handle, new Error('its exec agent is gone'));
+    // As `docker exec` does: the container's environment, then the step's own on top.
+    const running = agent.run({ ...command, env: { ...AGENT_BASE_ENV, ...command.env } }, sink);
+
+    const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
+    const stop = () => {
+      stopping.teardown ??= this.destroy(handle)
+        .catch((error: unknown) => {
+          stopping.error = engineError(error, 'E_INTERNAL', `destroying sandbox ${handle.name} after a cap was hit`, { name: handle.name });
+          return { verifiedGone: false };
+        })
+        .finally(() => agent.close());
+    };
+    let ticking: Promise<void> = Promise.resolve();
+    const tick = (deadlinePassed: boolean) => {
+      ticking = ticking.then(async () => {
+        if (stopping.teardown !== null) return;
+        const sample = await this.look(state, elapsed(), deadlinePassed);
+        if (deadlinePassed) sample.deadlinePassed = true;
+        watch.observe(sample);
+        if (watch.first !== null) stop();
+      });
+      ticking = ticking.catch(() => undefined);
+    };
+    const poll = setInterval(() => tick(false), this.pollIntervalMs);
+    const deadline = setTimeout(() => tick(true), command.timeoutMs);
+
+    let exitCode: number | null;
+    try {
+      exitCode = await running;
+    } finally {
+      clearInterval(poll);
+      clearTimeout(deadline);
+    }
+    await ticking;
+
+    if (stopping.teardown === null) {
+      if (exitCode !== null && state.probe.coverage.memory === 'cgroup') {
+        // The agent answered, so the sandbox runs; and the host reads its OOM kills itself: one
+        // last look at the counters is the whole final look, without asking the engine.
+        watch.observe(await this.look(state, elapsed(), true));
+        if (watch.first !== null) stop();
+      } else {
+        const missing = await this.finalLook(state, watch, elapsed(), startedEpoch, exitCode === null || exitCode > 128);
+        if (watch.first !== null) stop();
+        else if (missing !== null || exitCode === null) throw this.gone(handle, missing ?? new Error('its exec agent is gone'));
+      }
+    } else {
+      exitCode = null;
     }
     const durationMs = elapsed();
     const destroyed = stopping.teardown === null ? null : await stopping.teardown;
@@ -593,7 +794,8 @@ export class DockerSandboxDriver implements SandboxDriver {
     }
     if (!info.State.Running) throw this.gone(handle, new Error(`it is ${info.State.Status}`));
     const probe = await this.openProbe(info.Id, info.State.Pid);
-    const state: SandboxState = { handle, container, probe, busy: false };
+    // Not created by this driver: its agent's connection (if it has one) was another process's.
+    const state: SandboxState = { handle, container, probe, busy: false, agent: null };
     this.sandboxes.set(handle.id, state);
     return state;
   }
@@ -613,6 +815,37 @@ export class DockerSandboxDriver implements SandboxDriver {
       // 404: already gone; 409: a removal is already under way (verifyGone waits for it).
       if (status !== 404 && status !== 409) throw engineError(error, 'E_INTERNAL', `removing sandbox ${id}`, { id });
     }
+    const name = this.agentNames.get(id);
+    if (name !== undefined) {
+      this.agentNames.delete(id);
+      await this.closeAgent(name);
+    }
+  }
+
+  // --- exec agent ----------------------------------------------------------------------------
+
+  /** Listens for the agent of a sandbox about to be created; null when steps go over `docker exec`. */
+  private async openAgent(workerId: string, name: string): Promise<AgentEndpoint | null> {
+    if (this.execAgent === null) return null;
+    this.agentOpening.add(name);
+    try {
+      const endpoint = await AgentEndpoint.open(join(this.execAgent.socketRoot, workerId, name), this.user, this.execAgent.connectTimeoutMs ?? 5000).catch(
+        (error: unknown) => {
+          throw new CairnError('E_SANDBOX_START', `opening the exec agent's socket for ${name}: ${error instanceof Error ? error.message : String(error)}`, { name });
+        },
+      );
+      this.agentEndpoints.set(name, endpoint);
+      return endpoint;
+    } finally {
+      this.agentOpening.delete(name);
+    }
+  }
+
+  private async closeAgent(name: string): Promise<void> {
+    const endpoint = this.agentEndpoints.get(name);
+    if (endpoint === undefined) return;
+    this.agentEndpoints.delete(name);
+    await endpoint.close().catch(() => undefined);
   }
 
   /** I-8: the engine must answer 404 for the sandbox; waits out a removal in progress. */

@@ -47,6 +47,39 @@ export async function packFiles(files: readonly SandboxFileIn[], owner: { uid: n
   return Buffer.concat(chunks);
 }
 
+/** A secret as it goes into a sandbox: its name (the file under /run/secrets) and its value. */
+export interface SandboxSecretIn {
+  name: string;
+  value: Uint8Array;
+}
+
+/** Secret names are file names under /run/secrets: the RunSpec's grammar, nothing that could climb out. */
+const SECRET_FILE_NAME = /^[A-Z_][A-Z0-9_]{0,63}$/;
+/** Readable by the sandbox user's group, by no one else, writable by no one. */
+export const SECRET_FILE_MODE = 0o440;
+
+/**
+ * One tar archive of `secrets`, to be extracted in /run/secrets by root: each file owned by
+ * root:`gid`, mode 0440. The values travel only in this stream (exec's stdin), never in argv,
+ * the environment or the container's configuration.
+ */
+export async function packSecrets(secrets: readonly SandboxSecretIn[], gid: number, mtime = new Date()): Promise<Buffer> {
+  const seen = new Set<string>();
+  for (const secret of secrets) {
+    if (!SECRET_FILE_NAME.test(secret.name)) throw new CairnError('E_INPUT', `not a secret name: ${JSON.stringify(secret.name.slice(0, 80))}`);
+    if (seen.has(secret.name)) throw new CairnError('E_INPUT', `secret ${secret.name} is given twice`, { name: secret.name });
+    seen.add(secret.name);
+  }
+  const pack = tar.pack();
+  for (const secret of secrets) {
+    pack.entry({ name: secret.name, type: 'file', mode: SECRET_FILE_MODE, uid: 0, gid, mtime, size: secret.value.length }, Buffer.from(secret.value));
+  }
+  pack.finalize();
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of pack) if (chunk instanceof Uint8Array) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
 /** The tar entry names for `paths` (`/out` → `out`), deduplicated, in order. */
 export function entriesFor(paths: readonly string[]): string[] {
   return [...new Set(paths.map((path) => tarEntryName(assertSandboxPath(path, { allowRoot: true }))))];

@@ -1,8 +1,41 @@
-export { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, tmpfsOptions, warmContainerOptions } from './container-config.js';
-export type { SandboxUser } from './container-config.js';
+export {
+  DEFAULT_SANDBOX_USER,
+  hardenedContainerOptions,
+  NO_RESOLVER,
+  SANDBOX_ENV,
+  SECRETS_DIR,
+  SECRETS_TMPFS_MIB,
+  secretsTmpfsOptions,
+  tmpfsOptions,
+  warmContainerOptions,
+} from './container-config.js';
+export type { SandboxNetwork, SandboxUser } from './container-config.js';
 export { createDockerClient, DEFAULT_DOCKER_SOCKET, DOCKER_API_VERSION, engineError, engineStatus, isEngineUnreachable } from './docker-client.js';
 export { DockerSandboxDriver } from './docker-sandbox.driver.js';
-export type { DockerSandboxDriverOptions } from './docker-sandbox.driver.js';
+export type { DockerCreateOptions, DockerSandboxDriverOptions, SandboxEgress } from './docker-sandbox.driver.js';
+export { addressAllowed, canonicalAddress, classifyAddress } from './egress-address.js';
+export type { AddressClass } from './egress-address.js';
+export { egressRules, IptablesFirewall, parseRuleComment, ruleComment } from './egress-firewall.js';
+export type { EgressFirewall, EgressRuleSet } from './egress-firewall.js';
+export { EGRESS_LABEL, egressBridgeName, egressNetworkName, EgressNetworks, proxyEnv } from './egress-network.js';
+export type { EgressNetworksOptions, EgressRequest, EgressSession } from './egress-network.js';
+export { EgressProxy } from './egress-proxy.js';
+export type { EgressDenial, EgressDenialReason, EgressProxyOptions } from './egress-proxy.js';
+export { normaliseHost, parseConnectTarget, parseHttpTarget } from './egress-request.js';
+export type { EgressTarget, HttpTarget } from './egress-request.js';
+export { parseEgressHosts, staticResolver, systemResolver } from './egress-resolver.js';
+export type { EgressResolver } from './egress-resolver.js';
+export {
+  AGENT_DIR_IN_SANDBOX,
+  AGENT_PATH_IN_SANDBOX,
+  AgentChannel,
+  AgentEndpoint,
+  BUNDLED_AGENT_BINARY,
+  bundledExecAgent,
+  defaultAgentSocketRoot,
+  withExecAgent,
+} from './exec-agent.js';
+export type { AgentCommand, ExecAgentOptions } from './exec-agent.js';
 export type { ProbeCoverage, ProbeMode } from './limit-probe.js';
 export {
   BUSYBOX_APPLETS,
@@ -20,3 +53,5 @@ export type { BuiltImage, BusyboxImageOptions, CairnImage, DebianImageOptions, I
 export { elfNeedsLoader } from './static-elf.js';
 export { WarmPoolBook, warmProfileId } from './warm-pool.js';
 export type { WarmEntry, WarmPoolLimits, WarmProfile, WarmRecipe } from './warm-pool.js';
+export { packSecrets, SECRET_FILE_MODE } from './file-transfer.js';
+export type { SandboxSecretIn } from './file-transfer.js';

@@ -1,0 +1,140 @@
+import type { SandboxHandle } from '@cairn/sandbox';
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_AGENT_BINARY, DockerSandboxDriver } from '../src/index.js';
+import { codeOf, sandboxFixture, text } from './sandbox.fixture.js';
+
+/*
+ * The in-sandbox exec agent (docs/adr/0005-exec-agent.md) against the real engine: steps go over
+ * its socket, behave as they do over `docker exec`, and nothing else can take the agent's place.
+ */
+
+const fx = sandboxFixture('agt');
+const socketRoot = join('/tmp', `cairn-agent-test-${process.pid}`);
+const driver = new DockerSandboxDriver({ docker: fx.docker, execAgent: { binary: BUNDLED_AGENT_BINARY, socketRoot } });
+const plain = new DockerSandboxDriver({ docker: fx.docker, execAgent: null });
+let sandbox: SandboxHandle;
+
+const run = (on: DockerSandboxDriver, handle: SandboxHandle, argv: string[], extra: { stdin?: Uint8Array; env?: Record<string, string>; workdir?: string; timeoutMs?: number } = {}) =>
+  on.exec(handle, { argv, timeoutMs: extra.timeoutMs ?? 20_000, maxOutputBytes: 1 << 20, ...extra });
+
+beforeAll(async () => {
+  expect(existsSync(BUNDLED_AGENT_BINARY), `npm run build compiles the agent (needs gcc) at ${BUNDLED_AGENT_BINARY}`).toBe(true);
+  await fx.ready();
+  sandbox = await driver.create(fx.spec());
+});
+
+afterAll(async () => {
+  await fx.removeLabelled([fx.workerId]);
+});
+
+describe('the exec agent', () => {
+  it('is the sandbox main process, not dumpable, running as the sandbox user', async () => {
+    const comm = text((await run(driver, sandbox, ['cat', '/proc/1/cmdline'])).stdout);
+    // PID 1 is the engine's init; the agent is its child.
+    expect(comm).toContain('init');
+    const ps = text((await run(driver, sandbox, ['ps', '-o', 'pid,user,args'])).stdout);
+    expect(ps).toMatch(/\/\.cairn\/agent \/\.cairn\/run\/a\.sock \d+/);
+    // Same uid, yet its memory is closed to the sandbox's processes (PR_SET_DUMPABLE 0).
+    const agentPid = /^\s*(\d+)\s+\S+\s+\/\.cairn\/agent/m.exec(ps)?.[1];
+    expect(agentPid).toBeDefined();
+    const peek = await run(driver, sandbox, ['cat', `/proc/${agentPid}/environ`]);
+    expect(peek.exitCode).not.toBe(0);
+    expect(text(peek.stderr)).toMatch(/Permission denied/);
+  });
+
+  it('relays exit codes, signals, stdout and stderr apart, stdin, env and workdir', async () => {
+    const result = await run(driver, sandbox, ['sh', '-c', 'echo out; echo err >&2; cat; echo "$GREETING"; pwd; exit 7'], {
+      stdin: new TextEncoder().encode('from stdin\n'),
+      env: { GREETING: 'hello agent' },
+      workdir: '/out',
+    });
+    expect(result.exitCode).toBe(7);
+    expect(text(result.stdout)).toBe('out\nfrom stdin\nhello agent\n/out\n');
+    expect(text(result.stderr)).toBe('err\n');
+    expect((await run(driver, sandbox, ['sh', '-c', 'kill -TERM $$'])).exitCode).toBe(143);
+    const missing = await run(driver, sandbox, ['no-such-program']);
+    expect(missing.exitCode).toBe(127);
+    expect(text(missing.stderr)).toContain('no-such-program');
+    expect((await run(driver, sandbox, ['true'], { workdir: '/work/absent' })).exitCode).toBe(126);
+  });
+
+  it('moves large stdin and stdout whole, and does not wait for a background child forever', async () => {
+    const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 251);
+    const echoed = await run(driver, sandbox, ['sh', '-c', 'cat > /work/big && wc -c < /work/big && cat /work/big'], { stdin: big });
+    expect(echoed.exitCode).toBe(0);
+    expect(echoed.stdoutBytes).toBe(big.length + `${big.length}\n`.length);
+    const started = Date.now();
+    const background = await run(driver, sandbox, ['sh', '-c', 'sleep 30 & echo started']);
+    expect(background.exitCode).toBe(0);
+    expect(text(background.stdout)).toBe('started\n');
+    expect(Date.now() - started).toBeLessThan(5000);
+    // Stdin the command never reads is taken off the connection, and the agent serves on.
+    expect((await run(driver, sandbox, ['true'], { stdin: big })).exitCode).toBe(0);
+    expect(text((await run(driver, sandbox, ['echo', 'still here'])).stdout)).toBe('still here\n');
+  });
+
+  it('stops a step at its deadline by destroying the sandbox, as over docker exec', async () => {
+    const doomed = await driver.create(fx.spec());
+    const result = await run(driver, doomed, ['sh', '-c', 'trap "" TERM; setsid sleep 60 & sleep 60'], { timeoutMs: 500 });
+    expect(result.limitHit).toBe('E_TIMEOUT');
+    expect(result.exitCode).toBeNull();
+    expect(result.teardown?.verifiedGone).toBe(true);
+    expect(await fx.engineKnows(doomed.id)).toBe(false);
+    expect(existsSync(join(socketRoot, fx.workerId, doomed.name))).toBe(false);
+  });
+
+  it('refuses every connection but the agent’s own', async () => {
+    const socket = join(socketRoot, fx.workerId, sandbox.name, 'a.sock');
+    const closed = await new Promise<boolean>((resolve) => {
+      const client = connect(socket);
+      client.on('close', () => resolve(true));
+      client.on('error', () => resolve(true));
+      setTimeout(() => resolve(false), 3000);
+    });
+    expect(closed).toBe(true);
+    // Inside, the socket's directory is read-only: nothing can be put beside or instead of it.
+    const replace = await run(driver, sandbox, ['sh', '-c', 'rm -f /.cairn/run/a.sock || exit 3; touch /.cairn/run/x || exit 4']);
+    expect(replace.exitCode).toBe(3);
+    expect(text((await run(driver, sandbox, ['echo', 'served'])).stdout)).toBe('served\n');
+  });
+
+  it('ends the step as gone when the sandbox kills its agent', async () => {
+    const victim = await driver.create(fx.spec());
+    expect(await codeOf(run(driver, victim, ['sh', '-c', 'kill -9 -1; sleep 5']))).toBe('E_NOT_FOUND');
+    await driver.destroy(victim);
+    expect(await fx.engineKnows(victim.id)).toBe(false);
+  });
+
+  it('does not start a sandbox whose agent cannot come up, and leaves nothing behind', async () => {
+    // A static program that is not the agent: busybox exits at once on an applet it does not know.
+    const broken = new DockerSandboxDriver({ docker: fx.docker, execAgent: { binary: '/bin/busybox', socketRoot, connectTimeoutMs: 1500 } });
+    const spec = fx.spec();
+    expect(await codeOf(broken.create(spec))).toBe('E_SANDBOX_START');
+    const left = await fx.docker.listContainers({ all: true, filters: { label: [`io.cairn.chain=${spec.labels.chainId}`] } });
+    expect(left).toEqual([]);
+  });
+
+  it('gives a command the environment a docker exec would: the container’s, then its own', async () => {
+    const viaExec = await plain.create(fx.spec());
+    const env = async (on: DockerSandboxDriver, handle: SandboxHandle) =>
+      text((await run(on, handle, ['env'], { env: { STEP_ONLY: 'yes', HOME: '/out' } })).stdout).trim().split('\n').sort();
+    const [agentEnv, execEnv] = [await env(driver, sandbox), await env(plain, viaExec)];
+    expect(agentEnv).toEqual(execEnv);
+    expect(agentEnv).toEqual(expect.arrayContaining(['HOME=/out', 'STEP_ONLY=yes', 'TMPDIR=/tmp', 'HOSTNAME=sandbox']));
+    await plain.destroy(viaExec);
+  });
+
+  it('leaves docker exec as the path when no agent is configured', async () => {
+    const handle = await plain.create(fx.spec());
+    const info = await fx.docker.getContainer(handle.id).inspect();
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(info.Config.Entrypoint).toEqual(['sleep']);
+    const result = await run(plain, handle, ['sh', '-c', 'echo via exec; exit 3']);
+    expect(result.exitCode).toBe(3);
+    expect(text(result.stdout)).toBe('via exec\n');
+    await plain.destroy(handle);
+  });
+});
