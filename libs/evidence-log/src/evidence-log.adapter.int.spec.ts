@@ -234,6 +234,35 @@ describe('EvidenceLog on JetStream', () => {
     await expect(own.lastStreamSeq()).rejects.toMatchObject({ cairnErrorCode: 'E_UNAVAILABLE' });
   });
 
+  it('serves a chain it followed from memory, exactly as stored, and reads the stream once another appender moved it', async () => {
+    const options = logOptions();
+    const [writer, other, follower] = await Promise.all([open(options), open(options), open(options)]);
+    const chainId = uniqueName('run');
+    for (let i = 0; i < 3; i++) await writer.append(chainId, event({ key: `k${i}` }));
+    const fresh = await collect(other.readChain(chainId));
+    expect(other.chainReads).toEqual({ fromMemory: 0, fromStream: 1 });
+
+    // The writer saw its own acknowledged appends: no consumer needed, the same receipts.
+    const fromMemory = await collect(writer.readChain(chainId));
+    expect(writer.chainReads).toEqual({ fromMemory: 1, fromStream: 0 });
+    expect(fromMemory).toEqual(fresh);
+
+    // A follower fed by deliveries (as a service's consumer feeds it) serves them too.
+    for (const stored of fresh) follower.observe(stored.subject, stored.streamSeq, new TextEncoder().encode(JSON.stringify(stored.receipt)), null);
+    expect(await collect(follower.readChain(chainId))).toEqual(fresh);
+    expect(follower.chainReads.fromMemory).toBe(1);
+
+    // Another instance appends: the head moved past what the writer holds, so it reads the stream.
+    await other.append(chainId, event({ key: 'k3' }));
+    const moved = await collect(writer.readChain(chainId));
+    expect(moved.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4]);
+    expect(writer.chainReads).toEqual({ fromMemory: 1, fromStream: 1 });
+    expect(verifyChain(moved.map((r) => r.receipt)).ok).toBe(true);
+    // …and has it from then on.
+    expect(await collect(writer.readChain(chainId))).toEqual(moved);
+    expect(writer.chainReads.fromMemory).toBe(2);
+  });
+
   it('reads an unknown chain as empty', async () => {
     const log = await open(logOptions());
     const chainId = uniqueName('run');

@@ -16,6 +16,7 @@ import type { AppendOptions } from './head-guard.js';
 import { JetStreamAckPublisher } from './jetstream-ack.publisher.js';
 import type { PublishOutcome } from './jetstream-ack.publisher.js';
 import { KeyedSerialQueue } from './keyed-serial.queue.js';
+import { ChainCache, type CachedMessage } from './chain-cache.js';
 import { parseStoredReceipt } from './stored-receipt.parser.js';
 
 export interface AppendResult {
@@ -75,6 +76,10 @@ export class EvidenceLog {
   readonly subjectPrefix: string;
   private readonly heads: ChainHeadCache;
   private readonly queue = new KeyedSerialQueue();
+  /** Chains as seen on the stream, so a read of one this process has followed needs no consumer. */
+  private readonly chainCache = new ChainCache();
+  /** Chain reads served from memory and from the stream since start (for logs and tests). */
+  readonly chainReads = { fromMemory: 0, fromStream: 0 };
   /** Made on the first append, so a log opened only to read or to ensure the stream subscribes to nothing. */
   private publisher: JetStreamAckPublisher | null = null;
   private closed = false;
@@ -269,6 +274,7 @@ export class EvidenceLog {
     if (outcome.kind === 'stored' && outcome.stream !== this.streamName) {
       throw new CairnError('E_INTERNAL', `${subject} was stored by stream ${outcome.stream}, not ${this.streamName}`, { chainId });
     }
+    if (outcome.kind === 'stored' && !outcome.duplicate) this.chainCache.observe(chainId, receipt.seq, outcome.seq, data);
     return { receipt, outcome };
   }
 
@@ -330,16 +336,48 @@ export class EvidenceLog {
     return { streamSeq, seq, hash };
   }
 
-  /** The chain's receipts in seq order from seq 1, exactly as stored, up to its head when called. */
+  /**
+   * The chain's receipts in seq order from seq 1, exactly as stored, up to its head when called.
+   * The head is always read from the stream; when this process has seen the whole chain up to that
+   * head (deliveries, its own appends, an earlier read: `ChainCache`), those bytes are served
+   * without an ordered consumer, else the chain is read from the stream.
+   */
   async *readChain(chainId: string): AsyncIterable<StoredReceipt> {
     const subject = this.subjectFor(chainId);
     const last = await this.directGet({ last_by_subj: subject });
     if (last === null) return;
-    yield* this.readRange(subject, 1, last.seq, (m) => ({
+    const headSeq = chainSeqOf(last.header.get(CHAIN_SEQ_HEADER), last.data);
+    const cached = headSeq === null ? null : this.chainCache.upTo(chainId, headSeq, last.seq);
+    if (cached !== null) {
+      this.chainReads.fromMemory += 1;
+      for (const m of cached) yield { streamSeq: m.streamSeq, subject, receipt: parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }) };
+      return;
+    }
+    this.chainReads.fromStream += 1;
+    const read: CachedMessage[] = [];
+    let contiguous = true;
+    for await (const stored of this.readRange(subject, 1, last.seq, (m) => ({
       streamSeq: m.seq,
       subject: m.subject,
+      data: m.data,
       receipt: parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq }),
-    }));
+    }))) {
+      contiguous &&= stored.receipt.seq === read.length + 1;
+      read.push({ streamSeq: stored.streamSeq, data: stored.data });
+      yield { streamSeq: stored.streamSeq, subject: stored.subject, receipt: stored.receipt };
+    }
+    if (contiguous && read.at(-1)?.streamSeq === last.seq) this.chainCache.remember(chainId, read);
+  }
+
+  /**
+   * Takes note of a message of a chain seen on the stream (a consumer's delivery), so a later
+   * `readChain` of it can be served from memory. Anything that is not a chain message is ignored.
+   */
+  observe(subject: string, streamSeq: number, data: Uint8Array, chainSeqHeader?: string | null): void {
+    const prefix = `${this.subjectPrefix}.`;
+    if (!subject.startsWith(prefix)) return;
+    const seq = chainSeqOf(chainSeqHeader ?? undefined, data);
+    if (seq !== null) this.chainCache.observe(subject.slice(prefix.length), seq, streamSeq, data);
   }
 
   /**
@@ -583,4 +621,16 @@ function unavailable(what: string, error: unknown): CairnError {
   if (isCairnError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new CairnError('E_UNAVAILABLE', `${what}: ${message}`, { cause: message });
+}
+
+/** A message's chain seq: from its `Cairn-Chain-Seq` header when it has one, else from its body; null when neither says. */
+function chainSeqOf(header: string | undefined, data: Uint8Array): number | null {
+  const fromHeader = header === undefined || header === '' ? NaN : Number(header);
+  if (Number.isSafeInteger(fromHeader) && fromHeader > 0) return fromHeader;
+  try {
+    const seq = (JSON.parse(new TextDecoder().decode(data)) as { seq?: unknown }).seq;
+    return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : null;
+  } catch {
+    return null;
+  }
 }

@@ -95,6 +95,8 @@ export class EvidenceReactor {
 
   private async run(messages: ConsumerMessages): Promise<void> {
     for await (const msg of messages) {
+      // In delivery order, before anything waits: the log can then serve this chain's reads from memory.
+      this.options.log.observe(msg.subject, msg.seq, msg.data, msg.headers?.get('Cairn-Chain-Seq'));
       while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight);
       const task = this.perChain.run(msg.subject, () => this.process(msg));
       this.inFlight.add(task);
@@ -109,6 +111,13 @@ export class EvidenceReactor {
       raw = JSON.parse(new TextDecoder().decode(msg.data));
     } catch {
       logger.write('warn', 'skipping a message that is not JSON', { subject: msg.subject, stream_seq: msg.seq });
+      msg.ack();
+      return;
+    }
+    // Most receipts are for other services: skip them before paying for a full validation. What is
+    // skipped is never acted on, so only what this service reacts to needs to be proven valid.
+    const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+    if (typeof type === 'string' && !handler.types.has(type)) {
       msg.ack();
       return;
     }

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { ChainCache } from './chain-cache.js';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+describe('ChainCache', () => {
+  it('serves a chain seen from seq 1 without a gap, up to the head asked for', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    cache.observe('run_a', 2, 12, bytes('two'));
+    cache.observe('run_a', 3, 15, bytes('three'));
+    expect(cache.upTo('run_a', 3, 15)?.map((m) => m.streamSeq)).toEqual([10, 12, 15]);
+    expect(cache.upTo('run_a', 2, 12)?.map((m) => m.streamSeq)).toEqual([10, 12]);
+  });
+
+  it('does not serve a head it has not seen, nor one stored elsewhere', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    expect(cache.upTo('run_a', 2, 11)).toBeNull();
+    expect(cache.upTo('run_a', 1, 99)).toBeNull();
+    // A mismatch forgets the chain altogether.
+    expect(cache.upTo('run_a', 1, 10)).toBeNull();
+  });
+
+  it('starts a chain only at seq 1, and forgets one that skips a seq', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 2, 11, bytes('two'));
+    expect(cache.size).toBe(0);
+    cache.observe('run_a', 1, 10, bytes('one'));
+    cache.observe('run_a', 3, 12, bytes('three'));
+    expect(cache.upTo('run_a', 1, 10)).toBeNull();
+  });
+
+  it('ignores a message seen again, and forgets the chain when a seq is seen at another stream seq', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    cache.observe('run_a', 2, 11, bytes('two'));
+    cache.observe('run_a', 1, 10, bytes('one'));
+    expect(cache.upTo('run_a', 2, 11)).toHaveLength(2);
+    cache.observe('run_a', 2, 13, bytes('other'));
+    expect(cache.upTo('run_a', 2, 11)).toBeNull();
+  });
+
+  it('refuses a next seq stored before the last one (not the same chain)', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    cache.observe('run_a', 2, 9, bytes('two'));
+    expect(cache.upTo('run_a', 1, 10)).toBeNull();
+  });
+
+  it('keeps a whole read, and drops the least recently used chain past its bound', () => {
+    const cache = new ChainCache(2);
+    cache.remember('run_a', [{ streamSeq: 1, data: bytes('a') }]);
+    cache.remember('run_b', [{ streamSeq: 2, data: bytes('b') }]);
+    expect(cache.upTo('run_a', 1, 1)).not.toBeNull();
+    cache.remember('run_c', [{ streamSeq: 3, data: bytes('c') }]);
+    expect(cache.upTo('run_b', 1, 2)).toBeNull();
+    expect(cache.upTo('run_a', 1, 1)).not.toBeNull();
+    expect(cache.upTo('run_c', 1, 3)).not.toBeNull();
+  });
+});
