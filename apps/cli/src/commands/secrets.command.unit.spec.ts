@@ -1,0 +1,39 @@
+import { Readable } from 'node:stream';
+import { isCairnError } from '@cairn/contracts';
+import { describe, expect, it } from 'vitest';
+import { parseSecretName, readSecretValue, withoutTrailingNewline } from './secrets.command.js';
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
+
+describe('cairn secrets: reading a value', () => {
+  it('drops exactly one trailing line break (LF or CRLF), nothing else', () => {
+    expect(text(withoutTrailingNewline(Buffer.from('value\n')))).toBe('value');
+    expect(text(withoutTrailingNewline(Buffer.from('value\r\n')))).toBe('value');
+    expect(text(withoutTrailingNewline(Buffer.from('value\n\n')))).toBe('value\n');
+    expect(text(withoutTrailingNewline(Buffer.from('value\r')))).toBe('value\r');
+    expect(text(withoutTrailingNewline(Buffer.from('  value  ')))).toBe('  value  ');
+  });
+
+  it('reads piped stdin to its end, in chunks', async () => {
+    const value = await readSecretValue(Readable.from([Buffer.from('first-'), Buffer.from('second\n')]), () => undefined);
+    expect(text(value)).toBe('first-second');
+  });
+
+  it('refuses empty stdin with E_INPUT', async () => {
+    await expect(readSecretValue(Readable.from([Buffer.from('\n')]), () => undefined)).rejects.toSatisfy((error) => isCairnError(error) && error.code === 'E_INPUT');
+  });
+
+  it('at a terminal, reads one line without echo and restores the mode', async () => {
+    const modes: boolean[] = [];
+    const tty = Object.assign(Readable.from([Buffer.from('typed-'), Buffer.from('value\rignored')]), { isTTY: true, setRawMode: (mode: boolean) => modes.push(mode) });
+    const prompts: string[] = [];
+    expect(text(await readSecretValue(tty, (p) => prompts.push(p)))).toBe('typed-value');
+    expect(modes).toEqual([true, false]);
+    expect(prompts.join('')).not.toContain('typed');
+  });
+
+  it('takes RunSpec secret names only', () => {
+    expect(parseSecretName('API_TOKEN')).toBe('API_TOKEN');
+    expect(() => parseSecretName('api token')).toThrow(/secret name/);
+  });
+});

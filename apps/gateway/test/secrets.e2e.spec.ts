@@ -1,0 +1,239 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '@cairn/config';
+import { isCairnError } from '@cairn/contracts';
+import { bucketStreamName } from '@cairn/operational';
+import { migrate } from '@cairn/persistence';
+import { formatSecretKeyring, generateSecretKey } from '@cairn/secrets';
+import { JsonLogger } from '@cairn/service-kit';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { TestDatabase } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../src/auth/api-key.store.js';
+import { createGatewayDataSource } from '../src/gateway-data-source.js';
+import { GatewayConfigSchema } from '../src/gateway.config.js';
+import type { GatewayConfig } from '../src/gateway.config.js';
+import { startGateway } from '../src/start-gateway.js';
+import type { RunningGateway } from '../src/start-gateway.js';
+
+/*
+ * The secret store's REST routes, on an in-process gateway with its own streams, database and key
+ * file: write-only (a value goes in and never comes out; a listing shows the last four
+ * characters), scoped (`secrets:write`), per tenant, and every bad request refused with its code.
+ */
+
+const BOOTSTRAP_KEY = `cairn_secretsg_${'S'.repeat(43)}`;
+
+let db: TestDatabase;
+let dir: string;
+let config: GatewayConfig;
+let gateway: RunningGateway;
+let keysDb: DataSource;
+const logLines: string[] = [];
+const keys = { secrets: '', runsOnly: '', globex: '' };
+
+/** A value of the test's own (random), so a search for it cannot be fooled. */
+const freshValue = () => `tok_${randomBytes(21).toString('base64url')}`;
+
+interface Answer {
+  status: number;
+  text: string;
+  body: Record<string, unknown> | null;
+}
+
+async function call(method: string, path: string, options: { key?: string | null; text?: string | Uint8Array; contentType?: string } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  const key = options.key === undefined ? keys.secrets : options.key;
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  if (options.text !== undefined) headers['content-type'] = options.contentType ?? 'text/plain; charset=utf-8';
+  const response = await fetch(`${gateway.url}${path}`, { method, headers, ...(options.text === undefined ? {} : { body: options.text }) });
+  const text = await response.text();
+  let body: Record<string, unknown> | null = null;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    body = null;
+  }
+  return { status: response.status, text, body };
+}
+
+async function tableDump(): Promise<string> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const rows = (await client.query<{ row: string }>(`SELECT t::text AS row FROM secrets t`)).rows;
+    return rows.map((r) => r.row).join('\n');
+  } finally {
+    await client.end();
+  }
+}
+
+function env(extra: Record<string, string> = {}): GatewayConfig {
+  return loadConfig(GatewayConfigSchema, {
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: db.url,
+    CAIRN_EVIDENCE_STREAM: uniqueName('SG_EVIDENCE').toUpperCase(),
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName('sg_ev').toLowerCase(),
+    CAIRN_COMMAND_STREAM: uniqueName('SG_COMMANDS').toUpperCase(),
+    CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('sg_cmd').toLowerCase(),
+    CAIRN_WORKERS_BUCKET: uniqueName('sg_workers'),
+    CAIRN_GATEWAY_PORT: '0',
+    CAIRN_API_KEY: BOOTSTRAP_KEY,
+    ...extra,
+  });
+}
+
+async function dropStreams(used: GatewayConfig): Promise<void> {
+  const nc = await connect({ servers: testNatsUrl() });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const stream of [used.CAIRN_EVIDENCE_STREAM, used.CAIRN_COMMAND_STREAM, bucketStreamName(used.CAIRN_WORKERS_BUCKET)]) await jsm.streams.delete(stream).catch(() => false);
+  } finally {
+    await nc.close();
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('gateway_secrets');
+  await migrate(db.url);
+  dir = await mkdtemp(join(tmpdir(), 'cairn-gateway-secrets-'));
+  const keyFile = join(dir, 'secrets.key');
+  await writeFile(keyFile, formatSecretKeyring([generateSecretKey()]), { mode: 0o600 });
+  config = env({ CAIRN_SECRETS_KEY_FILE: keyFile });
+  gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
+  keysDb = createGatewayDataSource(db.url, 2);
+  await keysDb.initialize();
+  // The new scope is one the api_keys table takes (its migration) and the guard knows.
+  keys.secrets = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] })).key;
+  keys.runsOnly = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
+  keys.globex = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['secrets:write'] })).key;
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await keysDb?.destroy();
+  if (config !== undefined) await dropStreams(config);
+  await db?.drop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('PUT / GET / DELETE /v1/secrets: write-only, per tenant', () => {
+  it('stores a value and answers with its last four characters only; replacing says so', async () => {
+    const value = freshValue();
+    const stored = await call('PUT', '/v1/secrets/API_TOKEN', { text: value });
+    expect(stored.status, stored.text).toBe(200);
+    expect(stored.body).toMatchObject({ name: 'API_TOKEN', created: true, lastFour: value.slice(-4) });
+    expect(stored.text).not.toContain(value);
+
+    const second = freshValue();
+    const replaced = await call('PUT', '/v1/secrets/API_TOKEN', { text: second });
+    expect(replaced.body).toMatchObject({ name: 'API_TOKEN', created: false, lastFour: second.slice(-4) });
+
+    const listed = await call('GET', '/v1/secrets');
+    expect(listed.status).toBe(200);
+    const items = (listed.body?.items ?? []) as { name: string; lastFour: string; keyId: string }[];
+    expect(items.map((i) => [i.name, i.lastFour])).toEqual([['API_TOKEN', second.slice(-4)]]);
+    expect(Object.keys(items[0]!).sort()).toEqual(['createdAt', 'keyId', 'lastFour', 'name', 'updatedAt']);
+    expect(listed.text).not.toContain(second);
+    expect(listed.text).not.toContain(value);
+
+    // Nowhere at rest or in the gateway's log either: only the sealed form, only the name.
+    const dump = await tableDump();
+    for (const v of [value, second]) {
+      expect(dump).not.toContain(v);
+      expect(dump).not.toContain(Buffer.from(v).toString('hex'));
+      expect(logLines.join('')).not.toContain(v);
+    }
+    expect(logLines.some((line) => line.includes('"msg":"secret stored"') && line.includes('API_TOKEN'))).toBe(true);
+  });
+
+  it('keeps tenants apart: another tenant lists none of them and cannot remove them (404)', async () => {
+    await call('PUT', '/v1/secrets/SHARED_NAME', { text: freshValue() });
+    const theirs = freshValue();
+    expect((await call('PUT', '/v1/secrets/SHARED_NAME', { key: keys.globex, text: theirs })).body).toMatchObject({ created: true });
+    const globex = await call('GET', '/v1/secrets', { key: keys.globex });
+    expect(((globex.body?.items ?? []) as { name: string; lastFour: string }[]).map((i) => [i.name, i.lastFour])).toEqual([['SHARED_NAME', theirs.slice(-4)]]);
+    expect((await call('DELETE', '/v1/secrets/API_TOKEN', { key: keys.globex })).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    expect(((await call('GET', '/v1/secrets')).body?.items as { name: string }[]).map((i) => i.name)).toContain('API_TOKEN');
+  });
+
+  it('removes a secret; removing it again is 404 E_NOT_FOUND', async () => {
+    await call('PUT', '/v1/secrets/SHORT_LIVED', { text: freshValue() });
+    const removed = await call('DELETE', '/v1/secrets/SHORT_LIVED');
+    expect(removed.status).toBe(200);
+    expect(removed.body).toEqual({ name: 'SHORT_LIVED', deleted: true });
+    const again = await call('DELETE', '/v1/secrets/SHORT_LIVED');
+    expect([again.status, again.body?.code]).toEqual([404, 'E_NOT_FOUND']);
+  });
+
+  it('needs the secrets:write scope: 401 without a key, 403 E_FORBIDDEN with runs:write only', async () => {
+    for (const [method, path, text] of [
+      ['PUT', '/v1/secrets/API_TOKEN', freshValue()],
+      ['GET', '/v1/secrets', undefined],
+      ['DELETE', '/v1/secrets/API_TOKEN', undefined],
+    ] as const) {
+      const anonymous = await call(method, path, { key: null, ...(text === undefined ? {} : { text }) });
+      expect([anonymous.status, anonymous.body?.code], `${method} ${path}`).toEqual([401, 'E_UNAUTHORIZED']);
+      const weak = await call(method, path, { key: keys.runsOnly, ...(text === undefined ? {} : { text }) });
+      expect([weak.status, weak.body?.code], `${method} ${path}`).toEqual([403, 'E_FORBIDDEN']);
+    }
+  });
+
+  it('refuses bad names and values with their codes, stores nothing, and never echoes a value', async () => {
+    const before = await tableDump();
+    const value = freshValue();
+    const cases: [string, Parameters<typeof call>[2], number, string][] = [
+      ['/v1/secrets/api-token', { text: value }, 400, 'E_INPUT'],
+      ['/v1/secrets/API_TOKEN', { text: JSON.stringify({ value }), contentType: 'application/json' }, 400, 'E_INPUT'],
+      ['/v1/secrets/API_TOKEN', { text: 'short' }, 400, 'E_INPUT'],
+      ['/v1/secrets/API_TOKEN', { text: `${value}\u0000${value}` }, 400, 'E_INPUT'],
+      ['/v1/secrets/API_TOKEN', { text: new Uint8Array([0xff, 0xfe, 0xfd, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46]) }, 400, 'E_INPUT'],
+      ['/v1/secrets/API_TOKEN', { text: 'v'.repeat(40_000) }, 413, 'E_TOO_LARGE'],
+      ['/v1/secrets/API_TOKEN', {}, 400, 'E_INPUT'],
+    ];
+    for (const [path, options, status, code] of cases) {
+      const answer = await call('PUT', path, options);
+      expect([answer.status, answer.body?.code], `${path} ${JSON.stringify(options).slice(0, 60)}`).toEqual([status, code]);
+      expect(answer.text).not.toContain(value);
+    }
+    expect(await tableDump()).toBe(before);
+  });
+});
+
+describe('the gateway and its key file', () => {
+  it('without a key file, answers the secret routes 503 E_UNAVAILABLE and stores nothing', async () => {
+    const bare = env();
+    const plain = await startGateway(bare, { logger: new JsonLogger('gateway', 'error', () => undefined) });
+    try {
+      const answer = await fetch(`${plain.url}/v1/secrets/NOPE_NAME`, { method: 'PUT', headers: { authorization: `Bearer ${BOOTSTRAP_KEY}`, 'content-type': 'text/plain' }, body: freshValue() });
+      expect(answer.status).toBe(503);
+      expect(((await answer.json()) as { code: string }).code).toBe('E_UNAVAILABLE');
+    } finally {
+      await plain.close();
+      await dropStreams(bare);
+    }
+  });
+
+  it('refuses to start with a key file others may read (E_INPUT naming its mode)', async () => {
+    const loose = join(dir, 'loose.key');
+    await writeFile(loose, formatSecretKeyring([generateSecretKey()]));
+    await chmod(loose, 0o644);
+    const refused = env({ CAIRN_SECRETS_KEY_FILE: loose });
+    try {
+      await startGateway(refused, { logger: new JsonLogger('gateway', 'error', () => undefined) });
+      throw new Error('the gateway started');
+    } catch (error) {
+      expect(isCairnError(error) && error.code).toBe('E_INPUT');
+      expect((error as Error).message).toContain('mode 0644');
+    } finally {
+      await dropStreams(refused);
+    }
+  });
+});

@@ -1,0 +1,19 @@
+export { KEY_PATTERNS, keyPatternDescription } from './key-patterns.js';
+export type { KeyPattern } from './key-patterns.js';
+export { OutputScanner, redactionMarker, SECRET_ENCODINGS } from './output-scanner.js';
+export type { Finding, ScannedSecret, ScanOutcome, SecretEncoding } from './output-scanner.js';
+export {
+  formatSecretKeyring,
+  generateSecretKey,
+  openSecret,
+  parseSecretKeyring,
+  sealedKeyId,
+  sealSecret,
+  SECRET_KEY_BYTES,
+  secretKey,
+  secretKeyId,
+} from './secret-cipher.js';
+export type { SecretKey, SecretKeyring, SecretRef } from './secret-cipher.js';
+export { checkSecretName, checkSecretValue, lastFour, MAX_SECRET_BYTES, MIN_SECRET_BYTES } from './secret-value.js';
+export { assertNoLiteralKeys, findLiteralKeys } from './spec-scan.js';
+export type { LiteralKey } from './spec-scan.js';

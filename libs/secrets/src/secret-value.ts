@@ -1,0 +1,47 @@
+import { CairnError, SecretNameSchema } from '@cairn/contracts';
+
+/*
+ * What a secret is: a name (the RunSpec's `SecretNameSchema`) and a UTF-8 text value of bounded
+ * size. Errors name the rule, never the value (I-7).
+ */
+
+/** Shorter values cannot be told apart from ordinary output, so the scanner could not find them. */
+export const MIN_SECRET_BYTES = 8;
+/** Room for tokens, passwords and PEM keys; 32 of them still fit the sandbox's /run/secrets tmpfs. */
+export const MAX_SECRET_BYTES = 32 * 1024;
+
+/** The name, checked; E_INPUT naming the rule otherwise. */
+export function checkSecretName(name: string): string {
+  const parsed = SecretNameSchema.safeParse(name);
+  if (!parsed.success) throw new CairnError('E_INPUT', `invalid secret name ${JSON.stringify(name.slice(0, 80))}: a secret name is [A-Z_][A-Z0-9_]*, at most 64 characters`, { field: 'name' });
+  return parsed.data;
+}
+
+/**
+ * A value as the store takes it: UTF-8 text without NUL, MIN_SECRET_BYTES..MAX_SECRET_BYTES bytes.
+ * Returns the bytes unchanged. Too large is E_TOO_LARGE; anything else E_INPUT.
+ */
+export function checkSecretValue(value: Uint8Array): Uint8Array {
+  if (value.length > MAX_SECRET_BYTES) {
+    throw new CairnError('E_TOO_LARGE', `a secret value is at most ${MAX_SECRET_BYTES} bytes (this one has ${value.length})`, { maxBytes: MAX_SECRET_BYTES });
+  }
+  if (value.length < MIN_SECRET_BYTES) {
+    throw new CairnError('E_INPUT', `a secret value needs at least ${MIN_SECRET_BYTES} bytes, so that it can be told apart from ordinary output (this one has ${value.length})`, {
+      minBytes: MIN_SECRET_BYTES,
+    });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(value);
+  } catch {
+    throw new CairnError('E_INPUT', 'a secret value must be UTF-8 text (base64-encode binary values)');
+  }
+  if (text.includes('\u0000')) throw new CairnError('E_INPUT', 'a secret value may not contain NUL');
+  return value;
+}
+
+/** The last four characters (code points) of a value, which is all a listing shows of it. */
+export function lastFour(value: Uint8Array): string {
+  const chars = [...new TextDecoder('utf-8').decode(value)];
+  return chars.slice(-4).join('');
+}
