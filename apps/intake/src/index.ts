@@ -1,3 +1,4 @@
+export { ApproveRunHandler } from './approve-run.handler.js';
 export { CancelRunHandler } from './cancel-run.handler.js';
 export { IdempotencyRepository } from './idempotency.repository.js';
 export type { ClaimOutcome, IdempotencyClaim } from './idempotency.repository.js';

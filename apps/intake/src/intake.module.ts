@@ -3,6 +3,7 @@ import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
 import { IdempotencyRepository } from './idempotency.repository.js';
 import { IntakeCommandsService } from './intake-commands.service.js';
@@ -39,6 +40,7 @@ export function intakeModule(config: IntakeConfig): DynamicModule {
       IdempotencyRepository,
       SubmitRunHandler,
       CancelRunHandler,
+      ApproveRunHandler,
       IntakeCommandsService,
     ],
   });

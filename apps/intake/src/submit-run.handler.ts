@@ -2,6 +2,7 @@ import { CairnError, parseRunSpec } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import type { CommandOk, SubmitRunCommand } from '@cairn/operational';
+import { assertNoLiteralKeys } from '@cairn/secrets';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
@@ -11,7 +12,8 @@ import { newRunId } from './run-id.js';
 export const INTAKE_ACTOR = 'intake';
 
 /**
- * `cairn.cmd.submit`: validate the spec again (fail closed), claim the idempotency key, and start
+ * `cairn.cmd.submit`: validate the spec again (fail closed) and refuse one holding a literal key
+ * pattern (`@cairn/secrets`), claim the idempotency key, and start
  * the run's chain with `run.submitted`. A crash between the claim and the append is safe: the
  * redelivered command finds the same run id with an empty chain and appends then, and the append's
  * message id (chain, no causation, type) makes a repeated append store nothing.
@@ -25,6 +27,8 @@ export class SubmitRunHandler {
 
   async handle(command: SubmitRunCommand): Promise<Omit<CommandOk, 'ok'>> {
     const spec = parseRunSpec(command.spec);
+    // A literal credential never reaches the chain: it belongs in the secret store (E_INPUT, nothing appended).
+    assertNoLiteralKeys(spec);
     const specSha256 = sha256Hex(canonicalJson(spec));
     const claim = await this.keys.claim({
       tenant: command.tenant,

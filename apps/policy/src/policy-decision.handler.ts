@@ -1,20 +1,24 @@
 import { readValidRunChain } from '@cairn/lifecycle';
 import type { EvidenceReceiptOf } from '@cairn/contracts';
 import { liveImageDigests, WorkerRegistry } from '@cairn/operational';
-import { decidePolicy, policyDecidedFields } from '@cairn/policy';
-import type { PolicyDocument, PolicyOutcome } from '@cairn/policy';
+import { decidePolicy, hasTenantQuota, policyDecidedFields, summariseUsage } from '@cairn/policy';
+import type { PolicyContext, PolicyDocument, PolicyOutcome } from '@cairn/policy';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { BudgetUsageRepository } from './budget-usage.repository.js';
 import type { PolicyServiceConfig } from './policy.config.js';
+import { SecretNamesRepository } from './secret-names.repository.js';
 
 /** Injection token of the policy document in force (validated at boot). */
 export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
 
 /**
  * Reacts to `run.submitted` with `policy.decided` (allow / hold / deny), decided by the pure
- * `decidePolicy` over the policy in force and the images the live workers have. A held run also
- * gets one `approval.requested` per run-scope approval it waits for, so a grant can name it.
+ * `decidePolicy` over the policy in force, the images the live workers have and — for a run of a
+ * job, or under a tenant quota — the usage of the tenant's earlier runs (`BudgetUsageRepository`).
+ * A held run also gets one `approval.requested` per run-scope approval it waits for, so a grant
+ * can name it.
  */
 @Injectable()
 export class PolicyDecisionHandler implements ReactorHandler {
@@ -23,8 +27,11 @@ export class PolicyDecisionHandler implements ReactorHandler {
   constructor(
     @Inject(POLICY_DOCUMENT) private readonly policy: PolicyDocument,
     private readonly workers: WorkerRegistry,
+    private readonly usage: BudgetUsageRepository,
     @Inject(SERVICE_CONFIG) private readonly config: PolicyServiceConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+    /** Absent (no store): a run that names a secret is denied, fail closed. */
+    @Optional() @Inject(SecretNamesRepository) private readonly secretNames: SecretNamesRepository | null = null,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -57,10 +64,20 @@ export class PolicyDecisionHandler implements ReactorHandler {
   }
 
   private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
+    const now = Date.now();
     const workers = await this.workers.list();
-    const localImageDigests = liveImageDigests(workers, Date.now(), this.config.CAIRN_WORKER_STALE_AFTER_MS);
-    // No secret store and no job usage exist yet: decidePolicy refuses what needs them (fail closed).
-    return decidePolicy(submitted.spec, { policy: this.policy, localImageDigests });
+    const localImageDigests = liveImageDigests(workers, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
+    const context: PolicyContext = { policy: this.policy, localImageDigests };
+    // Names only, and only when the run asks for secrets; without a store decidePolicy refuses them.
+    if ((submitted.spec.secrets ?? []).length > 0 && this.secretNames !== null) context.secretNames = await this.secretNames.of(submitted.tenant);
+    const job = submitted.spec.job;
+    if (job !== undefined || hasTenantQuota(this.policy.budgets)) {
+      const records = await this.usage.earlierRuns(submitted.run_id, submitted.tenant, job, now);
+      const usage = summariseUsage(records, job, now);
+      context.jobRuns = usage.jobRuns;
+      context.tenantUsage = usage.tenant;
+    }
+    return decidePolicy(submitted.spec, context);
   }
 
   /** One `approval.requested` per run-scope approval still wanted, each guarded on the receipt before it. */

@@ -3,8 +3,10 @@ import { policyVersion } from '@cairn/policy';
 import { JsonLogger, NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
+import { BudgetUsageRepository } from './budget-usage.repository.js';
 import { loadPolicyDocument } from './policy-document.loader.js';
 import { POLICY_DOCUMENT, PolicyDecisionHandler } from './policy-decision.handler.js';
+import { SecretNamesRepository } from './secret-names.repository.js';
 import type { PolicyServiceConfig } from './policy.config.js';
 
 export const POLICY_SERVICE = 'policy';
@@ -19,6 +21,8 @@ export function policyModule(config: PolicyServiceConfig): DynamicModule {
     handler: PolicyDecisionHandler,
     providers: [
       { provide: POLICY_DOCUMENT, useValue: policy },
+      BudgetUsageRepository,
+      SecretNamesRepository,
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],

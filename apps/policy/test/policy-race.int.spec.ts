@@ -15,6 +15,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BudgetUsageRepository } from '../src/budget-usage.repository.js';
 import { PolicyDecisionHandler } from '../src/policy-decision.handler.js';
 import { PolicyServiceConfigSchema } from '../src/policy.config.js';
 import type { PolicyServiceConfig } from '../src/policy.config.js';
@@ -51,7 +52,7 @@ beforeAll(async () => {
     inFlight: [],
     images: { 'cairn/sandbox-busybox:1': `sha256:${'b'.repeat(64)}`, 'cairn/sandbox-debian:1': `sha256:${'d'.repeat(64)}` },
   });
-  handler = new PolicyDecisionHandler(POLICY, workers, config, new JsonLogger('policy', 'error'));
+  handler = new PolicyDecisionHandler(POLICY, workers, new BudgetUsageRepository(config), config, new JsonLogger('policy', 'error'));
 });
 
 afterAll(async () => {

@@ -13,5 +13,12 @@ export const SchedulerConfigSchema = EvidenceLogConfigSchema.extend(OperationalC
   CAIRN_WORKER_STALE_AFTER_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_STALE_AFTER_MS),
   /** Unacked for this long, a receipt is delivered again (after a crash). */
   CAIRN_SCHEDULER_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  /** How often pending approvals are checked for a deadline that has passed. */
+  CAIRN_APPROVAL_SCAN_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  /** The KV bucket of approval deadlines; absent: `<CAIRN_LEASES_BUCKET>_approvals`, isolated wherever the leases are. */
+  CAIRN_APPROVALS_BUCKET: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a KV bucket name ([A-Za-z0-9_-], at most 64)')
+    .optional(),
 });
 export type SchedulerConfig = z.infer<typeof SchedulerConfigSchema>;

@@ -2,6 +2,8 @@ import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
+import { ApprovalDeadlines, approvalsBucketFor } from './approval-deadlines.store.js';
+import { ApprovalExpiryScanner } from './approval-expiry.scanner.js';
 import { LeaseExpiryScanner } from './lease-expiry.scanner.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 import { PLACEMENT_GATE, SchedulingHandler } from './scheduling.handler.js';
@@ -9,7 +11,10 @@ import { SerialGate } from './serial-gate.js';
 
 export const SCHEDULER_SERVICE = 'scheduler';
 
-/** The scheduler: a reactor that places runs, and a timer that fails the runs of lost workers. */
+/**
+ * The scheduler: a reactor that places runs (and keeps the index of approval deadlines), a timer
+ * that fails the runs of lost workers, and one that rejects approvals nobody decided in time.
+ */
 export function schedulerModule(config: SchedulerConfig): DynamicModule {
   return ServiceRuntimeModule.forRoot({
     service: SCHEDULER_SERVICE,
@@ -28,7 +33,13 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
         inject: [NATS_CONNECTION],
         useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
       },
+      {
+        provide: ApprovalDeadlines,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => new ApprovalDeadlines(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(config.CAIRN_LEASES_BUCKET)),
+      },
       LeaseExpiryScanner,
+      ApprovalExpiryScanner,
     ],
   });
 }

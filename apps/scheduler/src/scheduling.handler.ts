@@ -8,6 +8,7 @@ import { grantLease, isExpired, placeRun, reservationFor } from '@cairn/scheduli
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
+import { ApprovalDeadlines } from './approval-deadlines.store.js';
 import { hasImage, withLeasedReservations } from './placement.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 import { SerialGate } from './serial-gate.js';
@@ -23,15 +24,18 @@ export const PLACEMENT_GATE = Symbol('cairn.placement-gate');
  * placing the run on a worker: the lease goes to the lease store first, then `run.scheduled` onto
  * the chain. No room anywhere is an outage (E_UNAVAILABLE): the reactor naks and the run is tried
  * again later, never dropped. A crash between the two writes is safe: the redelivered receipt finds
- * the lease and announces it.
+ * the lease and announces it. It also keeps the index of approval deadlines (`ApprovalDeadlines`)
+ * for the timer that rejects what nobody decided in time: an entry per `approval.requested`,
+ * removed on its decision or the run's seal.
  */
 @Injectable()
 export class SchedulingHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.granted', ...RELEASING]);
+  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.requested', 'approval.granted', 'approval.rejected', ...RELEASING]);
 
   constructor(
     private readonly workers: WorkerRegistry,
     private readonly leases: LeaseStore,
+    private readonly deadlines: ApprovalDeadlines,
     @Inject(PLACEMENT_GATE) private readonly gate: SerialGate,
     @Inject(SERVICE_CONFIG) private readonly config: SchedulerConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
@@ -41,9 +45,22 @@ export class SchedulingHandler implements ReactorHandler {
     const receipt: EvidenceReceipt = ctx.receipt;
     if (RELEASING.has(receipt.type)) {
       if (await this.leases.delete(ctx.chainId)) this.logger.write('info', 'lease released', { run_id: ctx.chainId, by: receipt.type });
+      // Every run is sealed last: what it still had waiting (a cancelled hold) goes then.
+      if (receipt.type === 'run.sealed' && ctx.chainId.startsWith('run_') && (await this.deadlines.deleteRun(ctx.chainId))) {
+        this.logger.write('info', 'approval deadlines dropped: the run ended', { run_id: ctx.chainId });
+      }
       return;
     }
     if (!ctx.chainId.startsWith('run_')) return;
+    // The approvals' deadlines, for the timer that rejects what nobody decided in time.
+    if (receipt.type === 'approval.requested') {
+      await this.deadlines.put({ run_id: ctx.chainId, approval_id: receipt.approval_id, expires_at: receipt.expires_at, requested_seq: receipt.seq });
+      return;
+    }
+    if (receipt.type === 'approval.granted' || receipt.type === 'approval.rejected') {
+      await this.deadlines.delete(ctx.chainId, receipt.approval_id);
+      if (receipt.type === 'approval.rejected') return;
+    }
     // Decided from the chain as read, announced onto that head only: a cancel landing in between
     // makes the reaction read again, find the run ended, and give its lease back (docs/adr/0003).
     let unannounced: string | null = null;

@@ -6,6 +6,7 @@ import { CANCEL_ANSWER_KEY, foldRun } from '@cairn/lifecycle';
 import { leaseId } from '@cairn/scheduling';
 import { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalDeadlines, approvalsBucketFor } from '../src/approval-deadlines.store.js';
 import { LeaseExpiryScanner } from '../src/lease-expiry.scanner.js';
 import { SchedulingHandler } from '../src/scheduling.handler.js';
 import { SerialGate } from '../src/serial-gate.js';
@@ -60,7 +61,8 @@ const cancel = (runId: string) =>
   world.log.append(runId, { type: 'run.cancelled', actor: 'intake', tenant: 'acme', causation: null, key: 'cancel', fields: { cancelled_by: 'key:k1' } });
 
 function handler(ttlMs = 60_000): SchedulingHandler {
-  return new SchedulingHandler(world.registry, world.leases, new SerialGate(), world.config({ CAIRN_LEASE_TTL_MS: String(ttlMs) }), logger);
+  const config = world.config({ CAIRN_LEASE_TTL_MS: String(ttlMs) });
+  return new SchedulingHandler(world.registry, world.leases, new ApprovalDeadlines(world.nc, approvalsBucketFor(config.CAIRN_LEASES_BUCKET)), new SerialGate(), config, logger);
 }
 
 function scanner(log: EvidenceLog = world.log): LeaseExpiryScanner {

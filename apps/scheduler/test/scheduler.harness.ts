@@ -11,6 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { approvalsBucketFor } from '../src/approval-deadlines.store.js';
 import { SchedulerConfigSchema } from '../src/scheduler.config.js';
 import type { SchedulerConfig } from '../src/scheduler.config.js';
 
@@ -92,6 +93,7 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
         env.CAIRN_COMMAND_STREAM!,
         bucketStreamName(env.CAIRN_WORKERS_BUCKET!),
         bucketStreamName(env.CAIRN_LEASES_BUCKET!),
+        bucketStreamName(approvalsBucketFor(env.CAIRN_LEASES_BUCKET!)),
         ...extraStreams,
       ]) {
         await jsm.streams.delete(stream).catch(() => false);

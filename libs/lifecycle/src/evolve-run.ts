@@ -17,6 +17,8 @@ export interface RunView {
   readonly tenant: string;
   /** The RunSpec's name; null only when the chain did not start with `run.submitted`. */
   readonly name: string | null;
+  /** The RunSpec's `job`: runs sharing it share the job's budget. */
+  readonly job: string | null;
   readonly state: RunState;
   /** Why the run ended FAILED, ROLLBACK, REJECTED or CANCELLED; null otherwise. */
   readonly errorCode: ErrorCode | null;
@@ -34,6 +36,11 @@ export interface RunView {
   readonly eventCount: number;
   /** A `run.sealed` has been applied; anything after it is a fault. */
   readonly sealed: boolean;
+  /** The CPUs policy granted (allowed or held); null when it granted none. */
+  readonly cpus: number | null;
+  /** `ts` of the run's `sandbox.created` and of its `sandbox.destroyed`: its sandbox time, for budgets. */
+  readonly startedAt: string | null;
+  readonly endedAt: string | null;
 }
 
 /** What a run view folds from: `foldRun(receipts)` starts here. */
@@ -57,8 +64,9 @@ function isKnown(receipt: RunReceipt): receipt is EvidenceReceipt {
   return isEventType(receipt.type);
 }
 
-function stayIn(state: RunState, allowed: readonly RunState[]): Outcome {
-  return allowed.includes(state) ? STAY : UNKNOWN;
+function stayIn(state: RunState, allowed: readonly RunState[], patch?: Partial<RunView>): Outcome {
+  if (!allowed.includes(state)) return UNKNOWN;
+  return patch === undefined ? STAY : { kind: 'stay', patch };
 }
 
 function moveFrom(state: RunState, allowed: readonly RunState[], to: RunState, patch?: Partial<RunView>): Outcome {
@@ -76,11 +84,12 @@ const CANCEL_REQUESTABLE: readonly RunState[] = ['SUBMITTED', 'AWAITING_APPROVAL
 const ALL_UNSEALED: readonly RunState[] = ['SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED', 'RUNNING', 'EXECUTED', 'VERIFIED', 'GRADED', ...ENDED_UNSEALED];
 
 function policyOutcome(receipt: EvidenceReceiptOf<'policy.decided'>): Outcome {
+  const patch = { cpus: receipt.caps?.cpus ?? null };
   switch (receipt.decision) {
     case 'allow':
-      return STAY; // scheduling moves it on
+      return { kind: 'stay', patch }; // scheduling moves it on
     case 'hold':
-      return { kind: 'move', to: 'AWAITING_APPROVAL' };
+      return { kind: 'move', to: 'AWAITING_APPROVAL', patch };
     case 'deny':
       return { kind: 'move', to: 'REJECTED', errorCode: receipt.error_code ?? 'E_POLICY_DENIED' };
   }
@@ -106,19 +115,27 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
       // SCHEDULED again: a lease re-offered before any step ran.
       return moveFrom(state, ['SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED'], 'SCHEDULED');
     case 'sandbox.created':
-      return moveFrom(state, ['SCHEDULED', 'RUNNING'], 'RUNNING');
+      return moveFrom(state, ['SCHEDULED', 'RUNNING'], 'RUNNING', { startedAt: view.startedAt ?? receipt.ts, endedAt: null });
     case 'step.started':
       return moveFrom(state, ['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL'], 'RUNNING');
     case 'step.completed':
       // A non-zero exit is a result, not a failure. After a failure the stopped step's receipt may still land.
       return stayIn(state, ['RUNNING', 'FAILED', 'ROLLBACK', 'CANCELLED']);
     case 'sandbox.destroyed':
-      return stayIn(state, ['RUNNING', 'FAILED', 'ROLLBACK', 'CANCELLED']);
+      // AWAITING_APPROVAL: a step held for approval keeps its sandbox, which a cancel may stop.
+      return stayIn(state, ['RUNNING', 'AWAITING_APPROVAL', 'FAILED', 'ROLLBACK', 'CANCELLED'], { endedAt: receipt.ts });
     case 'run.executed':
       return moveFrom(state, ['RUNNING'], 'EXECUTED');
     case 'kernel.facts':
       return stayIn(state, ['EXECUTED']);
     case 'verification.completed':
+      // A verification that names an error (a regression gate that failed: E_GATE_FAIL) ends the
+      // run in that error's state (ROLLBACK), its verdict kept; the grader seals it without a grade.
+      if (receipt.error_code !== undefined) {
+        return state === 'EXECUTED'
+          ? { kind: 'move', to: failureState(receipt.error_code, state), errorCode: receipt.error_code, patch: { verdict: receipt.verdict } }
+          : UNKNOWN;
+      }
       return moveFrom(state, ['EXECUTED'], 'VERIFIED', { verdict: receipt.verdict });
     case 'grade.recorded':
       if (state === 'GRADED') return STAY; // the first grade wins (I-11); later ones change nothing
@@ -200,6 +217,7 @@ function firstView(receipt: RunReceipt): RunView {
     runId: receipt.run_id,
     tenant: receipt.tenant,
     name: null,
+    job: null,
     state: 'SUBMITTED',
     errorCode: null,
     verdict: null,
@@ -212,10 +230,13 @@ function firstView(receipt: RunReceipt): RunView {
     headHash: GENESIS_HASH,
     eventCount: 0,
     sealed: false,
+    cpus: null,
+    startedAt: null,
+    endedAt: null,
   };
   if (receipt.seq !== 1 || receipt.prev_hash !== GENESIS_HASH) return apply(view, receipt, BROKEN);
   if (!isKnown(receipt) || receipt.type !== 'run.submitted') return apply(view, receipt, UNKNOWN);
-  return apply({ ...view, name: receipt.spec.name }, receipt, STAY);
+  return apply({ ...view, name: receipt.spec.name, job: receipt.spec.job ?? null }, receipt, STAY);
 }
 
 /**

@@ -70,6 +70,7 @@ describe('evolveRun: the happy path', () => {
       runId: 'run_fixture1',
       tenant: 'acme',
       name: 'unit tests',
+      job: null,
       state: 'SEALED',
       errorCode: null,
       verdict: 'SUPPORTS',
@@ -82,6 +83,9 @@ describe('evolveRun: the happy path', () => {
       headHash: last.hash,
       eventCount: 12,
       sealed: true,
+      cpus: null,
+      startedAt: chain.receipts[3]!.ts,
+      endedAt: chain.receipts[6]!.ts,
     });
   });
 
@@ -205,7 +209,14 @@ describe('evolveRun: failure paths', () => {
   it('given a verified run, when the regression gate rolls it back, then ROLLBACK E_GATE_FAIL', () => {
     const { view } = given((chain) => {
       executedAndDestroyed(chain);
-      chain.add('verification.completed', { ...FIELDS.verified('REJECTED'), error_code: 'E_GATE_FAIL' });
+      const gate = {
+        passed: false,
+        patch_step: 0,
+        patch_exit_code: 0,
+        patch: { path: '/out/fix.diff', sha256: '7'.repeat(64), rejected: true },
+        checks: [{ id: 'tests-pass', before: 'holds', after: 'contradicted', result: 'regressed' }],
+      };
+      chain.add('verification.completed', { ...FIELDS.verified('REJECTED'), gate, error_code: 'E_GATE_FAIL' });
       chain.add('run.rolled_back', FIELDS.rolledBack('E_GATE_FAIL'));
     });
     expect(view).toMatchObject({ state: 'ROLLBACK', errorCode: 'E_GATE_FAIL' });

@@ -1,5 +1,7 @@
 export { evolveRun, foldRun, initialRunView } from './evolve-run.js';
 export type { RunReceipt, RunView } from './evolve-run.js';
+export { approvalPath, expiredApprovals, pendingApprovals } from './run-approval.js';
+export type { ApprovalDecision, ApprovalPath } from './run-approval.js';
 export { CANCEL_ANSWER_KEY, cancelPath, openSandboxes, pendingCancelRequest } from './run-cancel.js';
 export type { CancelPath } from './run-cancel.js';
 export { readRunChain, readValidRunChain } from './run-chain.reader.js';

@@ -1,4 +1,4 @@
-import { ActorSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
+import { ActorSchema, ApprovalIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
 import { z } from 'zod';
 
 /*
@@ -26,10 +26,24 @@ export const CancelRunCommandSchema = z.strictObject({
 });
 export type CancelRunCommand = z.infer<typeof CancelRunCommandSchema>;
 
+/** Ask intake to record a person's decision on the approvals a run of the tenant's awaits. */
+export const ApproveRunCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  run_id: RunIdSchema,
+  /** `key:<key id>` of the approver; the key that submitted the run may not decide. */
+  decided_by: ActorSchema,
+  decision: z.enum(['approve', 'reject']),
+  /** One approval by id; absent: every approval the run awaits now. */
+  approval_id: ApprovalIdSchema.optional(),
+  comment: z.string().min(1).max(1024).refine((text) => !text.includes('\u0000'), 'no NUL').optional(),
+});
+export type ApproveRunCommand = z.infer<typeof ApproveRunCommandSchema>;
+
 /** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
 export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
   cancel: CancelRunCommandSchema,
+  approve: ApproveRunCommandSchema,
 } as const;
 export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
 export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];

@@ -11,6 +11,7 @@ export {
 } from './command-stream.config.js';
 export type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
 export {
+  ApproveRunCommandSchema,
   CancelRunCommandSchema,
   COMMAND_SCHEMAS,
   COMMAND_VERBS,
@@ -20,7 +21,7 @@ export {
   isCommandVerb,
   SubmitRunCommandSchema,
 } from './commands.schema.js';
-export type { CancelRunCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
+export type { ApproveRunCommand, CancelRunCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
 export { bucketStreamName } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';

@@ -61,15 +61,16 @@ describe('migrations', () => {
     const ds = createDataSource(scratch.url, { poolSize: 2 });
     try {
       await ds.initialize();
-      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211']);
+      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000']);
       expect(await runMigrations(ds)).toEqual([]);
+      await ds.undoLastMigration();
       await ds.undoLastMigration();
       await ds.undoLastMigration();
       const left = await ds.query<{ n: number }[]>(
         `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN ('evidence_events', 'runs', 'poison_events', 'projection_positions')`,
       );
       expect(left[0]!.n).toBe(0);
-      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211']);
+      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000']);
       expect((await checkSchemaMatchesEntities(ds)).matches).toBe(true);
     } finally {
       await ds.destroy();

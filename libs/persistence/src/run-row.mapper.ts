@@ -19,6 +19,10 @@ export interface RunDbRow {
   event_count: number;
   sealed: boolean;
   last_stream_seq: number;
+  job: string | null;
+  cpus: number | null;
+  started_at: string | null;
+  ended_at: string | null;
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -41,6 +45,10 @@ export const RUN_SELECT_COLUMNS = [
   'event_count',
   'sealed',
   'last_stream_seq::float8 AS last_stream_seq',
+  'job',
+  'cpus',
+  `to_char(started_at AT TIME ZONE 'UTC', ${ISO}) AS started_at`,
+  `to_char(ended_at AT TIME ZONE 'UTC', ${ISO}) AS ended_at`,
 ].join(', ');
 
 /** The run view back from its row; a value the lifecycle does not know fails loudly. */
@@ -62,6 +70,10 @@ export function runRowFromDb(row: RunDbRow): RunRow {
       headHash: row.head_hash,
       eventCount: row.event_count,
       sealed: row.sealed,
+      job: row.job,
+      cpus: row.cpus,
+      startedAt: row.started_at,
+      endedAt: row.ended_at,
     },
     lastStreamSeq: row.last_stream_seq,
   };
@@ -85,6 +97,10 @@ export const RUN_COLUMNS = [
   'event_count',
   'sealed',
   'last_stream_seq',
+  'job',
+  'cpus',
+  'started_at',
+  'ended_at',
 ] as const;
 export type RunColumn = (typeof RUN_COLUMNS)[number];
 
@@ -106,6 +122,10 @@ export const RUN_COLUMN_TYPES: Readonly<Record<RunColumn, string>> = {
   event_count: 'int4',
   sealed: 'bool',
   last_stream_seq: 'int8',
+  job: 'text',
+  cpus: 'float8',
+  started_at: 'timestamptz',
+  ended_at: 'timestamptz',
 };
 
 export type RunValues = [
@@ -125,6 +145,10 @@ export type RunValues = [
   number,
   boolean,
   number,
+  string | null,
+  number | null,
+  string | null,
+  string | null,
 ];
 
 export function runValues({ view, lastStreamSeq }: RunRow): RunValues {
@@ -145,5 +169,9 @@ export function runValues({ view, lastStreamSeq }: RunRow): RunValues {
     view.eventCount,
     view.sealed,
     lastStreamSeq,
+    view.job,
+    view.cpus,
+    view.startedAt,
+    view.endedAt,
   ];
 }

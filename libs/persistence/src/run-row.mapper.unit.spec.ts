@@ -20,6 +20,10 @@ const row: RunRow = {
     headHash: 'a'.repeat(64),
     eventCount: 9,
     sealed: false,
+    job: 'nightly',
+    cpus: 0.5,
+    startedAt: '2026-01-01T00:00:03.000Z',
+    endedAt: null,
   },
   lastStreamSeq: 42,
 };

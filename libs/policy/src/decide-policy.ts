@@ -1,13 +1,16 @@
 import { assertUnreachable, inputIssues, SecretNameSchema } from '@cairn/contracts';
 import type { GrantedCaps, NetworkSpec, PolicyDecision, RunSpec } from '@cairn/contracts';
 import { matchApprovalRules } from './approval-rules.js';
+import { egressNotAllowed } from './egress-allowlist.js';
 import type { ApprovalRequirement } from './approval-rules.js';
 import { splitImageRef } from './image-ref.js';
+import type { TenantUsage } from './budget-usage.js';
 import { checkJobBudget } from './job-budget.js';
 import type { JobRunUsage } from './job-budget.js';
 import { CAP_NAMES, frozenCap, PolicyDocumentSchema } from './policy-document.schema.js';
 import type { CapName, NetworkPolicy, PolicyDocument } from './policy-document.schema.js';
 import { policyVersion } from './policy-version.js';
+import { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 
 /** The parts of a RunSpec that policy reads. */
 export type PolicySpec = Pick<RunSpec, 'image' | 'job' | 'steps' | 'caps' | 'network' | 'secrets'>;
@@ -27,6 +30,11 @@ export interface PolicyContext {
    * cannot be checked, and an unchecked budget is refused (`[]` for a new job).
    */
   jobRuns?: readonly JobRunUsage[];
+  /**
+   * The tenant's runs in flight and CPU-seconds today. Required when the policy sets a tenant
+   * quota: without it the quota cannot be checked, and an unchecked quota is refused.
+   */
+  tenantUsage?: TenantUsage;
   /** Ids of approvals already granted (see `ApprovalRequirement.id`). */
   grantedApprovals?: readonly string[];
 }
@@ -34,7 +42,18 @@ export interface PolicyContext {
 /** Caps as they go into receipts (snake_case): the contracts' `GrantedCaps`. */
 export type EffectiveCaps = GrantedCaps;
 
-export type EffectiveNetwork = 'none' | { egress: string[] };
+/**
+ * `none`, or the hosts the run asked for (each on the operator's allowlist when allowed) and
+ * whether their names may resolve to private addresses (the policy's `allowPrivate`).
+ */
+export type EffectiveNetwork = 'none' | { egress: string[]; allow_private: boolean };
+
+/** What the runtime holds an admitted run to while it runs (the `budget` of `policy.decided`). */
+export interface RunBudget {
+  output_bytes_per_step?: number;
+  /** Sandbox seconds before the job's time or the tenant's CPU-seconds for the day run out. */
+  run_seconds?: number;
+}
 
 /**
  * What the run gets when allowed. On `deny` it records what was asked and resolved (defaults
@@ -67,6 +86,8 @@ export interface PolicyOutcome {
    * step-scope ones (steps marked `apply`) are for the runtime to hold before that step.
    */
   approvals: ApprovalRequirement[];
+  /** The budgets the run is held to while it runs; empty when none applies. */
+  budget: RunBudget;
 }
 
 const RECEIPT_CAP_NAMES: Readonly<Record<CapName, keyof EffectiveCaps>> = {
@@ -99,14 +120,29 @@ export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOu
   const secrets = decideSecrets(spec.secrets ?? [], context.secretNames, denied);
 
   const overBudget: string[] = [];
+  const runSeconds: number[] = [];
   if (spec.job !== undefined) {
     if (context.jobRuns === undefined) {
       overBudget.push(`job ${spec.job}: the job's usage is unknown, so its budget cannot be checked`);
     } else {
       const budget = checkJobBudget(context.jobRuns, spec, policy.budgets);
       if (!budget.ok) overBudget.push(...budget.reasons);
+      else runSeconds.push(budget.remaining_seconds);
     }
   }
+  if (hasTenantQuota(policy.budgets)) {
+    if (context.tenantUsage === undefined) {
+      overBudget.push("tenant: the tenant's usage is unknown, so its quotas cannot be checked");
+    } else {
+      const quota = checkTenantBudget(context.tenantUsage, policy.budgets);
+      if (!quota.ok) overBudget.push(...quota.reasons);
+      else if (quota.remaining_cpu_seconds !== null && caps.cpus > 0) runSeconds.push(Math.floor(quota.remaining_cpu_seconds / caps.cpus));
+    }
+  }
+  const budget: RunBudget = {
+    ...(policy.budgets.outputBytesPerStep === undefined ? {} : { output_bytes_per_step: policy.budgets.outputBytesPerStep }),
+    ...(runSeconds.length === 0 ? {} : { run_seconds: Math.max(0, Math.min(...runSeconds)) }),
+  };
 
   const approvals = matchApprovalRules(
     policy.approvals.rules,
@@ -121,17 +157,17 @@ export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOu
   const effective: EffectiveRun = { ...image, caps, network, secrets };
   if (denied.length > 0) {
     const reasons = receiptReasons([...denied, ...overBudget]);
-    return { decision: 'deny', policy_version, reasons, error_code: 'E_POLICY_DENIED', effective, approvals };
+    return { decision: 'deny', policy_version, reasons, error_code: 'E_POLICY_DENIED', effective, approvals, budget };
   }
   if (overBudget.length > 0) {
-    return { decision: 'deny', policy_version, reasons: receiptReasons(overBudget), error_code: 'E_BUDGET', effective, approvals };
+    return { decision: 'deny', policy_version, reasons: receiptReasons(overBudget), error_code: 'E_BUDGET', effective, approvals, budget };
   }
   const pending = approvals.filter((req) => req.scope === 'run' && !req.granted);
   if (pending.length > 0) {
     const reasons = receiptReasons(pending.map((req) => `awaiting approval ${req.approval_id}: ${req.reason}`));
-    return { decision: 'hold', policy_version, reasons, effective, approvals };
+    return { decision: 'hold', policy_version, reasons, effective, approvals, budget };
   }
-  return { decision: 'allow', policy_version, reasons: [], effective, approvals };
+  return { decision: 'allow', policy_version, reasons: [], effective, approvals, budget };
 }
 
 /** The type-specific fields of the `policy.decided` receipt; caps and image only when the run may go on. */
@@ -143,13 +179,41 @@ export interface PolicyDecidedFields {
   caps?: GrantedCaps;
   /** With its digest when one is known, so the runtime starts exactly that image. */
   image?: string;
+  /** Only when a budget applies while the run runs. */
+  budget?: RunBudget;
+  /** Only when a step is held for approval: what the runtime requests before each such step. */
+  step_approvals?: StepApproval[];
+  /** Only when the run may reach the network: the egress granted (the runtime's proxy lets exactly these through). */
+  network?: { egress: string[]; allow_private: boolean };
+}
+
+/** A step held for approval, as `policy.decided` hands it to the runtime. */
+export interface StepApproval {
+  approval_id: string;
+  step_index: number;
+  reason: string;
+  timeout_seconds: number;
 }
 
 export function policyDecidedFields(outcome: PolicyOutcome): PolicyDecidedFields {
-  const { decision, policy_version, reasons, effective } = outcome;
+  const { decision, policy_version, reasons, effective, budget } = outcome;
   if (outcome.error_code !== undefined) return { decision, policy_version, reasons, error_code: outcome.error_code };
   const image = effective.image_digest === null ? effective.image : `${effective.image}@${effective.image_digest}`;
-  return { decision, policy_version, reasons, caps: effective.caps, image };
+  const steps: StepApproval[] = outcome.approvals.flatMap((req) =>
+    req.scope === 'step' && req.step_index !== null && !req.granted
+      ? [{ approval_id: req.approval_id, step_index: req.step_index, reason: req.reason, timeout_seconds: req.timeout_seconds }]
+      : [],
+  );
+  return {
+    decision,
+    policy_version,
+    reasons,
+    caps: effective.caps,
+    image,
+    ...(Object.keys(budget).length === 0 ? {} : { budget }),
+    ...(steps.length === 0 ? {} : { step_approvals: steps }),
+    ...(effective.network === 'none' ? {} : { network: { egress: [...effective.network.egress], allow_private: effective.network.allow_private } }),
+  };
 }
 
 const MAX_REASONS = 64;
@@ -207,15 +271,24 @@ function decideCaps(spec: PolicySpec, policy: PolicyDocument, denied: string[]):
   return caps;
 }
 
-/** One case per egress mode of the policy; the allowlisting proxy adds its own. */
+/**
+ * One case per egress mode of the policy. Under an allowlist every host asked for must be on it;
+ * the run gets exactly the hosts it asked for (each once), never the whole list.
+ */
 function decideNetwork(policy: NetworkPolicy, requested: NetworkSpec, denied: string[]): EffectiveNetwork {
   if (requested === 'none') return 'none';
+  const egress = [...new Set(requested.egress)];
   switch (policy.egress) {
     case 'deny':
-      denied.push(`network: egress to ${requested.egress.join(', ')} requested, but the policy denies all egress`);
-      return { egress: [...requested.egress] };
+      denied.push(`network: egress to ${egress.join(', ')} requested, but the policy denies all egress`);
+      return { egress, allow_private: false };
+    case 'allowlist': {
+      const refused = egressNotAllowed(policy.allow, egress);
+      if (refused.length > 0) denied.push(`network: egress to ${refused.join(', ')} is not on the policy's egress allowlist`);
+      return { egress, allow_private: policy.allowPrivate === true };
+    }
     default:
-      return assertUnreachable(policy.egress, 'egress policy');
+      return assertUnreachable(policy, 'egress policy');
   }
 }
 

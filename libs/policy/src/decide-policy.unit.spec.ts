@@ -52,6 +52,7 @@ describe('decidePolicy: defaults', () => {
         secrets: [],
       },
       approvals: [],
+      budget: {},
     });
   });
 

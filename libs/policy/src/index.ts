@@ -1,8 +1,21 @@
 export { matchApprovalRules } from './approval-rules.js';
 export type { ApprovalFacts, ApprovalRequirement } from './approval-rules.js';
+export { summariseUsage } from './budget-usage.js';
+export type { BudgetUsage, RunUsageRecord, TenantUsage } from './budget-usage.js';
 export { decidePolicy, policyDecidedFields } from './decide-policy.js';
-export type { EffectiveCaps, EffectiveNetwork, EffectiveRun, PolicyContext, PolicyDecidedFields, PolicyOutcome, PolicySpec } from './decide-policy.js';
+export type {
+  EffectiveCaps,
+  EffectiveNetwork,
+  EffectiveRun,
+  PolicyContext,
+  PolicyDecidedFields,
+  PolicyOutcome,
+  PolicySpec,
+  RunBudget,
+  StepApproval,
+} from './decide-policy.js';
 export { DEFAULT_POLICY, DEFAULT_SANDBOX_IMAGES } from './default-policy.constants.js';
+export { egressNotAllowed, egressPatternMatches } from './egress-allowlist.js';
 export { splitImageRef } from './image-ref.js';
 export type { ImageRef } from './image-ref.js';
 export { checkJobBudget } from './job-budget.js';
@@ -15,10 +28,12 @@ export {
   CAP_NAMES,
   CapValuesSchema,
   DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  EgressPatternSchema,
   FROZEN_RUN_CAPS,
   frozenCap,
   ImageDigestSchema,
   ImageNameSchema,
+  MAX_OUTPUT_BYTES_PER_STEP,
   NetworkPolicySchema,
   parsePolicy,
   PolicyDocumentSchema,
@@ -36,3 +51,5 @@ export type {
   PolicyValidation,
 } from './policy-document.schema.js';
 export { policyVersion } from './policy-version.js';
+export { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
+export type { TenantBudgetCheck } from './tenant-budget.js';

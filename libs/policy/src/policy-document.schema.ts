@@ -65,11 +65,45 @@ export const ApprovalRuleSchema = z.strictObject({
 });
 export type ApprovalRule = z.infer<typeof ApprovalRuleSchema>;
 
+const HOST_LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+const EGRESS_PATTERN = new RegExp(`^(\\*\\.)?(${HOST_LABEL}(?:\\.${HOST_LABEL})*):([0-9]{1,5})$`);
+
 /**
- * Egress modes. Version 1 knows only `deny`; the allowlisting proxy adds a mode here and a case
- * in `decideNetwork`, and the exhaustive switch there makes sure nothing forgets it.
+ * One entry of the operator's egress allowlist: `host:port` (exactly that host), or `*.suffix:port`
+ * (any host below `suffix`, not `suffix` itself; the suffix has at least two labels, so `*.com:443`
+ * is refused). Lower-case names only, the port always named: as a RunSpec's `network.egress` entries.
  */
-export const NetworkPolicySchema = z.strictObject({ egress: z.literal('deny') });
+export const EgressPatternSchema = z
+  .string()
+  .max(262)
+  .regex(EGRESS_PATTERN, 'an egress entry is host:port or *.domain:port with a lower-case host name')
+  .refine((entry) => {
+    const port = Number(entry.slice(entry.lastIndexOf(':') + 1));
+    return port >= 1 && port <= 65_535;
+  }, 'the port is 1..65535')
+  .refine((entry) => !entry.startsWith('*.') || entry.slice(2, entry.lastIndexOf(':')).includes('.'), 'a wildcard needs a domain of at least two labels (*.example.com:443)');
+
+/**
+ * Egress modes: `deny` (the default: no run reaches any network), or `allowlist`: a run may ask for
+ * hosts on `allow`, and gets an internal network whose only way out is the runtime's egress proxy,
+ * which lets exactly the hosts the run asked for through (docs/sandbox-hardening.md, "Egress").
+ * `allowPrivate` lets those names resolve to private addresses (RFC 1918, CGNAT, IPv6 ULA) — for a
+ * mirror on the operator's own network; loopback, link-local (cloud metadata) and the worker's own
+ * addresses stay refused whatever it says.
+ */
+export const NetworkPolicySchema = z.discriminatedUnion('egress', [
+  z.strictObject({ egress: z.literal('deny') }),
+  z
+    .strictObject({
+      egress: z.literal('allowlist'),
+      allow: z.array(EgressPatternSchema).min(1).max(256),
+      allowPrivate: z.boolean().optional(),
+    })
+    .superRefine((network, ctx) => {
+      const repeated = network.allow.filter((entry, i) => network.allow.indexOf(entry) !== i);
+      for (const entry of new Set(repeated)) ctx.addIssue({ code: 'custom', path: ['allow'], message: `${entry} is listed twice` });
+    }),
+]);
 export type NetworkPolicy = z.infer<typeof NetworkPolicySchema>;
 
 function cappedBy(frozen: number, what: string) {
@@ -80,10 +114,23 @@ function cappedBy(frozen: number, what: string) {
   };
 }
 
-/** Job budgets; they may only lower the frozen ones. Tenant quotas and output bytes join them later. */
+/** The largest output budget a policy may set: what the runtime can keep of one stream at most. */
+export const MAX_OUTPUT_BYTES_PER_STEP = 256 * 1024 * 1024;
+
+/**
+ * Budgets. The job budgets may only lower the frozen ones. The tenant quotas and the output budget
+ * have no frozen figure: absent means no such limit, present is a limit the operator chose (each
+ * bounded so a typo cannot ask for the absurd).
+ */
 export const BudgetsSchema = z.strictObject({
   runsPerJob: positiveInt.superRefine(cappedBy(FROZEN_CAPS.runsPerJob, 'runsPerJob')),
   jobMinutes: positiveInt.superRefine(cappedBy(FROZEN_CAPS.jobMinutes, 'jobMinutes')),
+  /** Runs of one tenant admitted and not yet executed (held, scheduled or running) at once. */
+  tenantConcurrentRuns: positiveInt.max(100_000).optional(),
+  /** Granted CPUs × sandbox seconds of one tenant's runs in the last 24 hours. */
+  tenantCpuSecondsPerDay: positiveInt.max(1_000_000_000).optional(),
+  /** Bytes one step may write to stdout and stderr together; more ends the run ROLLBACK `E_BUDGET`. */
+  outputBytesPerStep: positiveInt.max(MAX_OUTPUT_BYTES_PER_STEP).optional(),
 });
 export type Budgets = z.infer<typeof BudgetsSchema>;
 

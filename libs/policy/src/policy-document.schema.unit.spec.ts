@@ -86,7 +86,7 @@ describe('validatePolicy', () => {
     expect(issuesOf(network).join()).toMatch(/network.*hosts/);
   });
 
-  it('given egress other than deny, when validated, then it is refused (the allowlisting proxy comes later)', () => {
+  it('given an egress mode that is neither deny nor allowlist, when validated, then it is refused', () => {
     expect(issuesOf(policyWith((p) => Object.assign(p.network, { egress: 'allow' }))).join()).toMatch(/network\.egress/);
   });
 

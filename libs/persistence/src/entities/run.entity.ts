@@ -8,6 +8,7 @@ import { bigintAsNumber } from './column-transformers.js';
  */
 @Entity({ name: 'runs' })
 @Index('ix_runs_tenant_created', ['tenant', 'createdAt', 'runId'])
+@Index('ix_runs_tenant_job', ['tenant', 'job'])
 export class RunEntity {
   @PrimaryColumn({ name: 'run_id', type: 'text', primaryKeyConstraintName: 'pk_runs' })
   runId!: string;
@@ -57,4 +58,18 @@ export class RunEntity {
   /** The stream sequence of the run's last projected receipt. */
   @Column({ name: 'last_stream_seq', type: 'bigint', transformer: bigintAsNumber })
   lastStreamSeq!: number;
+
+  /** The RunSpec's job; policy counts a job's runs and time by it. */
+  @Column({ name: 'job', type: 'text', nullable: true })
+  job!: string | null;
+
+  /** CPUs policy granted; with the sandbox's times, the tenant's CPU-seconds. */
+  @Column({ name: 'cpus', type: 'double precision', nullable: true })
+  cpus!: number | null;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })
+  endedAt!: Date | null;
 }

@@ -1,0 +1,228 @@
+import 'reflect-metadata';
+import { loadConfig } from '@cairn/config';
+import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
+import { canonicalJson, sha256Hex } from '@cairn/evidence';
+import { EvidenceLog } from '@cairn/evidence-log';
+import { bucketStreamName } from '@cairn/operational';
+import { createDataSource, migrate, ProjectionWriter } from '@cairn/persistence';
+import type { RawEvidenceMessage } from '@cairn/persistence';
+import { DEFAULT_POLICY } from '@cairn/policy';
+import type { PolicyDocument } from '@cairn/policy';
+import { startService } from '@cairn/service-kit';
+import type { RunningService } from '@cairn/service-kit';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { TestDatabase } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolicyServiceConfigSchema } from '../src/policy.config.js';
+import { POLICY_SERVICE, policyModule } from '../src/policy.module.js';
+
+/*
+ * Budgets counted from the runs projection, on the real NATS and PostgreSQL: the policy service
+ * runs in-process, and the test projects the evidence stream into its own database the way the
+ * projector does (ProjectionWriter), so the service reads what it would read in a stack.
+ */
+
+let nc: NatsConnection;
+const dir = mkdtempSync(join(tmpdir(), 'cairn-policy-budgets-'));
+const worlds: World[] = [];
+
+interface World {
+  log: EvidenceLog;
+  db: TestDatabase;
+  ds: DataSource;
+  service: RunningService;
+  stream: string;
+  workersBucket: string;
+  projecting: boolean;
+  loop: Promise<void>;
+  stopped: boolean;
+}
+
+async function projectOnce(world: World, writer: ProjectionWriter): Promise<void> {
+  const position = await writer.position();
+  const batch: RawEvidenceMessage[] = [];
+  for await (const m of world.log.readAll({ fromStreamSeq: position + 1 })) batch.push({ streamSeq: m.streamSeq, subject: m.subject, data: m.data });
+  if (batch.length > 0) await writer.applyBatch(batch);
+}
+
+/** A policy service under `policy`, with its own stream and database, and a projector loop. */
+async function world(name: string, policy: PolicyDocument, waitMs = 10_000): Promise<World> {
+  const db = await createTestDatabase(`policy_${name}`);
+  await migrate(db.url);
+  const policyFile = join(dir, `${name}.json`);
+  writeFileSync(policyFile, JSON.stringify(policy));
+  const config = loadConfig(PolicyServiceConfigSchema, {
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: db.url,
+    CAIRN_EVIDENCE_STREAM: uniqueName(`POLBUD_${name}`).toUpperCase(),
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName(`polbud_${name}`).toLowerCase(),
+    CAIRN_WORKERS_BUCKET: uniqueName(`polbud_workers_${name}`),
+    CAIRN_POLICY_FILE: policyFile,
+    CAIRN_POLICY_USAGE_WAIT_MS: String(waitMs),
+  });
+  const log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: config.CAIRN_EVIDENCE_STREAM, subjectPrefix: config.CAIRN_EVIDENCE_SUBJECT_PREFIX });
+  const ds = createDataSource(db.url, { poolSize: 2 });
+  await ds.initialize();
+  const writer = new ProjectionWriter(ds, { stream: config.CAIRN_EVIDENCE_STREAM, subjectPrefix: config.CAIRN_EVIDENCE_SUBJECT_PREFIX });
+  const service = await startService(POLICY_SERVICE, policyModule(config));
+  const w: World = {
+    log,
+    db,
+    ds,
+    service,
+    stream: config.CAIRN_EVIDENCE_STREAM,
+    workersBucket: config.CAIRN_WORKERS_BUCKET,
+    projecting: true,
+    stopped: false,
+    loop: Promise.resolve(),
+  };
+  w.loop = (async () => {
+    while (!w.stopped) {
+      if (w.projecting) await projectOnce(w, writer);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+  })();
+  worlds.push(w);
+  return w;
+}
+
+async function chain(w: World, runId: string): Promise<ReceiptEnvelope[]> {
+  const out: ReceiptEnvelope[] = [];
+  for await (const stored of w.log.readChain(runId)) out.push(stored.receipt);
+  return out;
+}
+
+async function submitted(w: World, spec: RunSpec, tenant = 'acme'): Promise<string> {
+  const runId = `run_${uniqueName('bud').toLowerCase()}`;
+  await w.log.append(runId, {
+    type: 'run.submitted',
+    actor: 'intake',
+    tenant,
+    causation: null,
+    fields: { spec, spec_sha256: sha256Hex(canonicalJson(spec)), submitted_by: 'key:k1', idempotency_key_sha256: sha256Hex(runId) },
+  });
+  return runId;
+}
+
+type Decided = ReceiptEnvelope & { decision: string; error_code?: string; reasons: string[]; budget?: Record<string, number> };
+
+async function decision(w: World, runId: string, ms = 20_000): Promise<Decided> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const found = (await chain(w, runId)).find((r) => r.type === 'policy.decided');
+    if (found !== undefined) return found as Decided;
+    if (Date.now() > end) throw new Error(`no policy.decided on ${runId} in ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The stream seq of each run's run.submitted. */
+async function submittedOrder(w: World, runIds: readonly string[]): Promise<string[]> {
+  const seqs = new Map<string, number>();
+  for (const runId of runIds) for await (const stored of w.log.readChain(runId)) if (stored.receipt.seq === 1) seqs.set(runId, stored.streamSeq);
+  return [...runIds].sort((a, b) => (seqs.get(a) ?? 0) - (seqs.get(b) ?? 0));
+}
+
+const spec = (name: string, job?: string): RunSpec => ({ name, steps: [{ argv: ['true'] }], ...(job === undefined ? {} : { job }) });
+
+beforeAll(async () => {
+  nc = await connect({ servers: testNatsUrl() });
+});
+
+afterAll(async () => {
+  const jsm = await jetstreamManager(nc);
+  for (const w of worlds) {
+    w.stopped = true;
+    await w.loop.catch(() => undefined);
+    await w.service.stop();
+    await w.log.close();
+    await w.ds.destroy();
+    await jsm.streams.delete(w.stream).catch(() => false);
+    await jsm.streams.delete(bucketStreamName(w.workersBucket)).catch(() => false);
+    await w.db.drop();
+  }
+  await nc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('policy: job budgets from the runs projection', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('jobs', DEFAULT_POLICY);
+  });
+
+  it('given seven runs of a job submitted at once, then six are allowed and the last submitted is REJECTED E_BUDGET; another job is not touched', async () => {
+    const runs = await Promise.all(Array.from({ length: 7 }, (_, i) => submitted(w, spec(`nightly ${i}`, 'nightly'))));
+    const other = await submitted(w, spec('weekly', 'weekly'));
+    const decided = new Map(await Promise.all(runs.map(async (runId) => [runId, await decision(w, runId)] as const)));
+    const order = await submittedOrder(w, runs);
+    const last = order.at(-1)!;
+    for (const runId of order.slice(0, 6)) {
+      expect(decided.get(runId)).toMatchObject({ decision: 'allow', budget: { run_seconds: 5400 } });
+    }
+    expect(decided.get(last)).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET', reasons: ['job nightly: this would be run 7 of a job allowed 6 runs'] });
+    expect(await decision(w, other)).toMatchObject({ decision: 'allow' });
+  });
+
+  it('given a job whose runs are in another tenant, then they do not count', async () => {
+    const runs = await Promise.all(Array.from({ length: 6 }, (_, i) => submitted(w, spec(`shared ${i}`, 'shared'), 'globex')));
+    for (const runId of runs) await decision(w, runId);
+    expect(await decision(w, await submitted(w, spec('mine', 'shared')))).toMatchObject({ decision: 'allow' });
+  });
+
+  it('given a run without a job under a policy without tenant quotas, then nothing waits for the projection', async () => {
+    w.projecting = false;
+    try {
+      const runId = await submitted(w, spec('no job'));
+      expect(await decision(w, runId, 5000)).toMatchObject({ decision: 'allow' });
+    } finally {
+      w.projecting = true;
+    }
+  });
+});
+
+describe('policy: tenant quotas from the runs projection', () => {
+  let w: World;
+  const QUOTAS: PolicyDocument = { ...DEFAULT_POLICY, budgets: { ...DEFAULT_POLICY.budgets, tenantConcurrentRuns: 2, tenantCpuSecondsPerDay: 100_000, outputBytesPerStep: 4096 } };
+  beforeAll(async () => {
+    w = await world('quota', QUOTAS, 600);
+  });
+
+  it('given three runs of a tenant at once with two allowed in flight, then the last submitted is REJECTED E_BUDGET; another tenant is not touched', async () => {
+    const runs = await Promise.all([0, 1, 2].map((i) => submitted(w, spec(`t1 ${i}`), 't1')));
+    const elsewhere = await submitted(w, spec('t2'), 't2');
+    const decided = new Map(await Promise.all(runs.map(async (runId) => [runId, await decision(w, runId)] as const)));
+    const order = await submittedOrder(w, runs);
+    for (const runId of order.slice(0, 2)) {
+      expect(decided.get(runId)).toMatchObject({ decision: 'allow', budget: { output_bytes_per_step: 4096, run_seconds: 100_000 } });
+    }
+    expect(decided.get(order[2]!)).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET', reasons: ['tenant: this would be run 3 in flight of the 2 allowed at once'] });
+    expect(await decision(w, elsewhere)).toMatchObject({ decision: 'allow' });
+
+    // A run in flight that ends frees its place.
+    const first = order[0]!;
+    const head = (await chain(w, first)).at(-1)!;
+    await w.log.append(first, { type: 'run.cancelled', actor: 'intake', tenant: 't1', causation: `${first}:${head.seq}`, key: 'cancel', fields: { cancelled_by: 'key:k1' } });
+    expect(await decision(w, await submitted(w, spec('t1 again'), 't1'))).toMatchObject({ decision: 'allow' });
+  });
+
+  it('given the projection stalled, then the decision waits (the run stays SUBMITTED) and is made once it catches up', async () => {
+    w.projecting = false;
+    let runId = '';
+    try {
+      runId = await submitted(w, spec('waits'), 't3');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect((await chain(w, runId)).map((r) => r.type)).toEqual(['run.submitted']);
+    } finally {
+      w.projecting = true;
+    }
+    expect(await decision(w, runId)).toMatchObject({ decision: 'allow' });
+  });
+});
