@@ -1,7 +1,9 @@
-import type { EventType, EvidenceEventOf, EvidenceReceipt, EvidenceReceiptOf, Verdict } from '@cairn/contracts';
+import { gatePatchStepIndex } from '@cairn/contracts';
+import type { EventType, EvidenceEventOf, EvidenceReceipt, EvidenceReceiptOf, RunSpec, Verdict } from '@cairn/contracts';
 import { canonicalJson } from '@cairn/evidence';
 import type { ChainVerification } from '@cairn/evidence';
-import { boundDetail, judgeClaim, verifyRunEvidence } from '@cairn/judgement';
+import { boundDetail, judgeClaim, judgeGate, verifyRunEvidence } from '@cairn/judgement';
+import type { GateJudgement, JudgementContext } from '@cairn/judgement';
 import { isTerminal } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
 import { judgementContextOf, recordedRunOf, runFacts } from '@cairn/service-kit';
@@ -93,7 +95,9 @@ export function verifyRun(chain: VerifiedChain, receipts: readonly EvidenceRecei
     factsInvariant(kernel?.facts ?? null, facts),
   ];
   const spec = receipts.find((r): r is EvidenceReceiptOf<'run.submitted'> => r.type === 'run.submitted')?.spec;
-  const claim = judgeClaim(spec?.claim?.checks ?? [], judgementContextOf(run, loaded, facts));
+  const context = judgementContextOf(run, loaded, facts);
+  const claim = judgeClaim(spec?.claim?.checks ?? [], context);
+  const gate = spec === undefined ? null : runGate(spec, context);
   return {
     verdict: overallVerdict(claim.verdict, invariants),
     chain_ok: true,
@@ -101,7 +105,26 @@ export function verifyRun(chain: VerifiedChain, receipts: readonly EvidenceRecei
     receipts_checked: chain.count,
     invariants: invariants.map(({ id, ok, detail }) => ({ id, ok, detail })),
     checks: claim.checks.map(({ id, outcome, detail }) => ({ id, outcome, detail })),
+    ...(gate === null ? {} : { gate }),
+    ...(gate === null || gate.passed ? {} : { error_code: 'E_GATE_FAIL' as const }),
   };
+}
+
+/**
+ * The spec's regression gate judged against the recomputed facts and the re-hashed bytes
+ * (docs/adr/0004); null when the spec has none. A gate whose patch step names no step cannot
+ * have passed intake; should one reach here, it fails closed as a gate on a step that never ran.
+ */
+export function runGate(spec: RunSpec, context: JudgementContext): GateJudgement | null {
+  if (spec.gate === undefined) return null;
+  const patchStep = gatePatchStepIndex(spec.gate, spec.steps);
+  if (patchStep === null) {
+    const where = typeof spec.gate.patchStep === 'number' ? spec.gate.patchStep : 0;
+    const judged = judgeGate({ patchStep: where, patch: spec.gate.patch, checks: spec.gate.checks }, context);
+    const detail = boundDetail(`the patch is rejected: the gate's patch step ${JSON.stringify(spec.gate.patchStep)} names no single step of the spec`);
+    return { ...judged, passed: false, patch: { ...judged.patch, rejected: true }, detail };
+  }
+  return judgeGate({ patchStep, patch: spec.gate.patch, checks: spec.gate.checks }, context);
 }
 
 /**

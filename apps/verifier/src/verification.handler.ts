@@ -11,7 +11,9 @@ import { chainBreakMessage, chainBreakResponse, verifyRun } from './run-verifica
 /**
  * Reacts to `kernel.facts` with `verification.completed`. Independent of everything that produced
  * the run: it recomputes the chain from genesis, re-reads and re-hashes every artifact the receipts
- * name, recomputes the facts, checks the run's invariants and judges the claim. A chain that does
+ * name, recomputes the facts, checks the run's invariants, judges the claim and the regression gate
+ * (a gate that fails is `E_GATE_FAIL` on the same receipt, which ends the run ROLLBACK with its
+ * patch rejected: one append, so nothing can seal the run between the two). A chain that does
  * not verify gets a critical alert (a `fatal` log line, `alert.raised`) and `run.failed`
  * E_CHAIN_BROKEN where the chain can still take them (see `chainBreakResponse`).
  */
@@ -63,6 +65,7 @@ export class VerificationHandler implements ReactorHandler {
       run_id: ctx.chainId,
       verdict: fields.verdict,
       failed_invariants: failed.map((i) => `${i.id}: ${i.detail ?? ''}`),
+      ...(fields.gate === undefined ? {} : { gate_passed: fields.gate.passed, patch_rejected: fields.gate.patch.rejected, error_code: fields.error_code ?? null }),
     });
   }
 

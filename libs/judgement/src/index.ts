@@ -5,6 +5,8 @@ export type { CheckEvaluation, CheckInput, CheckOutcome } from './evaluate-check
 export { gradeRecordedFields, gradeRubric } from './grade-rubric.js';
 export type { CriterionGrade, RubricCheck, RubricGrade } from './grade-rubric.js';
 export { judgeClaim } from './judge-claim.js';
+export { gateCheckResult, judgeGate } from './judge-gate.js';
+export type { GateCheckInput, GateCheckJudgement, GateCheckResult, GateInput, GateJudgement } from './judge-gate.js';
 export type { ClaimJudgement } from './judge-claim.js';
 export { boundDetail, DETAIL_MAX } from './judgement-context.js';
 export type { JudgementContext, StepOutput } from './judgement-context.js';
