@@ -4,11 +4,12 @@ export type { LeaseKeeperOptions } from './lease-keeper.js';
 export { answerCancel, settleLostRun } from './lost-run.js';
 export type { LostRunOutcome } from './lost-run.js';
 export { assessScheduled, decideEnding, inputFile, lastPlacementOn, parseChain, stopCauseOf } from './run-assessment.js';
-export type { Assessment, Ending, ParsedChain, RunPlan, StopCause } from './run-assessment.js';
+export type { Assessment, Ending, ParsedChain, RunNetwork, RunPlan, StopCause } from './run-assessment.js';
 export { RunExecution } from './run-execution.js';
 export type { RunExecutionDeps } from './run-execution.js';
 export {
   DRIVER_NAME,
+  egressDeniedFields,
   grantedCaps,
   interruptedStepFields,
   limitsHit,

@@ -30,7 +30,20 @@ export interface RunPlan {
   steps: PlannedStep[];
   files: SandboxFileIn[];
   outputs: string[];
+  /** Steps policy holds for a person's approval, each requested before its step runs. */
+  stepApprovals: StepApprovalPlan[];
+  /** What the run may use while it runs (policy's `budget`); null: no such budget. */
+  budget: { outputBytesPerStep: number | null; runSeconds: number | null };
+  /** `none`, or the egress policy granted: the sandbox gets an internal network and an allowlisting proxy. */
+  network: RunNetwork;
+  /** Names of the secrets policy let the run have: mounted at /run/secrets/NAME, values read when it starts. */
+  secrets: string[];
 }
+
+export type RunNetwork = 'none' | { egress: string[]; allowPrivate: boolean };
+
+/** A step held for approval, as policy decided it (`policy.decided.step_approvals`). */
+export type StepApprovalPlan = NonNullable<EvidenceReceiptOf<'policy.decided'>['step_approvals']>[number];
 
 export type ParsedChain = { ok: true; receipts: EvidenceReceipt[] } | { ok: false; seq: number | null; message: string };
 
@@ -91,16 +104,17 @@ export function assessScheduled(chain: readonly EvidenceReceipt[], scheduled: Ev
   if (decision.caps === undefined || decision.image === undefined) {
     return { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the policy decision names no caps or no image' };
   }
-  return planRun(submitted.spec, decision.caps, decision.image, view.runId);
+  return planRun(submitted.spec, decision, decision.caps, decision.image, view.runId);
 }
 
-function planRun(spec: RunSpec, caps: GrantedCaps, grantedImage: string, runId: string): Assessment {
-  // Capabilities this worker does not have yet: refused before a sandbox starts, never faked.
+function planRun(spec: RunSpec, decision: EvidenceReceiptOf<'policy.decided'>, caps: GrantedCaps, grantedImage: string, runId: string): Assessment {
+  // Egress is what policy granted, never what the spec asked for; a grant missing is refused, not guessed.
+  let network: RunNetwork = 'none';
   if (spec.network !== undefined && spec.network !== 'none') {
-    return { kind: 'refuse', code: 'E_RUNTIME_ABSENT', message: 'this worker has no egress proxy: runs with network egress cannot start here' };
-  }
-  if ((spec.secrets ?? []).length > 0) {
-    return { kind: 'refuse', code: 'E_RUNTIME_ABSENT', message: 'this worker has no secret store: runs that reference secrets cannot start here' };
+    if (decision.network === undefined) {
+      return { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: 'the run asks for egress, but its policy decision grants none' };
+    }
+    network = { egress: [...decision.network.egress], allowPrivate: decision.network.allow_private };
   }
   const steps = planSteps(spec.steps, caps);
   if (!steps.ok) return { kind: 'refuse', code: 'E_POLICY_DENIED', message: steps.message, stepIndex: steps.stepIndex };
@@ -115,6 +129,10 @@ function planRun(spec: RunSpec, caps: GrantedCaps, grantedImage: string, runId: 
       steps: steps.steps,
       files: (spec.files ?? []).map(inputFile),
       outputs: [...(spec.outputs ?? [])],
+      stepApprovals: (decision.step_approvals ?? []).map((approval) => ({ ...approval })),
+      budget: { outputBytesPerStep: decision.budget?.output_bytes_per_step ?? null, runSeconds: decision.budget?.run_seconds ?? null },
+      network,
+      secrets: [...(spec.secrets ?? [])],
     },
   };
 }

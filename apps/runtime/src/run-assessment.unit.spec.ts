@@ -130,14 +130,33 @@ describe('assessScheduled', () => {
   });
 
   it('refuses, before any sandbox, what this worker cannot honour', () => {
+    // Egress that policy did not grant on the record is never guessed from the spec.
     const egress = new Chain().submitted({ network: { egress: ['example.com:443'] } });
-    expect(assessScheduled(egress.receipts, egress.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_RUNTIME_ABSENT' });
-
-    const secrets = new Chain().submitted({ secrets: ['API_TOKEN'] });
-    expect(assessScheduled(secrets.receipts, secrets.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_RUNTIME_ABSENT' });
+    expect(assessScheduled(egress.receipts, egress.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_UNKNOWN_STATE' });
 
     const slow = new Chain().submitted({ steps: [{ argv: ['a'] }, { argv: ['b'], timeoutSeconds: 61 }] });
     expect(assessScheduled(slow.receipts, slow.allowed().scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED', stepIndex: 1 });
+  });
+
+  it('plans the egress policy granted, and no network for a run that asked for none', () => {
+    const granted = new Chain().submitted({ network: { egress: ['sink.test:8080'] } });
+    const network = { egress: ['sink.test:8080'], allow_private: true };
+    granted.add('policy.decided', { decision: 'allow', policy_version: SHA('c'), reasons: [], caps: CAPS, image: `cairn/sandbox-busybox:1@${IMAGE_ID}`, network }, 'policy');
+    const assessment = assessScheduled(granted.receipts, granted.scheduled(), 'w1');
+    expect(assessment.kind === 'execute' && assessment.plan.network).toEqual({ egress: ['sink.test:8080'], allowPrivate: true });
+
+    const none = new Chain().submitted({ network: 'none' });
+    const plain = assessScheduled(none.receipts, none.allowed().scheduled(), 'w1');
+    expect(plain.kind === 'execute' && plain.plan.network).toBe('none');
+  });
+
+  it('plans the secrets the run lists, by name only (their values are read when it starts)', () => {
+    const secrets = new Chain().submitted({ secrets: ['API_TOKEN', 'DB_PASSWORD'] });
+    const assessment = assessScheduled(secrets.receipts, secrets.allowed().scheduled(), 'w1');
+    expect(assessment.kind === 'execute' && assessment.plan.secrets).toEqual(['API_TOKEN', 'DB_PASSWORD']);
+    const none = new Chain().submitted();
+    const plain = assessScheduled(none.receipts, none.allowed().scheduled(), 'w1');
+    expect(plain.kind === 'execute' && plain.plan.secrets).toEqual([]);
   });
 
   it('refuses a placement without a grant to run (fails closed, I-5)', () => {

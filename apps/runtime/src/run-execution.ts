@@ -1,20 +1,25 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { CairnError, isCairnError } from '@cairn/contracts';
-import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, SandboxHardening } from '@cairn/contracts';
+import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, Redaction, SandboxHardening } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
 import { foldRun } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { LIMIT_CODES } from '@cairn/sandbox';
 import type { DestroyResult, ExecResult, LimitCode, SandboxDriver, SandboxHandle } from '@cairn/sandbox';
+import type { EgressDenial } from '@cairn/sandbox-docker';
+import { OutputScanner } from '@cairn/secrets';
+import type { ScannedSecret } from '@cairn/secrets';
 import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CancelWatch } from './cancel-watch.adapter.js';
+import { ChainWake } from './chain-wake.adapter.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { answerCancel } from './lost-run.js';
 import { decideEnding, parseChain, stopCauseOf } from './run-assessment.js';
-import type { RunPlan, StopCause } from './run-assessment.js';
+import type { RunPlan, StepApprovalPlan, StopCause } from './run-assessment.js';
 import {
+  egressDeniedFields,
   interruptedStepFields,
   runExecutedFields,
   runFailedFields,
@@ -26,8 +31,11 @@ import {
 } from './runtime-receipts.builder.js';
 import type { CompletedStep, TeardownReason } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
+import { describeRedactions, redactFiles, redactStepResult, secretAlertFields, secretRedactedFields, withRedactions } from './output-redaction.js';
+import type { RuntimeSecrets } from './runtime-secrets.adapter.js';
 import { confirmedHardening } from './sandbox-hardening.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
+import { breachMessage, budgetBreach, budgetedTimeout, budgetStepFields, holdSeconds } from './step-budget.js';
 import { sandboxLifetimeSeconds } from './step-plan.js';
 import type { PlannedStep } from './step-plan.js';
 
@@ -39,6 +47,8 @@ export interface RunExecutionDeps {
   plan: RunPlan;
   engine: SandboxEngine;
   artifacts: ArtifactStore;
+  /** The run's secrets come from here (its tenant's, the names policy allowed). */
+  secrets: RuntimeSecrets;
   leases: LeaseStore;
   log: EvidenceLog;
   nc: NatsConnection;
@@ -47,7 +57,8 @@ export interface RunExecutionDeps {
 }
 
 type Outcome =
-  | { kind: 'executed'; artifactHashes: Record<string, string> }
+  /** `sandboxEnded`: the workload ended its own sandbox (see `sandboxEnded`); the steps after it never ran. */
+  | { kind: 'executed'; artifactHashes: Record<string, string>; sandboxEnded?: SandboxEnded }
   | { kind: 'failed'; code: ErrorCode; message: string; stepIndex?: number }
   | { kind: 'stopped'; cause: StopCause };
 
@@ -62,6 +73,8 @@ const isLimit = (code: string): code is LimitCode => LIMITS.has(code);
 /** Reads of a chain that keeps moving under one of this run's receipts before giving up (E_CONFLICT). */
 const MAX_READS = 8;
 const EMPTY = new Uint8Array(0);
+/** A held step re-reads its chain at least this often, besides waking on every receipt that lands. */
+const HOLD_POLL_MS = 2000;
 
 /**
  * One run on this worker, from its lease check to its last receipt (docs/adr/0003): sandbox,
@@ -77,12 +90,25 @@ export class RunExecution {
   private readonly workerId: string;
   private readonly keeper: LeaseKeeper;
   private readonly watch: CancelWatch;
+  private readonly wake: ChainWake;
   private stopCause: StopCause | null = null;
+  /** When the sandbox was created (epoch ms): the run's time budget counts from here. */
+  private sandboxStartedAt: number | null = null;
+  /** How much longer this run's steps may be held for approval, all holds together. */
+  private holdLeftMs: number;
   private handle: SandboxHandle | null = null;
   private teardown: Promise<DestroyResult> | null = null;
   private readonly completed: CompletedStep[] = [];
+  /** The step whose command runs now (for `egress.denied`); null between steps. */
+  private runningStep: number | null = null;
+  /** Egress refusals seen, and the appends of those recorded (one after another). */
+  private denialsSeen = 0;
+  private denials: Promise<void> = Promise.resolve();
   /** The chain seq this run last saw as the head (its own last receipt, or the head it read). */
   private lastSeq: number;
+  /** The run's secrets (read when it starts, zeroed when it ends) and the scanner output meets first. */
+  private secretValues: ScannedSecret[] = [];
+  private scanner = new OutputScanner([]);
 
   constructor(private readonly deps: RunExecutionDeps) {
     const { ctx, scheduled, config, leases, logger, nc, log } = deps;
@@ -103,6 +129,8 @@ export class RunExecution {
       logger,
     );
     this.watch = new CancelWatch(nc, log.subjectFor(ctx.chainId), () => this.stop({ kind: 'cancelled' }));
+    this.wake = new ChainWake(nc, log.subjectFor(ctx.chainId));
+    this.holdLeftMs = config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000;
   }
 
   private get runId(): string {
@@ -114,10 +142,13 @@ export class RunExecution {
     // Watching from the start, then one look at the head: a cancel that landed since the chain was
     // assessed is seen before anything starts, and one landing later while it runs.
     this.watch.start();
+    if (this.deps.plan.stepApprovals.length > 0) this.wake.start();
     try {
       await this.runWatched();
     } finally {
       await this.stopWatching();
+      for (const secret of this.secretValues) secret.value.fill(0);
+      this.secretValues = [];
     }
   }
 
@@ -149,12 +180,20 @@ export class RunExecution {
     this.keeper.start();
     const startedAt = performance.now();
     try {
-      this.handle = await this.driver.create({
-        image: prepared.imageId,
-        caps: sandboxCaps(plan.caps),
-        labels: { workerId: this.workerId, chainId: this.runId },
-        lifetimeSeconds: sandboxLifetimeSeconds(plan.steps),
-      });
+      // With egress, the sandbox's own internal network, firewall and proxy come up first; if any
+      // cannot, the create fails (E_SANDBOX_START) and the run never runs unconfined.
+      const egress = plan.network === 'none' ? undefined : { allow: plan.network.egress, allowPrivate: plan.network.allowPrivate, onDenied: (d: EgressDenial) => this.recordDenial(d) };
+      this.handle = await this.deps.engine.createSandbox(
+        {
+          image: prepared.imageId,
+          caps: sandboxCaps(plan.caps),
+          labels: { workerId: this.workerId, chainId: this.runId },
+          // A step held for approval keeps its sandbox: its PID 1 must outlive the holds too.
+          lifetimeSeconds: sandboxLifetimeSeconds(plan.steps) + this.holdSecondsAtMost(),
+        },
+        egress,
+      );
+      this.sandboxStartedAt = Date.now();
     } catch (error) {
       await this.end({ kind: 'failed', code: createFailureCode(error), message: `the sandbox could not start: ${describe(error)}` }, performance.now() - startedAt);
       return;
@@ -170,7 +209,8 @@ export class RunExecution {
       } else if (hardening.kind === 'failed') {
         outcome = hardening;
       } else {
-        recorded = await this.appendOwn('progress', 'sandbox.created', sandboxCreatedFields(handle, plan.image, hardening.hardening));
+        const network = plan.network === 'none' ? 'none' : 'egress_proxy';
+        recorded = await this.appendOwn('progress', 'sandbox.created', sandboxCreatedFields(handle, plan.image, hardening.hardening, network));
         outcome = recorded
           ? await this.execute(handle).catch((error: unknown) => this.internalFailure(error))
           : { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
@@ -179,6 +219,8 @@ export class RunExecution {
       // I-8: whatever happened above — also an append that failed and will be retried (and then,
       // finding `sandbox.created`, fail the run E_WORKER_LOST) — the sandbox goes, verified.
       await this.destroy();
+      // The proxy went with the sandbox: every refusal it reported is on the chain before the teardown.
+      await this.denials;
       await this.keeper.stop();
     }
     const gone = await this.destroy();
@@ -204,6 +246,18 @@ export class RunExecution {
     if (plan.imageDigest !== null && imageId !== plan.imageDigest) {
       return { kind: 'failed', code: 'E_IMAGE_PULL', message: `image ${plan.image} on worker ${this.workerId} is ${imageId}, not the granted ${plan.imageDigest}` };
     }
+    // The run's secrets, of its tenant, before any sandbox: a name deleted since policy allowed it
+    // refuses the run (REJECTED, nothing ran); a worker without the key file cannot run it.
+    if (plan.secrets.length > 0) {
+      try {
+        this.secretValues = await this.deps.secrets.read(this.deps.scheduled.tenant, plan.secrets);
+      } catch (error) {
+        if (isCairnError(error) && error.code === 'E_UNAVAILABLE') throw error;
+        const code: ErrorCode = isCairnError(error) && error.code === 'E_NOT_FOUND' ? 'E_POLICY_DENIED' : isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_INTERNAL';
+        return { kind: 'failed', code, message: `the run's secrets cannot be provided: ${describe(error)}` };
+      }
+    }
+    this.scanner = new OutputScanner(this.secretValues);
     // A sandbox of this run left by a crash before `sandbox.created` was recorded: no step ran in it.
     await this.driver.reconcile(this.workerId, (chainId) => chainId !== this.runId).catch((error: unknown) => {
       this.deps.logger.write('warn', 'could not reap leftovers before create', { run_id: this.runId, error: describe(error) });
@@ -214,7 +268,9 @@ export class RunExecution {
   /** The isolation the engine reports, confirmed before any step runs (a sandbox short of it runs nothing). */
   private async hardening(handle: SandboxHandle): Promise<{ kind: 'ok'; hardening: SandboxHardening } | Extract<Outcome, { kind: 'failed' }>> {
     try {
-      return { kind: 'ok', hardening: confirmedHardening(await this.deps.engine.inspectSandbox(handle), handle.caps) };
+      const network = this.deps.engine.egressOf(handle)?.network ?? 'none';
+      if (this.deps.plan.network !== 'none' && network === 'none') throw new CairnError('E_SANDBOX_START', 'the sandbox has no egress network');
+      return { kind: 'ok', hardening: confirmedHardening(await this.deps.engine.inspectSandbox(handle), handle.caps, network) };
     } catch (error) {
       const code: ErrorCode = isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_SANDBOX_START';
       return { kind: 'failed', code, message: `the sandbox's hardening could not be confirmed: ${describe(error)}` };
@@ -229,9 +285,20 @@ export class RunExecution {
       if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
       return transferFailure(error, 'writing the input files');
     }
+    try {
+      await this.deps.engine.putSecrets(handle, this.secretValues);
+    } catch (error) {
+      if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
+      return transferFailure(error, 'writing the secrets (input)');
+    }
     for (const step of plan.steps) {
       const stop = this.stopCause ?? (await this.endedElsewhere());
       if (stop !== null) return { kind: 'stopped', cause: stop };
+      const approval = plan.stepApprovals.find((a) => a.step_index === step.index);
+      if (approval !== undefined) {
+        const held = await this.holdForApproval(approval);
+        if (held !== null) return held;
+      }
       const outcome = await this.runStep(handle, step);
       if (outcome !== null) return outcome;
     }
@@ -240,28 +307,40 @@ export class RunExecution {
       return { kind: 'executed', artifactHashes: await this.collectOutputs(handle) };
     } catch (error) {
       if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
-      return transferFailure(error, 'collecting the outputs');
+      // Ended after its last step (a background process of the workload stopped it): nothing to collect.
+      return (await this.endedByWorkload(handle, error, 'collecting the outputs')) ?? transferFailure(error, 'collecting the outputs');
     }
   }
 
   /** One step and its two receipts; returns how the run ends if it ends here, else null. */
   private async runStep(handle: SandboxHandle, step: PlannedStep): Promise<Outcome | null> {
-    const { ctx, artifacts, config } = this.deps;
+    const { ctx, artifacts, config, plan } = this.deps;
     const key = `step-${step.index}`;
+    const remainingMs = this.runTimeLeftMs();
+    if (remainingMs !== null && remainingMs <= 0) {
+      const message = `the run's time budget (${plan.budget.runSeconds ?? 0} s: the job's time or the tenant's CPU-seconds for the day) ran out before step ${step.index}`;
+      return { kind: 'failed', code: 'E_BUDGET', message, stepIndex: step.index };
+    }
+    const timeout = budgetedTimeout(step.timeoutMs, remainingMs);
     if (!(await this.appendOwn('progress', 'step.started', stepStartedFields(step), key))) {
       return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
     }
     ctx.working();
     const startedAt = performance.now();
     let result: ExecResult;
+    this.runningStep = step.index;
     try {
-      result = await this.driver.exec(handle, {
-        argv: step.argv,
-        env: step.env,
-        workdir: step.workdir,
-        timeoutMs: step.timeoutMs,
-        maxOutputBytes: config.CAIRN_STEP_OUTPUT_MAX_BYTES,
-      });
+      result = await this.driver
+        .exec(handle, {
+          argv: step.argv,
+          env: step.env,
+          workdir: step.workdir,
+          timeoutMs: timeout.timeoutMs,
+          maxOutputBytes: config.CAIRN_STEP_OUTPUT_MAX_BYTES,
+        })
+        .finally(() => {
+          this.runningStep = null;
+        });
     } catch (error) {
       // Destroyed under the step by a cancel or a lost lease: the run stopped, it did not fail; the
       // step still gets its receipt (every step.started has one).
@@ -271,13 +350,35 @@ export class RunExecution {
         await this.appendOwn('record', 'step.completed', fields, key);
         return { kind: 'stopped', cause };
       }
+      const ended = await this.endedByWorkload(handle, error, `step ${step.index}`, step.index);
+      if (ended !== null) {
+        // The step's result: its receipt says it never exited; what it wrote went with the sandbox.
+        const fields = interruptedStepFields(step, performance.now() - startedAt, await artifacts.put(EMPTY));
+        await this.appendOwn('record', 'step.completed', fields, key);
+        this.completed.push({ exitCode: null });
+        return ended;
+      }
       const code: ErrorCode = isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_INTERNAL';
       return { kind: 'failed', code, message: `step ${step.index} could not run: ${describe(error)}`, stepIndex: step.index };
     }
     ctx.working();
+    // Redaction before hashing: what is stored, hashed and appended is the scanned output.
+    const scanned = redactStepResult(this.scanner, result);
+    result = scanned.result;
     const [stdoutSha256, stderrSha256] = await Promise.all([artifacts.put(result.stdout), artifacts.put(result.stderr)]);
-    await this.appendOwn('record', 'step.completed', stepCompletedFields(step, result, { stdoutSha256, stderrSha256 }), key);
+    const fields = stepCompletedFields(step, result, { stdoutSha256, stderrSha256 });
+    const breach = budgetBreach(result, plan.budget, timeout.byBudget);
+    await this.appendOwn('record', 'step.completed', withRedactions(breach === null ? fields : budgetStepFields(fields, breach), scanned.redactions), key);
     this.completed.push({ exitCode: result.exitCode });
+    if (scanned.redactions.length > 0) {
+      if (result.teardown !== null) this.teardown ??= Promise.resolve(result.teardown);
+      return this.secretSeen(scanned.redactions, `the output of step ${step.index}`, step.index);
+    }
+    if (breach !== null) {
+      // ROLLBACK E_BUDGET: the sandbox goes (in `finally`, verified), the receipts stay.
+      if (result.teardown !== null) this.teardown ??= Promise.resolve(result.teardown);
+      return { kind: 'failed', code: 'E_BUDGET', message: breachMessage(step.index, breach), stepIndex: step.index };
+    }
     if (result.limitHit !== null) {
       if (result.teardown !== null) this.teardown ??= Promise.resolve(result.teardown);
       const seen = result.limits.find((limit) => limit.limit === result.limitHit)?.evidence ?? result.limitHit;
@@ -286,14 +387,162 @@ export class RunExecution {
     return null;
   }
 
+  /** Milliseconds left of the run's time budget (from its sandbox's creation); null: no such budget. */
+  private runTimeLeftMs(): number | null {
+    const seconds = this.deps.plan.budget.runSeconds;
+    if (seconds === null) return null;
+    return seconds * 1000 - (Date.now() - (this.sandboxStartedAt ?? Date.now()));
+  }
+
+  /** The longest this run's steps may be held for approval in all: what the sandbox must outlive. */
+  private holdSecondsAtMost(): number {
+    const asked = this.deps.plan.stepApprovals.reduce((sum, approval) => sum + approval.timeout_seconds, 0);
+    return Math.min(asked, this.deps.config.CAIRN_STEP_HOLD_MAX_SECONDS);
+  }
+
+  /**
+   * A step marked `apply` that policy holds (PRODUCT.md "Jobs and approvals"): `approval.requested`
+   * (scope `step`) before it — the run goes AWAITING_APPROVAL with its sandbox kept, so the step
+   * acts on what the steps before it made — then waits for the decision. A grant lets the step run;
+   * a rejection, a cancel, or no decision by `expires_at` stops the run (the timeout is recorded as
+   * `approval.rejected`, `cause: timeout`, the same logical event the scheduler's timer appends, so
+   * it is stored once). The hold lasts the rule's timeout, and all of a run's holds together at
+   * most CAIRN_STEP_HOLD_MAX_SECONDS: a held sandbox keeps a worker slot. Returns how the run ends
+   * if it ends here, or null when the step may run.
+   */
+  private async holdForApproval(approval: StepApprovalPlan): Promise<Outcome | null> {
+    const { logger } = this.deps;
+    const heldAt = Date.now();
+    const seconds = holdSeconds(approval.timeout_seconds, this.holdLeftMs);
+    const fields = {
+      approval_id: approval.approval_id,
+      scope: 'step',
+      step_index: approval.step_index,
+      reason: approval.reason,
+      expires_at: new Date(heldAt + seconds * 1000).toISOString(),
+    };
+    if (!(await this.appendOwn('progress', 'approval.requested', fields, approval.approval_id))) {
+      return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
+    }
+    logger.write('info', 'step held for approval', { run_id: this.runId, step: approval.step_index, approval_id: approval.approval_id, expires_at: fields.expires_at });
+    try {
+      for (;;) {
+        if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
+        this.deps.ctx.working();
+        const chain = await this.readChain();
+        const stop = stopCauseOf(chain);
+        if (stop !== null) {
+          this.stop(stop);
+          return { kind: 'stopped', cause: stop };
+        }
+        this.lastSeq = Math.max(this.lastSeq, chain.at(-1)?.seq ?? 0);
+        if (chain.some((r) => r.type === 'approval.granted' && r.approval_id === approval.approval_id)) {
+          logger.write('info', 'step approved', { run_id: this.runId, step: approval.step_index, approval_id: approval.approval_id });
+          return null;
+        }
+        const request = chain.findLast((r): r is EvidenceReceiptOf<'approval.requested'> => r.type === 'approval.requested' && r.approval_id === approval.approval_id);
+        const left = (request === undefined ? heldAt + seconds * 1000 : Date.parse(request.expires_at)) - Date.now();
+        if (left <= 0 && request !== undefined) await this.rejectExpired(request);
+        else await this.wake.next(Math.min(Math.max(left, 0), HOLD_POLL_MS));
+      }
+    } finally {
+      this.holdLeftMs = Math.max(0, this.holdLeftMs - (Date.now() - heldAt));
+    }
+  }
+
+  /** No decision by the deadline: the timeout's rejection, caused by the request (as the scheduler's timer would append it). */
+  private async rejectExpired(request: EvidenceReceiptOf<'approval.requested'>): Promise<void> {
+    const fields = { approval_id: request.approval_id, rejected_by: this.deps.ctx.service, cause: 'timeout' };
+    try {
+      this.lastSeq = (await this.deps.ctx.causedBy(request).appendAt(this.lastSeq, 'approval.rejected', fields, request.approval_id)).receipt.seq;
+    } catch (error) {
+      // Someone decided (or the scheduler timed it out) meanwhile: the next read sees it.
+      if (!isHeadMoved(error)) throw error;
+    }
+  }
+
+  /**
+   * A connection the egress proxy refused (PRODUCT.md: E_EGRESS, RUNNING — drop it, record it): an
+   * `egress.denied` receipt, appended in the order seen, without stopping the run. At most
+   * CAIRN_EGRESS_DENIALS_RECORDED per run go on the chain, so a sandbox cannot flood it.
+   */
+  private recordDenial(denial: EgressDenial): void {
+    const { logger, config } = this.deps;
+    const n = ++this.denialsSeen;
+    const stepIndex = this.runningStep;
+    logger.write('warn', 'egress refused', { run_id: this.runId, host: denial.host, port: denial.port, reason: denial.reason, step_index: stepIndex });
+    if (n > config.CAIRN_EGRESS_DENIALS_RECORDED) {
+      if (n === config.CAIRN_EGRESS_DENIALS_RECORDED + 1) logger.write('warn', 'egress refusals past the recorded maximum are only logged', { run_id: this.runId });
+      return;
+    }
+    this.denials = this.denials
+      .then(() => this.appendOwn('record', 'egress.denied', egressDeniedFields(denial, stepIndex), `egress-${n}`))
+      .then(
+        () => undefined,
+        (error: unknown) => logger.write('error', 'could not record an egress refusal', { run_id: this.runId, error: describe(error) }),
+      );
+  }
+
   /** Every output path's regular files, bounded, into the artifact store: path → sha256. */
   private async collectOutputs(handle: SandboxHandle): Promise<Record<string, string>> {
     const { plan, artifacts, config } = this.deps;
     const hashes: Record<string, string> = {};
     if (plan.outputs.length === 0) return hashes;
-    const files = await this.driver.getFiles(handle, plan.outputs, config.CAIRN_OUTPUT_FILES_MAX_BYTES);
+    const collected = await this.driver.getFiles(handle, plan.outputs, config.CAIRN_OUTPUT_FILES_MAX_BYTES);
+    // Redaction before hashing: only the scanned bytes are stored; a hit stops the run.
+    const { files, redactions } = redactFiles(this.scanner, collected);
     for (const file of files) hashes[file.path] = await artifacts.put(file.content);
+    if (redactions.length > 0) {
+      const failed = await this.secretSeen(redactions, 'the collected outputs');
+      throw new CairnError('E_SECRET_SEEN', failed.message);
+    }
     return hashes;
+  }
+
+  /**
+   * A secret or key pattern was seen (PRODUCT.md "Critical alerts"): one `secret.redacted` per
+   * finding and an `alert.raised` (critical) on the chain, a `fatal` log line — names, patterns and
+   * counts, never the value — and the run stops: ROLLBACK E_SECRET_SEEN, the sandbox destroyed.
+   */
+  private async secretSeen(redactions: readonly Redaction[], where: string, stepIndex?: number): Promise<Extract<Outcome, { kind: 'failed' }>> {
+    const prefix = stepIndex === undefined ? 'outputs' : `step-${stepIndex}`;
+    for (const [i, redaction] of redactions.entries()) {
+      await this.appendOwn('record', 'secret.redacted', secretRedactedFields(redaction, stepIndex), `secret-${prefix}-${i}`);
+    }
+    await this.appendOwn('record', 'alert.raised', secretAlertFields(redactions, where), `alert-secret-${prefix}`);
+    const message = `E_SECRET_SEEN: ${describeRedactions(redactions, where)}; redacted before hashing, and the run is stopped`;
+    this.deps.logger.write('fatal', 'secret seen in output: redacted, run stopped', {
+      run_id: this.runId,
+      error_code: 'E_SECRET_SEEN',
+      step_index: stepIndex ?? null,
+      where: [...new Set(redactions.map((r) => (r.stream === 'file' ? (r.path ?? 'file') : r.stream)))],
+      patterns: [...new Set(redactions.map((r) => r.pattern))],
+      secrets: [...new Set(redactions.flatMap((r) => (r.secret === undefined ? [] : [r.secret])))],
+    });
+    return { kind: 'failed', code: 'E_SECRET_SEEN', message, ...(stepIndex === undefined ? {} : { stepIndex }) };
+  }
+
+  /**
+   * The workload ended its own sandbox — `kill -TERM 1` (the init passes it on and the sandbox
+   * stops), `kill -9 -1` (which also kills the exec agent, docs/adr/0005) — and no cap explains it.
+   * That is what the user's work did, not a failure of Cairn's (docs/testing.md, "A workload that
+   * ends its own sandbox"): like a step that exits non-zero, the run ends executed with what it did
+   * — the step's receipt (`exit_code: null`), no later step, nothing collected — and is verified,
+   * graded and sealed on that. An engine that went away is not this (`E_RUNTIME_ABSENT` stays).
+   */
+  private async endedByWorkload(handle: SandboxHandle, error: unknown, when: string, stepIndex?: number): Promise<Outcome | null> {
+    if (!isCairnError(error) || error.code !== 'E_NOT_FOUND') return null;
+    // Stopped, not removed: its init ended. Nothing in the sandbox can remove it; something outside did.
+    const state = await this.deps.engine.endedState(handle).catch(() => null);
+    if (state?.kind !== 'stopped') return null;
+    this.deps.logger.write('warn', 'the workload ended its own sandbox', {
+      run_id: this.runId,
+      when,
+      step_index: stepIndex ?? null,
+      sandbox_exit_code: state.exitCode,
+      error: describe(error),
+    });
+    return { kind: 'executed', artifactHashes: {}, sandboxEnded: stepIndex === undefined ? { when } : { when, stepIndex } };
   }
 
   /**
@@ -354,6 +603,7 @@ export class RunExecution {
   private stop(cause: StopCause): void {
     if (this.stopCause !== null) return;
     this.stopCause = cause;
+    this.wake.poke();
     this.deps.logger.write('warn', 'stopping a run', { run_id: this.runId, cause: cause.kind });
     if (this.handle !== null) void this.destroy();
   }
@@ -371,6 +621,7 @@ export class RunExecution {
 
   private async stopWatching(): Promise<void> {
     this.watch.stop();
+    this.wake.stop();
     await this.keeper.stop();
   }
 
@@ -431,9 +682,16 @@ export class RunExecution {
 
 /** Why the sandbox went: the run completed or failed as it went, or it was stopped — cancelled when a cancel stopped it. */
 function teardownReason(outcome: Outcome, chain: readonly EvidenceReceipt[]): TeardownReason {
+  if (outcome.kind === 'executed' && outcome.sandboxEnded !== undefined) return 'failed';
   if (outcome.kind === 'executed') return decideEnding(chain, 'executed').kind === 'cancelled' ? 'cancelled' : 'completed';
   if (outcome.kind === 'stopped' && outcome.cause.kind === 'cancelled') return 'cancelled';
   return 'failed';
+}
+
+/** Where the workload ended its own sandbox: during a step, or before the outputs were collected. */
+interface SandboxEnded {
+  when: string;
+  stepIndex?: number;
 }
 
 /** What a failed create means on the record. */
@@ -444,7 +702,7 @@ function createFailureCode(error: unknown): ErrorCode {
 
 /** A file transfer that hit a cap ends the run with that cap; any other failure is the runtime's. */
 function transferFailure(error: unknown, what: string): Extract<Outcome, { kind: 'failed' }> {
-  if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT')) {
+  if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT' || error.code === 'E_SECRET_SEEN')) {
     return { kind: 'failed', code: error.code, message: `${what}: ${error.message}` };
   }
   return { kind: 'failed', code: what.includes('input') ? 'E_SANDBOX_START' : 'E_INTERNAL', message: `${what}: ${describe(error)}` };

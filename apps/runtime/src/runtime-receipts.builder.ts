@@ -35,9 +35,15 @@ export function grantedCaps(caps: SandboxCaps): GrantedCaps {
 
 /**
  * `image` is the reference policy granted (without its digest); the digest is the image the engine
- * started; `hardening` what the engine reports the sandbox runs under (confirmed before any step).
+ * started; `hardening` what the engine reports the sandbox runs under (confirmed before any step);
+ * `network` whether its only way out is the egress proxy.
  */
-export function sandboxCreatedFields(handle: SandboxHandle, image: string, hardening: SandboxHardening): EventFields<'sandbox.created'> {
+export function sandboxCreatedFields(
+  handle: SandboxHandle,
+  image: string,
+  hardening: SandboxHardening,
+  network: EventFields<'sandbox.created'>['network'] = 'none',
+): EventFields<'sandbox.created'> {
   return {
     container_name: handle.name,
     worker_id: handle.workerId,
@@ -45,7 +51,7 @@ export function sandboxCreatedFields(handle: SandboxHandle, image: string, harde
     image,
     image_digest: /^sha256:[0-9a-f]{64}$/.test(handle.imageId) ? handle.imageId : null,
     caps: grantedCaps(handle.caps),
-    network: 'none',
+    network,
     hardening,
   };
 }
@@ -131,6 +137,13 @@ export function interruptedStepFields(step: PlannedStep, durationMs: number, emp
     redactions: [],
     artifact_hashes: {},
   };
+}
+
+/** An egress connection the proxy refused (`E_EGRESS`; the run goes on), during step `stepIndex` when one was running. */
+export function egressDeniedFields(denial: { host: string; port: number; reason: EventFields<'egress.denied'>['reason'] }, stepIndex: number | null): EventFields<'egress.denied'> {
+  const fields: EventFields<'egress.denied'> = { host: denial.host, port: denial.port, reason: denial.reason, error_code: 'E_EGRESS' };
+  if (stepIndex !== null) fields.step_index = stepIndex;
+  return fields;
 }
 
 export type TeardownReason = EventFields<'sandbox.destroyed'>['reason'];

@@ -3,6 +3,7 @@ import type { EventType, EvidenceReceiptOf, SandboxHardening } from '@cairn/cont
 import type { ExecResult, SandboxHandle } from '@cairn/sandbox';
 import { describe, expect, it } from 'vitest';
 import {
+  egressDeniedFields,
   grantedCaps,
   interruptedStepFields,
   limitsHit,
@@ -86,6 +87,22 @@ describe('sandbox.created', () => {
 
   it('records no digest when the engine gave no sha256 id', () => {
     expect(sandboxCreatedFields({ ...handle, imageId: 'weird' }, 'x:1', HARDENING).image_digest).toBeNull();
+  });
+});
+
+describe('egress', () => {
+  it('records an egress sandbox as such, with the network its hardening names', () => {
+    const hardening = { ...HARDENING, network: 'cairn-egress-run_unit1-1' };
+    const fields = sandboxCreatedFields(handle, 'cairn/sandbox-busybox:1', hardening, 'egress_proxy');
+    expect(fields).toMatchObject({ network: 'egress_proxy', hardening: { network: 'cairn-egress-run_unit1-1' } });
+    expect(() => asBody('sandbox.created', fields)).not.toThrow();
+  });
+
+  it('records a refused connection as E_EGRESS, with the step it happened in when there was one', () => {
+    const during = egressDeniedFields({ host: 'evil.test', port: 443, reason: 'not_allowlisted' }, 2);
+    expect(during).toEqual({ host: 'evil.test', port: 443, reason: 'not_allowlisted', error_code: 'E_EGRESS', step_index: 2 });
+    expect(() => asBody('egress.denied', during)).not.toThrow();
+    expect(egressDeniedFields({ host: '::1', port: 80, reason: 'private_address' }, null)).toEqual({ host: '::1', port: 80, reason: 'private_address', error_code: 'E_EGRESS' });
   });
 });
 

@@ -1,7 +1,7 @@
-import { EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
+import { DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
 import { WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
-import { DEFAULT_DOCKER_SOCKET } from '@cairn/sandbox-docker';
+import { DEFAULT_DOCKER_SOCKET, parseEgressHosts } from '@cairn/sandbox-docker';
 import { availableParallelism, hostname, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -56,11 +56,42 @@ export function runtimeConfigSchema(host: HostFacts) {
       CAIRN_LEASE_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
       /** Kept of each of a step's stdout and stderr; the rest is counted and dropped. */
       CAIRN_STEP_OUTPUT_MAX_BYTES: z.coerce.number().int().min(0).max(256 * MIB).default(MIB),
+      /**
+       * How long a run's steps may be held for approval, all holds together: a held step keeps its
+       * sandbox and its worker slot, so this bounds what waiting for a person costs (default 24 h,
+       * the default approval timeout; a request's `expires_at` never reaches past it).
+       */
+      CAIRN_STEP_HOLD_MAX_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(86_400),
+      /**
+       * Operator and test use only: `name=address[,name=address…]`, a fixed table the egress proxy
+       * resolves allowlisted names from instead of DNS (a name it lacks does not resolve at all).
+       */
+      CAIRN_EGRESS_HOSTS: z
+        .string()
+        .min(1)
+        .optional()
+        .superRefine((text, ctx) => {
+          if (text === undefined) return;
+          try {
+            parseEgressHosts(text);
+          } catch {
+            ctx.addIssue({ code: 'custom', message: 'not a list of name=address entries (a host name, =, an IP address; comma-separated)' });
+          }
+        }),
+      /** Egress refusals recorded per run as `egress.denied`; past it they are refused all the same, and logged. */
+      CAIRN_EGRESS_DENIALS_RECORDED: z.coerce.number().int().min(1).max(10_000).default(100),
+      /**
+       * The operator's secret key file (mode 0600): with it, runs that list secrets get them mounted
+       * at /run/secrets (read from the store in CAIRN_DATABASE_URL); without it they fail E_RUNTIME_ABSENT.
+       */
+      CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
+      CAIRN_DATABASE_URL: DatabaseConfigSchema.shape.CAIRN_DATABASE_URL,
       /** All of a run's collected output files together; more is E_BUDGET. */
       CAIRN_OUTPUT_FILES_MAX_BYTES: z.coerce.number().int().min(0).max(4096 * MIB).default(64 * MIB),
       /**
        * Started, unused sandboxes kept per profile of the last runs here (a run claims one); 0, the
-       * default for now, turns the pool off until it has been soak-tested under the full e2e suite.
+       * default for now, turns the pool off: a claimed warm container keeps its pool name and labels
+       * (labels cannot change), so tools that find a run's sandbox by its chain label miss it.
        */
       CAIRN_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(0),
       /** Warm sandboxes kept across every profile. */

@@ -16,6 +16,7 @@ import { runFailedFields } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
+import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 
 /**
@@ -38,6 +39,7 @@ export class RuntimeHandler implements ReactorHandler {
     @Inject(ARTIFACT_STORE) private readonly artifacts: ArtifactStore,
     @Inject(LEASE_STORE) private readonly leases: LeaseStore,
     @Inject(RuntimeWorker) private readonly worker: RuntimeWorker,
+    @Inject(RUNTIME_SECRETS) private readonly secrets: RuntimeSecrets,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -81,6 +83,7 @@ export class RuntimeHandler implements ReactorHandler {
           plan: assessment.plan,
           engine: this.engine,
           artifacts: this.artifacts,
+          secrets: this.secrets,
           leases: this.leases,
           log: this.log,
           nc: this.nc,

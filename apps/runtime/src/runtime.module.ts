@@ -5,6 +5,7 @@ import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { RuntimeHandler } from './runtime.handler.js';
+import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
@@ -27,17 +28,21 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     handler: RuntimeHandler,
     durable: runtimeDurableName(config.CAIRN_WORKER_ID),
     concurrency: config.CAIRN_WORKER_SLOTS,
-    // A run may hold its placement for every step's wall cap; liveness is the lease's job here.
-    handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS,
+    // A run may hold its placement for every step's wall cap, and for its steps held for approval;
+    // liveness is the lease's job here.
+    handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS + config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000,
     providers: [
       { provide: SANDBOX_ENGINE, useFactory: () =>
           new SandboxEngine({
             socketPath: config.CAIRN_DOCKER_SOCKET,
             probes: config.CAIRN_SANDBOX_PROBES,
             warmPool: { perProfile: config.CAIRN_WARM_POOL_SIZE, total: config.CAIRN_WARM_POOL_TOTAL },
+            egressHosts: config.CAIRN_EGRESS_HOSTS,
           }),
       },
       { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },
+      // The key file is read and checked at boot: one that others may read stops the worker here.
+      { provide: RUNTIME_SECRETS, useFactory: () => RuntimeSecrets.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL) },
       {
         provide: LEASE_STORE,
         inject: [NATS_CONNECTION],

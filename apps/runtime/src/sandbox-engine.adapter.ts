@@ -1,10 +1,15 @@
 import { LocalImageTagSchema } from '@cairn/operational';
 import type { SandboxDriver, SandboxHandle } from '@cairn/sandbox';
-import { createDockerClient, DockerSandboxDriver, engineError, imageDigest, listCairnImages } from '@cairn/sandbox-docker';
-import type { ProbeMode } from '@cairn/sandbox-docker';
+import { createDockerClient, DockerSandboxDriver, engineError, engineStatus, imageDigest, listCairnImages, parseEgressHosts, staticResolver, systemResolver } from '@cairn/sandbox-docker';
+import type { EgressRequest, ProbeMode, SandboxEgress, SandboxSecretIn } from '@cairn/sandbox-docker';
+import type { SandboxSpecInput } from '@cairn/sandbox';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { InspectedSandbox } from './sandbox-hardening.js';
 
 type DockerClient = ReturnType<typeof createDockerClient>;
+/** How often, and how far apart, a sandbox reported gone is looked at before "still running" is believed. */
+const ENDED_LOOKS = 20;
+const ENDED_LOOK_MS = 50;
 
 /**
  * The worker's container engine: the sandbox port (the only way untrusted commands reach it,
@@ -17,10 +22,30 @@ export class SandboxEngine {
   /** The engine's security options; they do not change while it runs. */
   private securityOptions: readonly string[] | null = null;
 
-  constructor(options: { socketPath: string; probes: ProbeMode; warmPool?: { perProfile: number; total: number } }) {
+  /** `egressHosts`: `CAIRN_EGRESS_HOSTS`, a fixed name table the egress proxy uses instead of DNS. */
+  constructor(options: { socketPath: string; probes: ProbeMode; warmPool?: { perProfile: number; total: number }; egressHosts?: string | undefined }) {
     this.docker = createDockerClient(options.socketPath);
-    this.pooled = new DockerSandboxDriver({ docker: this.docker, probes: options.probes, warmPool: options.warmPool ?? { perProfile: 0, total: 0 } });
+    const resolver = options.egressHosts === undefined ? systemResolver() : staticResolver(parseEgressHosts(options.egressHosts));
+    this.pooled = new DockerSandboxDriver({ docker: this.docker, probes: options.probes, warmPool: options.warmPool ?? { perProfile: 0, total: 0 }, egress: { resolver } });
     this.driver = this.pooled;
+  }
+
+  /**
+   * A sandbox, on an egress network of its own when `egress` is given (an internal network whose
+   * only way out is an allowlisting proxy; docs/sandbox-hardening.md, "Egress"), else with no network.
+   */
+  createSandbox(spec: SandboxSpecInput, egress?: EgressRequest): Promise<SandboxHandle> {
+    return egress === undefined ? this.driver.create(spec) : this.pooled.create(spec, { egress });
+  }
+
+  /** Writes a run's secrets to /run/secrets/NAME (root's, 0440 for the sandbox's group), over exec's stdin only. */
+  putSecrets(handle: SandboxHandle, secrets: readonly SandboxSecretIn[]): Promise<void> {
+    return this.pooled.putSecrets(handle, secrets);
+  }
+
+  /** The egress network of a sandbox created with one; null for network `none`. */
+  egressOf(handle: SandboxHandle): SandboxEgress | null {
+    return this.pooled.egressOf(handle);
   }
 
   /** Idle warm sandboxes now (operational state, never evidence). */
@@ -50,6 +75,27 @@ export class SandboxEngine {
       return { hostConfig: info.HostConfig, user: info.Config.User, engineSecurityOptions: this.securityOptions };
     } catch (error) {
       throw engineError(error, 'E_SANDBOX_START', `inspecting sandbox ${handle.name}`, { name: handle.name });
+    }
+  }
+
+  /**
+   * Whether a sandbox the driver reports gone was stopped (it still exists, not running: its init
+   * ended — the exit status says how) or removed (the engine no longer knows it). A sandbox seen
+   * running is given a moment to finish stopping: its init may be on its way out.
+   */
+  async endedState(handle: SandboxHandle): Promise<{ kind: 'stopped'; exitCode: number | null } | { kind: 'removed' } | { kind: 'running' }> {
+    for (let look = 0; ; look++) {
+      const info = await this.docker
+        .getContainer(handle.id)
+        .inspect()
+        .catch((error: unknown) => {
+          if (engineStatus(error) === 404) return null;
+          throw engineError(error, 'E_INTERNAL', `inspecting sandbox ${handle.name}`, { name: handle.name });
+        });
+      if (info === null) return { kind: 'removed' };
+      if (!info.State.Running) return { kind: 'stopped', exitCode: typeof info.State.ExitCode === 'number' ? info.State.ExitCode : null };
+      if (look >= ENDED_LOOKS) return { kind: 'running' };
+      await sleep(ENDED_LOOK_MS);
     }
   }
 

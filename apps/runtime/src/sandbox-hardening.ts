@@ -1,6 +1,7 @@
 import { CairnError, SandboxHardeningSchema } from '@cairn/contracts';
 import type { SandboxHardening } from '@cairn/contracts';
 import { memoryLimitMiB, WRITABLE_MOUNTS } from '@cairn/sandbox';
+import { NO_RESOLVER, SECRETS_DIR } from '@cairn/sandbox-docker';
 import type { SandboxCaps } from '@cairn/sandbox';
 
 /** What the engine reports about a started sandbox (`docker inspect`, `docker info`), as plain data. */
@@ -14,6 +15,8 @@ export interface InspectedSandbox {
     readonly PidsLimit?: number | undefined;
     readonly Memory?: number | undefined;
     readonly NetworkMode?: string | undefined;
+    /** Resolvers the engine's embedded DNS forwards to; an egress sandbox must have none that answers. */
+    readonly Dns?: unknown;
     readonly Tmpfs?: Readonly<Record<string, string>> | undefined;
   };
   /** `Config.User`: empty means the image's user, root for ours. */
@@ -78,7 +81,7 @@ export function hardeningOf(inspected: InspectedSandbox): SandboxHardening {
  * Where the reported hardening falls short of what every Cairn sandbox must have
  * (docs/sandbox-hardening.md) for the caps it was given; empty when it holds.
  */
-export function hardeningProblems(hardening: SandboxHardening, caps: Pick<SandboxCaps, 'pids' | 'memoryMiB' | 'diskMiB'>): string[] {
+export function hardeningProblems(hardening: SandboxHardening, caps: Pick<SandboxCaps, 'pids' | 'memoryMiB' | 'diskMiB'>, network = 'none'): string[] {
   const problems: string[] = [];
   if (!hardening.read_only_root) problems.push('the root file system is writable');
   if (!hardening.cap_drop.includes('ALL')) problems.push('not every capability is dropped');
@@ -89,20 +92,30 @@ export function hardeningProblems(hardening: SandboxHardening, caps: Pick<Sandbo
   if (hardening.pids_limit !== caps.pids) problems.push(`the pids limit is ${hardening.pids_limit}, not ${caps.pids}`);
   const memory = memoryLimitMiB(caps) * MIB;
   if (hardening.memory_bytes !== memory) problems.push(`the memory limit is ${hardening.memory_bytes} bytes, not ${memory}`);
-  if (hardening.network !== 'none') problems.push(`the network is ${JSON.stringify(hardening.network)}, not none`);
+  if (hardening.network !== network) problems.push(`the network is ${JSON.stringify(hardening.network)}, not ${network}`);
   if (hardening.seccomp === 'unconfined') problems.push('no seccomp profile applies');
   for (const path of WRITABLE_MOUNTS) {
     if ((hardening.tmpfs[path]?.size_bytes ?? 0) <= 0) problems.push(`${path} is not a size-capped tmpfs`);
   }
+  const secrets = hardening.tmpfs[SECRETS_DIR];
+  if (secrets === undefined || secrets.size_bytes <= 0 || secrets.exec) problems.push(`${SECRETS_DIR} is not a size-capped, non-executable tmpfs`);
   const parsed = SandboxHardeningSchema.safeParse(hardening);
   if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   return problems;
 }
 
-/** The hardening to record, or E_SANDBOX_START naming what the engine did not apply: no step runs in such a sandbox. */
-export function confirmedHardening(inspected: InspectedSandbox, caps: Pick<SandboxCaps, 'pids' | 'memoryMiB' | 'diskMiB'>): SandboxHardening {
+/**
+ * The hardening to record, or E_SANDBOX_START naming what the engine did not apply: no step runs in
+ * such a sandbox. `network`: `none`, or the egress network the sandbox must be on alone — with no
+ * resolver that answers (NO_RESOLVER), since names are the egress proxy's to resolve.
+ */
+export function confirmedHardening(inspected: InspectedSandbox, caps: Pick<SandboxCaps, 'pids' | 'memoryMiB' | 'diskMiB'>, network = 'none'): SandboxHardening {
   const hardening = hardeningOf(inspected);
-  const problems = hardeningProblems(hardening, caps);
+  const problems = hardeningProblems(hardening, caps, network);
+  if (network !== 'none') {
+    const dns = strings(inspected.hostConfig.Dns);
+    if (dns.length !== 1 || dns[0] !== NO_RESOLVER) problems.push(`the sandbox's DNS is ${JSON.stringify(dns)}, not only ${NO_RESOLVER} (no resolver)`);
+  }
   if (problems.length > 0) {
     throw new CairnError('E_SANDBOX_START', `the sandbox is not hardened as required: ${problems.join('; ')}`, { problems });
   }

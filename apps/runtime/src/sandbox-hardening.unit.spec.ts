@@ -32,6 +32,7 @@ describe('the hardening sandbox.created records', () => {
         '/work': { size_bytes: 4 * MIB, exec: true },
         '/out': { size_bytes: 2 * MIB, exec: true },
         '/dev/shm': { size_bytes: 1 * MIB, exec: false },
+        '/run/secrets': { size_bytes: 2 * MIB, exec: false },
       },
       seccomp: 'default',
     });
@@ -59,10 +60,27 @@ describe('the hardening sandbox.created records', () => {
         'the network is "bridge", not none',
         'no seccomp profile applies',
         '/work is not a size-capped tmpfs',
+        '/run/secrets is not a size-capped, non-executable tmpfs',
       ]),
     );
+    const secretsExec = inspected();
+    const tmpfs = { ...secretsExec.hostConfig.Tmpfs, '/run/secrets': 'rw,exec,size=2m' };
+    expect(hardeningProblems(hardeningOf({ ...secretsExec, hostConfig: { ...secretsExec.hostConfig, Tmpfs: tmpfs } }), caps)).toEqual([
+      '/run/secrets is not a size-capped, non-executable tmpfs',
+    ]);
     expect(hardeningProblems(hardeningOf(inspected({ Memory: 64 * MIB })), caps)).toEqual([`the memory limit is ${64 * MIB} bytes, not ${40 * MIB}`]);
     expect(hardeningProblems(hardeningOf(inspected({}, '0:0')), caps)).toEqual(['the user is "0:0", not a non-root uid:gid']);
+  });
+
+  it('checks an egress sandbox against its own network, and refuses one that has a resolver', () => {
+    const spec = parseSandboxSpec({ image: 'cairn/sandbox-busybox:1', caps, labels: { workerId: 'w1', chainId: 'run_unit1' } });
+    const network = { name: 'cairn-egress-run_unit1-1', env: ['HTTP_PROXY=http://172.18.0.1:3128'] };
+    const attached: InspectedSandbox = { hostConfig: hardenedContainerOptions(spec, `sha256:${'c'.repeat(64)}`, undefined, network).HostConfig!, user: '1000:1000', engineSecurityOptions: ENGINE };
+    expect(confirmedHardening(attached, caps, network.name).network).toBe(network.name);
+    expect(() => confirmedHardening(attached, caps)).toThrow(/the network is "cairn-egress-run_unit1-1", not none/);
+    expect(() => confirmedHardening({ ...attached, hostConfig: { ...attached.hostConfig, Dns: [] } }, caps, network.name)).toThrow(/DNS is \[\], not only 0\.0\.0\.0/);
+    expect(() => confirmedHardening({ ...attached, hostConfig: { ...attached.hostConfig, Dns: ['127.0.0.53'] } }, caps, network.name)).toThrow(/DNS/);
+    expect(() => confirmedHardening(inspected(), caps, network.name)).toThrow(/the network is "none", not cairn-egress-run_unit1-1/);
   });
 
   it('returns the hardening to record when it holds', () => {

@@ -30,6 +30,10 @@ export interface SubmitOptions {
   image?: string;
   /** Put the lease in the lease store (default true). */
   lease?: boolean;
+  /** Egress as policy grants it (`policy.decided.network`). */
+  network?: { egress: string[]; allow_private: boolean };
+  /** The run's id (default: a fresh one). */
+  runId?: string;
   leaseTtlMs?: number;
 }
 
@@ -116,7 +120,7 @@ export class RuntimeWorld {
 
   /** Appends what intake, policy and the scheduler would: a submitted, allowed and placed run. */
   async submitRun(spec: RunSpec, options: SubmitOptions): Promise<SubmittedRun> {
-    const runId = `run_${uniqueName('rt').toLowerCase()}`;
+    const runId = options.runId ?? `run_${uniqueName('rt').toLowerCase()}`;
     const caps = options.caps ?? DEFAULT_CAPS;
     await this.log.append(runId, {
       type: 'run.submitted',
@@ -130,7 +134,14 @@ export class RuntimeWorld {
       actor: 'policy',
       tenant: 'acme',
       causation: `${runId}:1`,
-      fields: { decision: 'allow', policy_version: 'e'.repeat(64), reasons: [], caps, image: options.image ?? `${BUSYBOX_IMAGE_TAG}@${this.busyboxId}` },
+      fields: {
+        decision: 'allow',
+        policy_version: 'e'.repeat(64),
+        reasons: [],
+        caps,
+        image: options.image ?? `${BUSYBOX_IMAGE_TAG}@${this.busyboxId}`,
+        ...(options.network === undefined ? {} : { network: options.network }),
+      },
     });
     const now = Date.now();
     const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);

@@ -102,6 +102,8 @@ describe('the runtime worker', () => {
           '/work': { size_bytes: 4 * 1024 * 1024, exec: true },
           '/out': { size_bytes: 2 * 1024 * 1024, exec: true },
           '/dev/shm': { size_bytes: 1024 * 1024, exec: false },
+          // Every sandbox has the secrets tmpfs (empty without secrets), root's and not executable.
+          '/run/secrets': { size_bytes: 2 * 1024 * 1024, exec: false },
         },
         seccomp: 'default',
       },
