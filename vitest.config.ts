@@ -33,6 +33,17 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
+      {
+        // Hostile workloads submitted through a whole isolated stack (`npm run test:hostile`).
+        extends: true,
+        test: {
+          name: 'hostile',
+          include: ['{libs,apps,tools}/**/*.hostile.spec.ts'],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
     ],
   },
 });

@@ -76,8 +76,10 @@ function causeOf(error: unknown): string {
 }
 
 export interface RequestOptions {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
   body?: unknown;
+  /** Sent as it is, `text/plain` (a secret's value), instead of a JSON `body`. */
+  text?: Uint8Array;
   headers?: Record<string, string>;
   /** Default 30 s; null for none (streams). */
   timeoutMs?: number | null;
@@ -111,8 +113,11 @@ export class GatewayClient {
   async fetch(path: string, options: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.apiKey !== null) headers.authorization = `Bearer ${this.apiKey}`;
-    let body: string | undefined;
-    if (options.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (options.text !== undefined) {
+      headers['content-type'] = 'text/plain; charset=utf-8';
+      body = options.text;
+    } else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(options.body);
     }

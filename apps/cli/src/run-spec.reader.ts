@@ -1,24 +1,78 @@
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { isCairnError, parseRunSpec } from '@cairn/contracts';
-import { parse as parseYaml } from 'yaml';
+import { checkJsonText, isCairnError, parseRunSpec } from '@cairn/contracts';
+import { parseDocument } from 'yaml';
 import { usageError } from './exit-codes.js';
 
 /** A RunSpec file is small; anything bigger is a mistake (the gateway refuses > 1 MiB). */
 export const MAX_SPEC_BYTES = 1024 * 1024;
+/** Bad bytes are refused, never decoded loosely into U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 function errnoCode(error: unknown): string {
   return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'unreadable';
 }
 
-/** Parses a RunSpec document: JSON for `.json`, YAML otherwise (YAML 1.2 reads JSON too). */
+function parseYamlStrictly(text: string): unknown {
+  // Duplicate keys and a second document are errors; a tag the core schema does not know is a
+  // warning that `parse` would print and then read as a plain string: refused here instead.
+  // (`parseDocument` prints nothing; a `logLevel` of 'silent' would drop the second-document error.)
+  const document = parseDocument(text, { schema: 'core', prettyErrors: true, uniqueKeys: true });
+  const problem = document.errors[0] ?? document.warnings[0];
+  if (problem !== undefined) throw problem;
+  return document.toJS({ maxAliasCount: 100 }) as unknown;
+}
+
+/**
+ * Parses a RunSpec document: JSON for `.json`, YAML otherwise (YAML 1.2 reads JSON too). Either
+ * way a key given twice is refused (`JSON.parse` would keep the last one silently), as is JSON
+ * nested deeper than any spec needs.
+ */
 export function parseSpecText(text: string, path: string): unknown {
   const json = extname(path).toLowerCase() === '.json';
+  let document: unknown;
   try {
-    return json ? (JSON.parse(text) as unknown) : (parseYaml(text, { schema: 'core', prettyErrors: true, maxAliasCount: 100 }) as unknown);
+    document = json ? (JSON.parse(text) as unknown) : parseYamlStrictly(text);
   } catch (error) {
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw usageError(`${path} is not valid ${json ? 'JSON' : 'YAML'}: ${message}`, { path });
+  }
+  if (json) {
+    try {
+      checkJsonText(text);
+    } catch (error) {
+      if (isCairnError(error)) throw usageError(`${path}: ${error.message}`, { path, ...error.details });
+      throw error;
+    }
+  }
+  return document;
+}
+
+/**
+ * The file's text, if it is a regular file of at most MAX_SPEC_BYTES: a FIFO or a device
+ * (`/dev/zero`) would block or never end, so it is refused before anything is read.
+ */
+async function readSpecFile(path: string): Promise<string> {
+  const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const info = await file.stat();
+    if (!info.isFile()) throw usageError(`${path} is not a regular file`, { path });
+    const buffer = Buffer.alloc(MAX_SPEC_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await file.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > MAX_SPEC_BYTES) throw usageError(`${path} is larger than ${MAX_SPEC_BYTES} bytes`, { path });
+    try {
+      return UTF8.decode(buffer.subarray(0, length));
+    } catch {
+      throw usageError(`${path} is not valid UTF-8`, { path });
+    }
+  } finally {
+    await file.close();
   }
 }
 
@@ -30,9 +84,7 @@ export function parseSpecText(text: string, path: string): unknown {
 export async function readRunSpec(path: string): Promise<unknown> {
   let text: string;
   try {
-    const buffer = await readFile(path);
-    if (buffer.length > MAX_SPEC_BYTES) throw usageError(`${path} is larger than ${MAX_SPEC_BYTES} bytes`, { path });
-    text = buffer.toString('utf8');
+    text = await readSpecFile(path);
   } catch (error) {
     if (isCairnError(error)) throw error;
     throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });

@@ -42,4 +42,17 @@ describe('readRunSpec', () => {
     expect(() => parseSpecText('{"a":', 'x.json')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: expect.stringContaining('not valid JSON') as string }) as Error);
     await expect(readRunSpec(join(dir, 'missing.yaml'))).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('ENOENT') as string });
   });
+
+  it('refuses ambiguous documents: a key given twice (JSON or YAML), a YAML tag it does not know', () => {
+    const twice = '{"name":"a","steps":[{"argv":["true"],"argv":["rm","-rf","/"]}]}';
+    expect(() => parseSpecText(twice, 'x.json')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: 'x.json: steps[0].argv: duplicate key (ambiguous JSON is refused)' }) as Error);
+    expect(() => parseSpecText('name: a\nname: b\n', 'x.yaml')).toThrow(expect.objectContaining({ message: expect.stringContaining('Map keys must be unique') as string }) as Error);
+    expect(() => parseSpecText('name: !!js/function "f(){}"\n', 'x.yaml')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: expect.stringContaining('Unresolved tag') as string }) as Error);
+    expect(() => parseSpecText('name: a\n---\nname: b\n', 'x.yaml')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: expect.stringContaining('multiple documents') as string }) as Error);
+  });
+
+  it('refuses what is not a regular file before reading it: a device never ends, a FIFO blocks', async () => {
+    await expect(readRunSpec('/dev/zero')).rejects.toMatchObject({ code: 'E_INPUT', message: '/dev/zero is not a regular file' });
+    await expect(readRunSpec(dir)).rejects.toMatchObject({ code: 'E_INPUT' });
+  });
 });

@@ -1,5 +1,6 @@
 import { CommandBus, WorkerRegistry } from '@cairn/operational';
 import { JsonLogger } from '@cairn/service-kit';
+import type { SecretStore } from '@cairn/secret-store';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
@@ -12,10 +13,14 @@ import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
 import { HealthService } from './health/health.service.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
+import { RunApprovalsController } from './runs/run-approvals.controller.js';
+import { RunApprovals } from './runs/run-approvals.service.js';
 import { RunCommands } from './runs/run-commands.service.js';
 import { RunEventStreams } from './runs/run-event-streams.service.js';
 import { RunReadsRepository } from './runs/run-reads.repository.js';
 import { RunsController } from './runs/runs.controller.js';
+import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
+import { SecretsController } from './secrets/secrets.controller.js';
 import { WorkersController } from './workers/workers.controller.js';
 
 /** The connections the gateway runs on; `startGateway` opens them and closes them after the app. */
@@ -26,6 +31,8 @@ export interface GatewayResources {
   bus: CommandBus;
   registry: WorkerRegistry;
   logger: JsonLogger;
+  /** The secret store; null when the gateway has no key file (its routes answer E_UNAVAILABLE). */
+  secrets: SecretStore | null;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -34,7 +41,7 @@ export class GatewayModule {
   static forRoot(resources: GatewayResources): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [RunsController, WorkersController, HealthController, OpenApiController],
+      controllers: [RunsController, RunApprovalsController, WorkersController, SecretsController, HealthController, OpenApiController],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
         { provide: GATEWAY_NATS, useValue: resources.nc },
@@ -42,9 +49,11 @@ export class GatewayModule {
         { provide: CommandBus, useValue: resources.bus },
         { provide: WorkerRegistry, useValue: resources.registry },
         { provide: JsonLogger, useValue: resources.logger },
+        { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
         ApiKeyRepository,
         RunReadsRepository,
         RunCommands,
+        RunApprovals,
         RunEventStreams,
         HealthService,
         { provide: APP_GUARD, useClass: ApiKeyGuard },

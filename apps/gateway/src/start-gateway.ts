@@ -15,7 +15,10 @@ import { createGatewayDataSource, runGatewayMigrations } from './gateway-data-so
 import { BODY_LIMIT_BYTES } from './gateway.config.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GatewayModule } from './gateway.module.js';
+import { handleClientError } from './http/client-error.handler.js';
 import { InputValidationPipe } from './http/input-validation.pipe.js';
+import { openGatewaySecrets } from './secrets/open-gateway-secrets.js';
+import { parseStrictJsonBody } from './http/strict-json-body.js';
 
 export const GATEWAY_SERVICE = 'gateway';
 
@@ -70,11 +73,14 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
     }
 
+    const secrets = await openGatewaySecrets(config, logger);
+    if (secrets !== null) cleanups.push(() => secrets.close());
+
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
     const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
 
-    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128 } });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger }), adapter, {
+    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128 }, clientErrorHandler: handleClientError });
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,
@@ -83,11 +89,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const fastify = app.getHttpAdapter().getInstance();
     const jsonParser = fastify.getDefaultJsonParser('error', 'error');
     // Fastify's JSON parser refuses an empty body; here it is "no body", which each route judges.
+    // Bad UTF-8, duplicate names and excessive depth are E_INPUT (strict-json-body.ts).
     app.useBodyParser<Server>('application/json', { bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
-      const text = body.toString('utf8');
-      if (text === '') done(null, undefined);
-      else void jsonParser(request, text, done);
+      parseStrictJsonBody(body, done, (text, next) => void jsonParser(request, text, next));
     });
+    // A secret's value (PUT /v1/secrets/:name) arrives as text/plain and stays bytes: checked as UTF-8, never decoded loosely.
+    app.useBodyParser<Server>('text/plain', { bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
     app.useGlobalFilters(new CairnExceptionFilter(logger));
     app.useGlobalPipes(new InputValidationPipe());
     await app.listen(config.CAIRN_GATEWAY_PORT, config.CAIRN_GATEWAY_HOST);

@@ -137,7 +137,10 @@ async function cairnRun(url: string, apiKey: string, key: string): Promise<void>
     if (sealed !== null) {
       const state = sealed[1] ?? sealed[2];
       await reader.cancel();
-      if (state !== 'SEALED') throw new Error(`run ${runId} sealed ${state ?? '?'}`);
+      if (state !== 'SEALED') {
+        const why = /"error_code":"(E_[A-Z_]+)"(?:[^\n]*?"message":("(?:[^"\\]|\\.)*"))?/.exec(text);
+        throw new Error(`run ${runId} sealed ${state ?? '?'}${why === null ? '' : ` (${why[1]}${why[2] === undefined ? '' : `: ${JSON.parse(why[2]) as string}`})`}`);
+      }
       return;
     }
   }
@@ -147,6 +150,8 @@ async function cairnRun(url: string, apiKey: string, key: string): Promise<void>
 export interface RunsBenchOptions {
   sequentialRuns?: number;
   inFlightRuns?: number;
+  /** CAIRN_WARM_POOL_SIZE of the stack measured. */
+  warmPool?: string;
   progress?: (line: string) => void;
 }
 
@@ -154,6 +159,8 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
   const progress = options.progress ?? (() => undefined);
   const sequentialRuns = options.sequentialRuns ?? 12;
   const inFlightRuns = options.inFlightRuns ?? 24;
+  const warmPool = options.warmPool ?? process.env.BENCH_WARM_POOL ?? '2';
+  progress(`warm pool: ${warmPool} per profile (BENCH_WARM_POOL)`);
   const home = await mkdtemp(join(tmpdir(), 'cairn-bench-runs-'));
   const stackId = uniqueName('bench').toLowerCase().replace(/_/g, '-');
   const database = await createTestDatabase('cairn_bench_runs');
@@ -163,9 +170,9 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     CAIRN_NATS_URL: testNatsUrl(),
     CAIRN_DATABASE_URL: database.url,
     CAIRN_GATEWAY_PORT: '0',
-    // A run's seal reaches its stream within one poll: keep the poll short for a latency bench.
-    CAIRN_GATEWAY_SSE_POLL_MS: '20',
     CAIRN_WORKER_SLOTS: '4',
+    // The warm pool is off by default (apps/runtime/README.md); measured on unless BENCH_WARM_POOL says otherwise.
+    CAIRN_WARM_POOL_SIZE: warmPool,
   };
   const docker = createDockerClient();
   const rawWorker = `bench-raw-${stackId}`.slice(0, 64);

@@ -17,6 +17,9 @@ export function isStackService(name: string): name is StackService {
   return (STACK_SERVICES as readonly string[]).includes(name);
 }
 
+/** The secret store's key file under the state directory (made by `cairn up` when absent). */
+export const SECRETS_KEY_FILE = 'secrets.key';
+
 /** The gateway's port when nothing else is asked for. */
 export const DEFAULT_GATEWAY_PORT = 7420;
 
@@ -89,6 +92,8 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
   }
   config.CAIRN_HOME = location.home;
   config.CAIRN_ARTIFACT_DIR = resolve(location.home, config.CAIRN_ARTIFACT_DIR ?? 'artifacts');
+  // A path, not a secret: the file (mode 0600) holds the key that seals the secret store's values.
+  config.CAIRN_SECRETS_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_KEY_FILE ?? SECRETS_KEY_FILE);
   config.CAIRN_GATEWAY_PORT = String(gatewayPort);
   return config;
 }

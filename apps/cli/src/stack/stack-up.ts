@@ -190,6 +190,11 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
 
   const apiKey = await resolveApiKey(env, location);
   await mkdir(config.CAIRN_ARTIFACT_DIR ?? `${location.home}/artifacts`, { recursive: true, mode: 0o700 });
+  // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
+  const { ensureSecretKeyFile } = await import('@cairn/secret-store');
+  const secretsKeyFile = config.CAIRN_SECRETS_KEY_FILE ?? `${location.home}/secrets.key`;
+  const { created } = await ensureSecretKeyFile(secretsKeyFile);
+  options.progress(created ? `secret key file created: ${secretsKeyFile}` : `secret key file ${secretsKeyFile}`);
   const stack: StackFile = {
     version: 1,
     stackId: location.stackId,

@@ -6,7 +6,8 @@ import { z } from 'zod';
  * The prefix finds the row; only the SHA-256 of the whole key is stored, compared in constant time.
  */
 
-export const API_KEY_SCOPES = ['runs:read', 'runs:write', 'approve', 'admin'] as const;
+/** `secrets:write` sets, lists (last four characters) and removes the tenant's secrets; `admin` holds every scope. */
+export const API_KEY_SCOPES = ['runs:read', 'runs:write', 'approve', 'secrets:write', 'admin'] as const;
 export const ApiKeyScopeSchema = z.enum(API_KEY_SCOPES);
 export type ApiKeyScope = z.infer<typeof ApiKeyScopeSchema>;
 

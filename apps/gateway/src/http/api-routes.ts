@@ -1,7 +1,9 @@
-import { ErrorBodySchema, RunIdSchema, RunSpecSchema } from '@cairn/contracts';
+import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SecretNameSchema } from '@cairn/contracts';
 import type { ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
 import type { ApiKeyScope } from '../auth/api-key.codec.js';
+import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
+import { SecretDeletedSchema, SecretListSchema, SecretStoredSchema, SecretValueSchema } from '../secrets/secrets.schemas.js';
 import {
   CancelAcceptedSchema,
   CancelRequestSchema,
@@ -31,7 +33,13 @@ export const API_COMPONENTS = {
   SubmitAccepted: SubmitAcceptedSchema,
   CancelRequest: CancelRequestSchema,
   CancelAccepted: CancelAcceptedSchema,
+  ApprovalRequest: ApprovalRequestSchema,
+  ApprovalAccepted: ApprovalAcceptedSchema,
   WorkerList: WorkerListSchema,
+  SecretValue: SecretValueSchema,
+  SecretStored: SecretStoredSchema,
+  SecretList: SecretListSchema,
+  SecretDeleted: SecretDeletedSchema,
   Health: HealthSchema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
@@ -39,7 +47,7 @@ export type ApiComponent = keyof typeof API_COMPONENTS;
 
 export interface ApiRoute {
   operationId: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Fastify style (`/v1/runs/:id`); the OpenAPI document writes `{id}`. */
   path: string;
   summary: string;
@@ -48,7 +56,8 @@ export interface ApiRoute {
   status: number;
   /** A component; `sse` for a text/event-stream of receipts; `openapi` for this API's own document. */
   response: ApiComponent | 'sse' | 'openapi';
-  requestBody?: { component: ApiComponent; required: boolean };
+  /** JSON unless `contentType` says otherwise (a secret's value is `text/plain`). */
+  requestBody?: { component: ApiComponent; required: boolean; contentType?: 'application/json' | 'text/plain' };
   pathParams?: Readonly<Record<string, z.ZodType>>;
   query?: z.ZodObject;
   headers?: Readonly<Record<string, { schema: z.ZodType; required: boolean; description: string }>>;
@@ -58,6 +67,7 @@ export interface ApiRoute {
 }
 
 const RUN_ID = { id: RunIdSchema } as const;
+const SECRET_NAME = { name: SecretNameSchema } as const;
 
 /**
  * The route table: the controllers take method, path, status and scope from it (`@ApiRoute`),
@@ -151,6 +161,53 @@ export const API_ROUTES = {
     pathParams: RUN_ID,
     requestBody: { component: 'CancelRequest', required: false },
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_SEALED', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  decideApproval: {
+    operationId: 'decideApproval',
+    method: 'POST',
+    path: '/v1/runs/:id/approvals',
+    summary:
+      'Approve or reject what a held run awaits (every pending approval, or `approvalId`). The approver is recorded on the chain; a rejection ends the run CANCELLED with E_NO_APPROVAL. The key that submitted the run is 403 E_FORBIDDEN; a run awaiting nothing 409 E_CONFLICT; a sealed run 409 E_SEALED.',
+    scope: 'approve',
+    status: 202,
+    response: 'ApprovalAccepted',
+    pathParams: RUN_ID,
+    requestBody: { component: 'ApprovalRequest', required: true },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_SEALED', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  putSecret: {
+    operationId: 'putSecret',
+    method: 'PUT',
+    path: '/v1/secrets/:name',
+    summary:
+      "Store a secret of the key's tenant (replacing an earlier value of that name). The body is the value, as text/plain; it is sealed (AES-256-GCM) and never returned — a run that lists the name under `secrets` reads it from /run/secrets/<name>.",
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretStored',
+    pathParams: SECRET_NAME,
+    requestBody: { component: 'SecretValue', required: true, contentType: 'text/plain' },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
+  },
+  listSecrets: {
+    operationId: 'listSecrets',
+    method: 'GET',
+    path: '/v1/secrets',
+    summary: "The tenant's secrets: names, the last four characters of each value, the key that sealed it. Never a value.",
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretList',
+    errors: ['E_UNAVAILABLE'],
+  },
+  deleteSecret: {
+    operationId: 'deleteSecret',
+    method: 'DELETE',
+    path: '/v1/secrets/:name',
+    summary: "Remove a secret of the key's tenant. Runs already placed that name it fail before they start.",
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretDeleted',
+    pathParams: SECRET_NAME,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   listWorkers: {
     operationId: 'listWorkers',

@@ -125,7 +125,7 @@ function operation(route: ApiRoute): Record<string, unknown> {
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(route.requestBody === undefined
       ? {}
-      : { requestBody: { required: route.requestBody.required, content: { 'application/json': { schema: ref(route.requestBody.component) } } } }),
+      : { requestBody: { required: route.requestBody.required, content: { [route.requestBody.contentType ?? 'application/json']: { schema: ref(route.requestBody.component) } } } }),
     responses: { [String(route.status)]: successResponse(route), ...errorResponses(route) },
   };
 }

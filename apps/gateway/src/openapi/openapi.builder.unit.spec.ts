@@ -34,8 +34,29 @@ describe('the OpenAPI document', () => {
       expect(Object.keys(operation?.responses ?? {})).toContain(String(route.status));
     }
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/openapi.json', '/v1/health', '/v1/runs', '/v1/runs/{id}', '/v1/runs/{id}/bundle', '/v1/runs/{id}/cancel', '/v1/runs/{id}/events', '/v1/runs/{id}/events/stream', '/v1/workers'],
+      [
+        '/openapi.json',
+        '/v1/health',
+        '/v1/runs',
+        '/v1/runs/{id}',
+        '/v1/runs/{id}/approvals',
+        '/v1/runs/{id}/bundle',
+        '/v1/runs/{id}/cancel',
+        '/v1/runs/{id}/events',
+        '/v1/runs/{id}/events/stream',
+        '/v1/secrets',
+        '/v1/secrets/{name}',
+        '/v1/workers',
+      ],
     );
+  });
+
+  it('takes a secret’s value as text/plain, and answers the secret routes without a value field', () => {
+    const doc = buildOpenApi() as Doc;
+    const put = (doc.paths['/v1/secrets/{name}'] as unknown as Record<string, { requestBody?: { content: Record<string, unknown> }; 'x-cairn-scope'?: unknown }>).put;
+    expect(Object.keys(put?.requestBody?.content ?? {})).toEqual(['text/plain']);
+    expect(put?.['x-cairn-scope']).toBe('secrets:write');
+    for (const name of ['SecretStored', 'SecretList', 'SecretDeleted']) expect(JSON.stringify(doc.components.schemas[name])).not.toMatch(/"value"/);
   });
 
   it('resolves every reference inside the document', () => {

@@ -3,15 +3,21 @@ import { CairnError } from '@cairn/contracts';
 import { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnModuleDestroy } from '@nestjs/common';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../gateway.config.js';
-import { GATEWAY_CONFIG } from '../gateway.tokens.js';
+import { GATEWAY_CONFIG, GATEWAY_NATS } from '../gateway.tokens.js';
 import { RunReadsRepository } from './run-reads.repository.js';
 
 /** Receipts read per poll: a stream catching up sends them in pages and polls again at once. */
 const PAGE = 256;
 /** What a browser's EventSource waits before reconnecting (it then sends Last-Event-ID). */
 const RETRY_MS = 2000;
+/**
+ * After the stream shows a receipt the projection does not have yet, how soon to look again: the
+ * projector writes as soon as it is free, so it is usually there within a few milliseconds.
+ */
+const CATCH_UP_MS = [2, 5, 10, 20, 40, 80];
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -21,14 +27,19 @@ const SSE_HEADERS = {
 };
 
 /**
- * One client's stream of one run's receipts: polls the projection for rows after the last seq
+ * One client's stream of one run's receipts: reads the projection for rows after the last seq
  * sent, sends them in chain order (never past a gap, so nothing is skipped and nothing sent
- * twice), ends after `run.sealed`, and stops as soon as the client goes away.
+ * twice), ends after `run.sealed`, and stops as soon as the client goes away. It reads when the
+ * evidence stream shows the run a new receipt (`seen`), and every poll interval in any case: the
+ * wake-up is for speed only, the projection stays the one source of what is sent.
  */
 class RunEventStream {
   private stopped = false;
   private wake: (() => void) | null = null;
+  private sleeping = false;
   private lastWrite = Date.now();
+  /** The highest chain seq the evidence stream has shown for this run (0: none seen). */
+  private seen = 0;
   readonly done: Promise<void>;
 
   constructor(
@@ -51,9 +62,18 @@ class RunEventStream {
     this.wake?.();
   }
 
+  /** The evidence stream carried receipt `seq` of this run: read the projection again now. */
+  saw(seq: number): void {
+    if (seq <= this.seen) return;
+    this.seen = seq;
+    // Only a stream waiting for news is woken; one waiting for its client to drain keeps waiting.
+    if (this.sleeping) this.wake?.();
+  }
+
   private async run(): Promise<void> {
     const sealedAt = await this.reads.sealSeq(this.runId);
     if (sealedAt !== null && this.last >= sealedAt) return;
+    let catchUp = 0;
     while (!this.stopped) {
       const rows = await this.reads.receiptsAfter(this.runId, this.last, PAGE);
       for (const row of rows) {
@@ -65,7 +85,10 @@ class RunEventStream {
       }
       if (rows.length === PAGE) continue;
       if (Date.now() - this.lastWrite >= this.config.CAIRN_GATEWAY_SSE_HEARTBEAT_MS) this.write(': heartbeat\n\n');
-      await this.sleep(this.config.CAIRN_GATEWAY_SSE_POLL_MS);
+      // Behind what the stream showed: the projector is about to write it; look again shortly.
+      const behind = this.seen > this.last && catchUp < CATCH_UP_MS.length;
+      await this.sleep(behind ? CATCH_UP_MS[catchUp++]! : this.config.CAIRN_GATEWAY_SSE_POLL_MS);
+      if (!behind || this.seen <= this.last) catchUp = 0;
     }
   }
 
@@ -89,7 +112,8 @@ class RunEventStream {
   }
 
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
+    this.sleeping = true;
+    return new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.wake = null;
         resolve();
@@ -99,6 +123,8 @@ class RunEventStream {
         this.wake = null;
         resolve();
       };
+    }).finally(() => {
+      this.sleeping = false;
     });
   }
 
@@ -117,6 +143,7 @@ export class RunEventStreams implements OnModuleDestroy {
     private readonly reads: RunReadsRepository,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly logger: JsonLogger,
+    @Inject(GATEWAY_NATS) private readonly nc: NatsConnection,
   ) {}
 
   get openCount(): number {
@@ -134,7 +161,30 @@ export class RunEventStreams implements OnModuleDestroy {
     raw.write(`retry: ${RETRY_MS}\n\n`);
     const stream = new RunEventStream(raw, runId, after, this.reads, this.config, this.logger);
     this.open.add(stream);
-    void stream.done.finally(() => this.open.delete(stream));
+    const wakeUps = this.watch(runId, stream);
+    void stream.done.finally(() => {
+      wakeUps?.unsubscribe();
+      this.open.delete(stream);
+    });
+  }
+
+  /**
+   * A plain NATS subscription to the run's evidence subject: every receipt appended to the run is
+   * also delivered here, and wakes the stream. Without it (NATS closed) the stream still polls.
+   */
+  private watch(runId: string, stream: RunEventStream): Subscription | null {
+    try {
+      return this.nc.subscribe(`${this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.${runId}`, {
+        callback: (error, msg) => {
+          if (error !== null) return;
+          const seq = seqOf(msg.data);
+          if (seq !== null) stream.saw(seq);
+        },
+      });
+    } catch (error) {
+      this.logger.write('warn', 'event stream polls only: cannot watch the evidence stream', { runId, error: error instanceof Error ? error.message : String(error) });
+      return null;
+    }
   }
 
   /** Before the HTTP server closes: end every stream (clients resume with Last-Event-ID). */
@@ -142,5 +192,15 @@ export class RunEventStreams implements OnModuleDestroy {
     const streams = [...this.open];
     for (const stream of streams) stream.stop();
     await Promise.allSettled(streams.map((stream) => stream.done));
+  }
+}
+
+/** A receipt's chain seq, read without trusting it further than a wake-up; null when absent. */
+function seqOf(data: Uint8Array): number | null {
+  try {
+    const seq = (JSON.parse(new TextDecoder().decode(data)) as { seq?: unknown }).seq;
+    return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : null;
+  } catch {
+    return null;
   }
 }

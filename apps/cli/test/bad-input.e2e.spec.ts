@@ -1,0 +1,173 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCairn } from './cli.harness.js';
+import type { CliRun } from './cli.harness.js';
+
+/*
+ * The bad-input suite for the CLI: `cairn run` with a spec that is wrong in every way the REST
+ * suite (apps/gateway/test/bad-input.e2e.spec.ts) tries, in YAML and in JSON, and the other
+ * commands with look-alike or control characters in ids and keys. Each must exit 2 printing
+ * E_INPUT and the field — and send nothing: the CLI is pointed (CAIRN_URL) at a recording server
+ * under a path of its own, and that path must see no request. A valid spec sent the same way does
+ * arrive there, so the recorder is known to hear.
+ */
+
+const CYRILLIC_A = '\u0430';
+const KEY = `cairn_abcdefgh_${'K'.repeat(43)}`;
+const VALID_YAML = 'name: fine\nsteps:\n  - argv: [echo, hello]\n';
+
+let dir: string;
+let recorder: Server;
+let recorderUrl: string;
+const requests: { method: string; url: string }[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cairn-cli-bad-input-'));
+  recorder = createServer((request, response) => {
+    requests.push({ method: request.method ?? '', url: request.url ?? '' });
+    request.resume();
+    response.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'E_UNAVAILABLE', message: 'the recorder answers nothing' }));
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  recorderUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => recorder?.close(() => resolve()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+let cases = 0;
+
+/** Runs the CLI against the recorder under a path of its own; returns the run and what reached that path. */
+async function cairn(args: string[]): Promise<{ cli: CliRun; sent: { method: string; url: string }[] }> {
+  const prefix = `/case-${(cases += 1)}`;
+  const cli = await runCairn(args, { CAIRN_URL: `${recorderUrl}${prefix}`, CAIRN_API_KEY: KEY, CAIRN_HOME: join(dir, 'home') });
+  return { cli, sent: requests.filter((r) => r.url.startsWith(`${prefix}/`)) };
+}
+
+async function specFile(name: string, content: string | Buffer): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+}
+
+/** Exit 2, one JSON error E_INPUT naming `mentions`, and nothing sent. */
+async function expectInputError(args: string[], mentions: string | RegExp): Promise<void> {
+  const { cli, sent } = await cairn([...args, '--json']);
+  expect(cli.code, cli.stdout + cli.stderr).toBe(2);
+  const printed = JSON.parse(cli.stdout) as { ok: boolean; error: { code: string; message: string } };
+  expect(printed).toMatchObject({ ok: false, error: { code: 'E_INPUT' } });
+  if (typeof mentions === 'string') expect(printed.error.message).toContain(mentions);
+  else expect(printed.error.message).toMatch(mentions);
+  expect(sent).toEqual([]);
+}
+
+describe('the recorder hears what the CLI sends', () => {
+  it('a valid spec is submitted to it (and its 503 is E_UNAVAILABLE, exit 1)', async () => {
+    const { cli, sent } = await cairn(['run', await specFile('valid.yaml', VALID_YAML), '--json']);
+    expect(cli.code, cli.stdout + cli.stderr).toBe(1);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE' } });
+    expect(sent.map((r) => `${r.method} ${r.url.replace(/^\/case-\d+/, '')}`)).toEqual(['POST /v1/runs']);
+  });
+});
+
+describe('cairn run <spec.yaml>: exit 2, E_INPUT naming the field, nothing sent', () => {
+  it.concurrent.each([
+    ['a shell string instead of argv', 'name: x\nsteps:\n  - argv: "rm -rf /"\n', 'steps[0].argv: argv must be an array of strings, not a shell string'],
+    ['steps as one shell string', 'name: x\nsteps: "echo hi && rm -rf /"\n', 'steps:'],
+    ['privileged', `${VALID_YAML}privileged: true\n`, 'privileged: unknown field'],
+    ['a mount of the Docker socket', `${VALID_YAML}mounts:\n  - { source: /var/run/docker.sock, target: /var/run/docker.sock }\n`, 'mounts: unknown field'],
+    ['network host', `${VALID_YAML}network: host\n`, 'network:'],
+    ['capAdd', `${VALID_YAML}capAdd: [SYS_ADMIN]\n`, 'capAdd: unknown field'],
+    ['devices', `${VALID_YAML}devices: [/dev/kvm]\n`, 'devices: unknown field'],
+    ['user root', `${VALID_YAML}user: root\n`, 'user: unknown field'],
+    ['workdir /proc/self/fd/3', 'name: x\nsteps:\n  - argv: [ls]\n    workdir: /proc/self/fd/3\n', 'steps[0].workdir:'],
+    ['an input file at the Docker socket', `${VALID_YAML}files:\n  - { path: /var/run/docker.sock, content: x }\n`, 'files[0].path:'],
+    ['a NUL byte in argv', 'name: x\nsteps:\n  - argv: [sh, "-c\\0rm -rf /work"]\n', 'steps[0].argv[1]:'],
+    ['a BEL in the name', 'name: "ding\\a"\nsteps:\n  - argv: [echo]\n', 'name: no control characters'],
+    ['a Cyrillic letter in the job name', `${VALID_YAML}job: n${CYRILLIC_A}ghtly\n`, 'job:'],
+    ['a key given twice', 'name: a\nname: b\nsteps:\n  - argv: [echo]\n', 'Map keys must be unique'],
+    ['an alias bomb', `a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n${VALID_YAML}`, 'Excessive alias count'],
+    ['a tag the core schema does not know', 'name: !!js/function "function () {}"\nsteps:\n  - argv: [echo]\n', 'Unresolved tag'],
+    ['two documents in one file (which one runs?)', `${VALID_YAML}---\n${VALID_YAML}`, 'Source contains multiple documents'],
+    ['nesting 20 000 levels deep', `${VALID_YAML}x: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`, 'not valid YAML'],
+  ])('%s', async (what, yaml, mentions) => {
+    await expectInputError(['run', await specFile(`${what.replace(/\W+/g, '-')}.yaml`, yaml)], mentions);
+  });
+});
+
+describe('cairn run <spec.json>: exit 2, E_INPUT naming the field, nothing sent', () => {
+  it.concurrent.each([
+    ['a key given twice', '{"name":"a","name":"b","steps":[{"argv":["echo"]}]}', 'name: duplicate key'],
+    ['argv given twice in a step', '{"name":"a","steps":[{"argv":["true"],"argv":["rm","-rf","/work"]}]}', 'steps[0].argv: duplicate key'],
+    ['a key spelt twice, once with an escape', '{"name":"a","n\\u0061me":"b","steps":[{"argv":["echo"]}]}', 'name: duplicate key'],
+    ['nesting 10 000 levels deep', `{"name":"a","steps":[{"argv":["echo"]}],"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`, 'JSON nested deeper than 64 levels'],
+    ['a NUL byte in argv', '{"name":"a","steps":[{"argv":["sh","-c\\u0000id"]}]}', 'steps[0].argv[1]:'],
+    ['a __proto__ member', '{"name":"a","steps":[{"argv":["echo"]}],"__proto__":{"privileged":true}}', '__proto__'],
+    ['a shell string instead of a spec', '"echo hi && rm -rf /"', '(root)'],
+    ['privileged on a step', '{"name":"a","steps":[{"argv":["id"],"privileged":true}]}', 'steps[0].privileged: unknown field'],
+  ])('%s', async (what, json, mentions) => {
+    await expectInputError(['run', await specFile(`${what.replace(/\W+/g, '-')}.json`, json)], mentions);
+  });
+});
+
+describe('cairn run <file>: only a readable regular file of valid UTF-8, at most 1 MiB', () => {
+  it('refuses a file over 1 MiB', async () => {
+    await expectInputError(['run', await specFile('big.yaml', `${VALID_YAML}# ${'x'.repeat(1024 * 1024)}\n`)], 'is larger than 1048576 bytes');
+  });
+
+  it('refuses bytes that are not UTF-8, never decoding them loosely', async () => {
+    const bytes = Buffer.concat([Buffer.from('name: "bad '), Buffer.from([0xff, 0xfe]), Buffer.from('"\nsteps:\n  - argv: [echo]\n')]);
+    await expectInputError(['run', await specFile('latin.yaml', bytes)], 'is not valid UTF-8');
+  });
+
+  it('refuses a device that never ends (/dev/zero) without reading it', async () => {
+    await expectInputError(['run', '/dev/zero'], '/dev/zero is not a regular file');
+  });
+
+  it('refuses a FIFO without blocking on it', async () => {
+    const fifo = join(dir, 'spec.fifo.yaml');
+    execFileSync('mkfifo', [fifo]);
+    await expectInputError(['run', fifo], 'is not a regular file');
+  });
+
+  it('refuses a directory', async () => {
+    await expectInputError(['run', dir], 'is not a regular file');
+  });
+
+  it('prints the code for people too (no --json): E_INPUT on stderr, exit 2', async () => {
+    const { cli, sent } = await cairn(['run', await specFile('human.yaml', `${VALID_YAML}privileged: true\n`)]);
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain('E_INPUT');
+    expect(cli.stderr).toContain('privileged: unknown field');
+    expect(cli.stdout).toBe('');
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('ids and keys on the command line: look-alike and control characters', () => {
+  it.concurrent.each([
+    ['an idempotency key with Cyrillic letters', ['run', '@valid', '--idempotency-key', `ключ-${CYRILLIC_A}`], '--idempotency-key'],
+    ['an idempotency key with a control character', ['run', '@valid', '--idempotency-key', 'key\u001b[31m'], '--idempotency-key'],
+    ['an idempotency key with a space', ['run', '@valid', '--idempotency-key', 'two words'], '--idempotency-key'],
+    ['status of a look-alike run id', ['status', `run_${CYRILLIC_A}bc123`], 'run'],
+    ['cancel of a look-alike run id', ['cancel', `run_${CYRILLIC_A}bc123`], 'run'],
+    ['cancel of a fullwidth run id', ['cancel', '\uff52un_abc123'], 'run'],
+    ['cancel of a run id with a newline', ['cancel', 'run_abc\nrun_def'], 'run'],
+    ['events of a run id with an ANSI escape', ['events', 'run_abc\u001b[2J'], 'run'],
+    ['export of a look-alike chain id', ['export', `run_${CYRILLIC_A}bc123`], 'chain'],
+  ])('%s', async (_what, args, mentions) => {
+    const valid = await specFile('valid-for-options.yaml', VALID_YAML);
+    await expectInputError(
+      args.map((arg) => (arg === '@valid' ? valid : arg)),
+      new RegExp(mentions.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, '\\$&'), 'i'),
+    );
+  });
+});

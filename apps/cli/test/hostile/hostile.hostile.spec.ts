@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { verifyChain } from '@cairn/evidence';
+import { uniqueName } from '@cairn/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestStack } from '../stack.harness.js';
+import { startEgressSink } from './egress-sink.js';
+import type { EgressSink } from './egress-sink.js';
+import { BUSYBOX, HOSTILE_WORKLOADS, OUTPUT_KEEP_BYTES, stepReceipt } from './hostile-workloads.js';
+import type { HostileWorkload, RefusedExpectation, RunExpectation, WorkloadContext } from './hostile-workloads.js';
+
+/*
+ * The hostile-workload suite (`npm run test:hostile`): every row of hostile-workloads.ts is
+ * submitted through the REST gateway of one isolated stack (`cairn up`), all of them together at
+ * the start, as users would. Each test then checks its row: the run's final state and error code,
+ * the receipt of the attacking step (its exit code, and its stderr read back by the hash the
+ * receipt names), the safe outcome, that no container, network or volume of the run is left, and
+ * that the run's chain verifies from genesis.
+ */
+
+interface Submission {
+  name: string;
+  status: number;
+  body: { runId?: string; code?: string; message?: string };
+  hostBefore: Record<string, string>;
+}
+
+const CHAIN_LABEL = 'io.cairn.chain';
+const WORKER_LABEL = 'io.cairn.worker';
+
+let stack: TestStack;
+let sink: EgressSink;
+const submissions = new Map<string, Promise<Submission>>();
+
+async function submit(workload: HostileWorkload): Promise<Submission> {
+  const hostBefore: Record<string, string> = {};
+  for (const [fact, read] of Object.entries(workload.hostFacts ?? {})) hostBefore[fact] = await read();
+  const name = `hostile ${workload.id}`;
+  const response = await stack.api('/v1/runs', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': uniqueName(`hostile-${workload.id}`) },
+    body: JSON.stringify({ name, ...workload.spec }).replaceAll('{{SINK_IP}}', sink.ip),
+  });
+  return { name, status: response.status, body: (await response.json()) as Submission['body'], hostBefore };
+}
+
+async function receiptsOf(runId: string): Promise<Record<string, unknown>[]> {
+  const response = await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { items: Record<string, unknown>[] }).items;
+}
+
+/** An artifact's bytes from the stack's store, checked against the hash it is stored under. */
+async function artifact(sha256: string): Promise<Buffer> {
+  expect(sha256).toMatch(/^[0-9a-f]{64}$/);
+  const bytes = await readFile(join(stack.home, 'artifacts', 'sha256', sha256.slice(0, 2), sha256.slice(2)));
+  expect(createHash('sha256').update(bytes).digest('hex')).toBe(sha256);
+  return bytes;
+}
+
+/** Containers, networks and volumes carrying `label` on the engine. */
+async function leftovers(label: string): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
+  const { createDockerClient } = await import('@cairn/sandbox-docker');
+  const docker = createDockerClient();
+  const filters = { label: [label] };
+  const [containers, networks, volumes] = await Promise.all([
+    docker.listContainers({ all: true, filters }),
+    docker.listNetworks({ filters }),
+    docker.listVolumes({ filters }),
+  ]);
+  return { containers: containers.map((c) => c.Names.join(',')), networks: networks.map((n) => n.Name), volumes: (volumes.Volumes ?? []).map((v) => v.Name) };
+}
+
+/** The proof bundle the gateway serves verifies offline, from genesis, up to the run's head. */
+async function expectChainVerifies(runId: string, headHash: string, count: number): Promise<void> {
+  const response = await stack.api(`/v1/runs/${runId}/bundle`);
+  expect(response.status).toBe(200);
+  const bundle = (await response.json()) as { format: string; runId: string; receipts: unknown[]; headHash: string };
+  expect(bundle).toMatchObject({ format: 'cairn.bundle/v1', runId, headHash });
+  expect(verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: runId })).toMatchObject({ ok: true, count, headHash });
+}
+
+async function checkRun(workload: HostileWorkload, expected: RunExpectation): Promise<void> {
+  const submission = await submissions.get(workload.id)!;
+  expect(submission.status, JSON.stringify(submission.body)).toBe(202);
+  const runId = submission.body.runId!;
+  const run = await stack.waitForRun(runId, (r) => r.sealed, 90_000);
+  const receipts = await receiptsOf(runId);
+  const why = JSON.stringify(receipts.find((r) => r.type === 'run.failed') ?? null);
+  expect({ state: run.state, errorCode: run.errorCode }, why).toEqual({ state: expected.state, errorCode: expected.errorCode });
+
+  const types = receipts.map((r) => r.type);
+  expect(types.at(-1)).toBe('run.sealed');
+  // The sandbox went, verified gone, whatever the workload did to it.
+  expect(receipts.filter((r) => r.type === 'sandbox.destroyed').map((r) => r.verified_gone)).toEqual([true]);
+  expect(types.includes('run.executed')).toBe(expected.state === 'SEALED');
+  if (expected.stepsCompleted !== undefined) expect(types.filter((t) => t === 'step.completed')).toHaveLength(expected.stepsCompleted);
+
+  const step = expected.step;
+  if (step !== undefined) {
+    const receipt = stepReceipt(receipts, step.index);
+    if (step.exitCode !== undefined) expect(receipt.exit_code).toBe(step.exitCode);
+    expect(receipt.error_code).toBe(step.errorCode);
+    for (const limit of step.limits ?? []) expect(receipt.limits_hit).toContain(limit);
+    if (step.truncated !== undefined) expect(receipt.output_truncated).toBe(step.truncated);
+    if (step.stderr !== undefined) expect((await artifact(receipt.stderr_sha256 as string)).toString('utf8')).toMatch(step.stderr);
+    if (step.stdout !== undefined) expect((await artifact(receipt.stdout_sha256 as string)).toString('utf8')).toMatch(step.stdout);
+    if (expected.state === 'ROLLBACK') {
+      const failed = receipts.find((r) => r.type === 'run.failed');
+      expect(failed).toMatchObject({ error_code: expected.errorCode, step_index: step.index });
+    }
+  }
+
+  expect(await leftovers(`${CHAIN_LABEL}=${runId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+  await expectChainVerifies(runId, run.headHash, receipts.length);
+  const context: WorkloadContext = { runId, receipts, artifact, apiKey: stack.apiKey, hostBefore: submission.hostBefore, sink };
+  await expected.check?.(context);
+}
+
+async function checkRefused(workload: HostileWorkload, expected: RefusedExpectation): Promise<void> {
+  const submission = await submissions.get(workload.id)!;
+  expect(submission.status, JSON.stringify(submission.body)).toBe(expected.status);
+  expect(submission.body.code).toBe(expected.code);
+  expect(submission.body.message).toContain(`${expected.field}:`);
+  expect(submission.body.runId).toBeUndefined();
+  const response = await stack.api('/v1/runs?limit=200');
+  const names = ((await response.json()) as { items: { name: string | null }[] }).items.map((r) => r.name);
+  expect(names.length).toBeGreaterThan(0);
+  expect(names).not.toContain(submission.name);
+}
+
+function outcomeOf(workload: HostileWorkload): string {
+  const e = workload.expect;
+  if (e.kind === 'refused') return `${e.status} ${e.code} (${e.field})`;
+  return [e.state, e.errorCode].filter((part) => part !== null).join(' ');
+}
+
+beforeAll(async () => {
+  stack = await TestStack.create('hostile', { CAIRN_STEP_OUTPUT_MAX_BYTES: String(OUTPUT_KEEP_BYTES) });
+  await stack.up();
+  // A host the workloads may aim at (never a real address): reachable from here, counted.
+  sink = await startEgressSink(`cairn-hostile-sink-${stack.stackId}`, BUSYBOX, { 'io.cairn.test': stack.stackId });
+  await sink.touch();
+  for (const workload of HOSTILE_WORKLOADS) {
+    const pending = submit(workload);
+    // Each test awaits its own; meanwhile a failure must not go unhandled.
+    pending.catch(() => undefined);
+    submissions.set(workload.id, pending);
+  }
+});
+
+afterAll(async () => {
+  await sink?.remove();
+  await stack?.dispose();
+});
+
+describe('hostile workloads, submitted through the REST gateway', () => {
+  it('has at least 25 distinct workloads', () => {
+    expect(new Set(HOSTILE_WORKLOADS.map((w) => w.id)).size).toBe(HOSTILE_WORKLOADS.length);
+    expect(HOSTILE_WORKLOADS.length).toBeGreaterThanOrEqual(25);
+  });
+
+  for (const workload of HOSTILE_WORKLOADS) {
+    const expected = workload.expect;
+    it(`${workload.id}: ${workload.title} → ${outcomeOf(workload)}`, async () => {
+      if (expected.kind === 'refused') await checkRefused(workload, expected);
+      else await checkRun(workload, expected);
+    });
+  }
+
+  it("leaves nothing of the stack's worker on the engine", async () => {
+    expect(await leftovers(`${WORKER_LABEL}=${stack.names.workerId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+  });
+});

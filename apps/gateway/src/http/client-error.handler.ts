@@ -1,0 +1,34 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { HTTP_STATUS_BY_CODE } from '@cairn/contracts';
+import type { ErrorBody } from '@cairn/contracts';
+
+/**
+ * What the gateway answers to a request Node's HTTP parser refused before any route saw it (a
+ * control character in a header, a malformed request line, headers too large, a request that
+ * never finished arriving). Fastify's own answer is `{ error, message, statusCode }`; this keeps
+ * every response of the gateway in the contract's `{ code, message }` shape with its code's status.
+ */
+export function clientErrorResponse(error: { code?: string }): { status: number; body: ErrorBody } {
+  const body: ErrorBody =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? { code: 'E_TOO_LARGE', message: 'the request headers are too large' }
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? { code: 'E_INPUT', message: 'the request did not arrive in time' }
+        : { code: 'E_INPUT', message: 'malformed HTTP request' };
+  return { status: HTTP_STATUS_BY_CODE[body.code], body };
+}
+
+/** Fastify's `clientErrorHandler`: answers once with the contract's shape, then closes the socket. */
+export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
+  // A reset socket is gone already; there is no one to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const { status, body } = clientErrorResponse(error);
+    const text = JSON.stringify(body);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy(error);
+}

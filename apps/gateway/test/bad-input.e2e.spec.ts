@@ -1,0 +1,437 @@
+import 'reflect-metadata';
+import { connect as connectTcp } from 'node:net';
+import { loadConfig } from '@cairn/config';
+import type { RunSpec } from '@cairn/contracts';
+import { bucketStreamName } from '@cairn/operational';
+import { migrate } from '@cairn/persistence';
+import { JsonLogger } from '@cairn/service-kit';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { TestDatabase } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey, revokeApiKey } from '../src/auth/api-key.store.js';
+import { createGatewayDataSource } from '../src/gateway-data-source.js';
+import { BODY_LIMIT_BYTES, GatewayConfigSchema } from '../src/gateway.config.js';
+import type { GatewayConfig } from '../src/gateway.config.js';
+import { HealthSchema, SubmitAcceptedSchema } from '../src/http/api.schemas.js';
+import { startGateway } from '../src/start-gateway.js';
+import type { RunningGateway } from '../src/start-gateway.js';
+import { http, INTAKE_MAIN, PROJECTOR_MAIN, startServiceProcess, waitFor } from './gateway.harness.js';
+import type { HttpAnswer, ServiceProcess } from './gateway.harness.js';
+
+/*
+ * The bad-input suite for REST: every way a request can be wrong, each answered with its precise
+ * code — and each shown to change nothing: no command published, no receipt appended, no run or
+ * event projected (counted before and after every case). The gateway runs in-process on its own
+ * streams and database, with intake and the projector as the processes they are.
+ * (gateway.e2e.spec.ts keeps the basic cases: a missing Idempotency-Key, a plain 1.5 MiB body,
+ * GET /v1/runs with bad keys, reads of another tenant's runs.)
+ */
+
+const BOOTSTRAP_KEY = `cairn_badinput_${'B'.repeat(43)}`;
+const SPEC: RunSpec = { name: 'bad input', steps: [{ argv: ['echo', 'hello'] }] };
+/** A Cyrillic small a (U+0430), which looks like the Latin one. */
+const CYRILLIC_A = '\u0430';
+
+let db: TestDatabase;
+let config: GatewayConfig;
+let gateway: RunningGateway;
+let base: string;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let keysDb: DataSource;
+let liveRunId: string;
+const services: ServiceProcess[] = [];
+const keys = { writer: '', other: '', expired: '', revoked: '', writerPrefix: '' };
+
+interface Footprint {
+  commands: number;
+  evidence: number;
+  runs: number;
+  events: number;
+}
+
+/** Everything a request could have changed: the command and evidence streams, the projections. */
+async function footprint(): Promise<Footprint> {
+  const lastSeq = async (stream: string) => (await jsm.streams.info(stream).catch(() => null))?.state.last_seq ?? 0;
+  const [[runs], [events]] = await Promise.all([
+    keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM runs'),
+    keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM evidence_events'),
+  ]);
+  return { commands: await lastSeq(config.CAIRN_COMMAND_STREAM), evidence: await lastSeq(config.CAIRN_EVIDENCE_STREAM), runs: runs!.n, events: events!.n };
+}
+
+/**
+ * Sends, then checks the answer's status and code (and that the message names `mentions`), and
+ * that nothing changed. `decidedByIntake`: the refusal is intake's (idempotency, another tenant's
+ * run), so the request did reach it as a command on the work queue — and still nothing was
+ * appended or projected.
+ */
+async function expectRefused(send: () => Promise<HttpAnswer>, status: number, code: string, mentions?: string, decidedByIntake = false): Promise<HttpAnswer> {
+  const before = await footprint();
+  const answer = await send();
+  expect(answer.status, answer.text.slice(0, 500)).toBe(status);
+  expect(answer.body).toMatchObject({ code });
+  if (mentions !== undefined) expect((answer.body as { message: string }).message).toContain(mentions);
+  // Give an accepted command the time intake and the projector would need to show it.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const after = await footprint();
+  if (decidedByIntake) {
+    expect(after.commands).toBe(before.commands + 1);
+    expect({ ...after, commands: before.commands }).toEqual(before);
+  } else expect(after).toEqual(before);
+  return answer;
+}
+
+function submitJson(body: unknown, headers: Record<string, string> = {}, key: string | null = keys.writer): Promise<HttpAnswer> {
+  return http(base, 'POST', '/v1/runs', { key, body, headers: { 'idempotency-key': uniqueName('idem'), ...headers } });
+}
+
+function submitRaw(rawBody: string, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+  return http(base, 'POST', '/v1/runs', { key: keys.writer, rawBody, headers: { 'idempotency-key': uniqueName('idem'), ...headers } });
+}
+
+/** A valid spec's JSON with `member` (raw JSON text) spliced in after its first member. */
+function withMember(member: string, spec: RunSpec = SPEC): string {
+  const text = JSON.stringify(spec);
+  const firstComma = text.indexOf(',');
+  return `${text.slice(0, firstComma + 1)}${member},${text.slice(firstComma + 1)}`;
+}
+
+/** UTF-8 text as the bytes of a header value (Fetch sends header values as Latin-1 bytes). */
+function headerBytes(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
+}
+
+interface RawAnswer extends HttpAnswer {
+  raw: string;
+}
+
+/**
+ * One HTTP/1.1 request over a plain socket, for what Fetch will not send (control characters in a
+ * header, a chunked body that never ends); `body` chunks are written until the server answers.
+ */
+async function rawRequest(head: string, chunks: Buffer[] = []): Promise<RawAnswer> {
+  const url = new URL(base);
+  const socket = connectTcp({ host: url.hostname, port: Number(url.port) });
+  socket.on('error', () => undefined);
+  const received: Buffer[] = [];
+  let answered = false;
+  const closed = new Promise<void>((resolve) => {
+    socket.on('data', (chunk: Buffer) => {
+      answered = true;
+      received.push(chunk);
+    });
+    socket.on('close', () => resolve());
+  });
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  socket.write(head);
+  for (const chunk of chunks) {
+    if (answered || socket.destroyed) break;
+    await new Promise<void>((resolve) => socket.write(chunk, () => resolve()));
+  }
+  const timer = setTimeout(() => socket.destroy(), 10_000);
+  await closed;
+  clearTimeout(timer);
+  const raw = Buffer.concat(received).toString('utf8');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
+  const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  let body: unknown = undefined;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status, headers: new Headers(), body, text, raw };
+}
+
+function requestHead(method: string, path: string, headers: Record<string, string>): string {
+  const url = new URL(base);
+  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('gateway_bad_input');
+  await migrate(db.url);
+  const env = {
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: db.url,
+    CAIRN_EVIDENCE_STREAM: uniqueName('BI_EVIDENCE').toUpperCase(),
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName('bi_ev').toLowerCase(),
+    CAIRN_COMMAND_STREAM: uniqueName('BI_COMMANDS').toUpperCase(),
+    CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('bi_cmd').toLowerCase(),
+    CAIRN_WORKERS_BUCKET: uniqueName('bi_workers'),
+    CAIRN_LEASES_BUCKET: uniqueName('bi_leases'),
+  };
+  config = loadConfig(GatewayConfigSchema, { ...env, CAIRN_GATEWAY_PORT: '0', CAIRN_API_KEY: BOOTSTRAP_KEY });
+  nc = await connect({ servers: testNatsUrl() });
+  jsm = await jetstreamManager(nc);
+  services.push(startServiceProcess('intake', INTAKE_MAIN, env), startServiceProcess('projector', PROJECTOR_MAIN, env));
+  gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'warn', () => undefined) });
+  base = gateway.url;
+
+  keysDb = createGatewayDataSource(db.url, 2);
+  await keysDb.initialize();
+  const writer = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
+  keys.writer = writer.key;
+  keys.writerPrefix = writer.prefix;
+  keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
+  keys.expired = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'], expiresAt: new Date(Date.now() - 1000) })).key;
+  const revoked = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
+  await revokeApiKey(keysDb, revoked.id);
+  keys.revoked = revoked.key;
+
+  await waitFor('intake and projector up', async () => {
+    const health = HealthSchema.parse((await http(base, 'GET', '/v1/health')).body);
+    return health.checks.services.intake === 'ok' && health.checks.services.projector === 'ok';
+  });
+  // One accepted run of tenant acme, projected, for the cases that aim at an existing run.
+  const accepted = await submitJson({ ...SPEC, name: 'the live run' });
+  expect(accepted.status, accepted.text).toBe(202);
+  liveRunId = SubmitAcceptedSchema.parse(accepted.body).runId;
+  await waitFor('the live run projected', async () => (await http(base, 'GET', `/v1/runs/${liveRunId}`, { key: keys.writer })).status === 200);
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await Promise.all(services.map((service) => service.stop()));
+  await keysDb?.destroy();
+  if (jsm !== undefined) {
+    for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, bucketStreamName(config.CAIRN_WORKERS_BUCKET)]) {
+      await jsm.streams.delete(stream).catch(() => false);
+    }
+  }
+  await nc?.close();
+  await db?.drop();
+});
+
+describe('bodies: refused before anything is read into a spec', () => {
+  it('413 E_TOO_LARGE for 1.5 MiB that is not even JSON: the size is checked before parsing', async () => {
+    await expectRefused(() => submitRaw(`{"name":"${'x'.repeat(1.5 * 1024 * 1024)}`), 413, 'E_TOO_LARGE');
+  });
+
+  it('413 E_TOO_LARGE for a chunked body with no Content-Length that grows past the limit', async () => {
+    const head = requestHead('POST', '/v1/runs', {
+      Authorization: `Bearer ${keys.writer}`,
+      'Idempotency-Key': uniqueName('idem'),
+      'Content-Type': 'application/json',
+      'Transfer-Encoding': 'chunked',
+    });
+    const piece = Buffer.from('x'.repeat(64 * 1024));
+    const chunk = Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]);
+    const chunks = [Buffer.from(`9\r\n{"name":"\r\n`), ...Array.from({ length: Math.ceil((BODY_LIMIT_BYTES * 1.5) / piece.length) }, () => chunk)];
+    await expectRefused(() => rawRequest(head, chunks), 413, 'E_TOO_LARGE');
+  });
+
+  it('413 E_TOO_LARGE for headers past the HTTP parser\'s limit (a 20 000-character Idempotency-Key), in the error shape', async () => {
+    await expectRefused(() => submitJson(SPEC, { 'idempotency-key': 'k'.repeat(20_000) }), 413, 'E_TOO_LARGE');
+  });
+
+  it('E_INPUT for JSON nested deeper than any spec (10 000 levels), naming where', async () => {
+    const deep = withMember(`"x":${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+    await expectRefused(() => submitRaw(deep), 400, 'E_INPUT', 'JSON nested deeper than 64 levels');
+  });
+
+  it.each([
+    ['a top-level member', withMember('"name":"the other name"'), 'name: duplicate key'],
+    ['argv twice in a step: which one runs?', '{"name":"x","steps":[{"argv":["true"],"argv":["rm","-rf","/work"]}]}', 'steps[0].argv: duplicate key'],
+    ['a name spelt with an escape', withMember('"n\\u0061me":"escaped"'), 'name: duplicate key'],
+    ['a cap given twice', withMember('"caps":{"pids":8,"pids":256}'), 'caps.pids: duplicate key'],
+  ])('E_INPUT for a duplicate key — %s', async (_what, text, mentions) => {
+    await expectRefused(() => submitRaw(text), 400, 'E_INPUT', mentions);
+  });
+
+  it.each([
+    ['__proto__', withMember('"__proto__":{"privileged":true}')],
+    ['constructor.prototype', withMember('"constructor":{"prototype":{"privileged":true}}')],
+  ])('E_INPUT for a prototype-poisoning member (%s)', async (_what, text) => {
+    await expectRefused(() => submitRaw(text), 400, 'E_INPUT');
+  });
+
+  it('E_INPUT for a body that is not valid UTF-8 (never decoded loosely into U+FFFD)', async () => {
+    const bytes = Buffer.concat([Buffer.from('{"name":"bad '), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('","steps":[{"argv":["echo"]}]}')]);
+    const head = requestHead('POST', '/v1/runs', {
+      Authorization: `Bearer ${keys.writer}`,
+      'Idempotency-Key': uniqueName('idem'),
+      'Content-Type': 'application/json',
+      'Content-Length': String(bytes.length),
+    });
+    await expectRefused(() => rawRequest(head, [bytes]), 400, 'E_INPUT', 'not valid UTF-8');
+  });
+
+  it('E_INPUT for a media type nobody parses (a form), with the error shape', async () => {
+    await expectRefused(() => submitRaw('name=x&steps=echo', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'E_INPUT');
+  });
+
+  it.each([
+    ['a shell string instead of a spec', '"echo hello; rm -rf /work"'],
+    ['null', 'null'],
+    ['a number', '42'],
+  ])('E_INPUT naming (root) for %s', async (_what, text) => {
+    await expectRefused(() => submitRaw(text), 400, 'E_INPUT', '(root)');
+  });
+});
+
+describe('commands: argv arrays only (I-3), no NUL, paths only where a sandbox writes', () => {
+  const step = (more: Record<string, unknown>) => ({ ...SPEC, steps: [{ argv: ['echo', 'hi'], ...more }] });
+  it.each([
+    ['steps as one shell string', { ...SPEC, steps: 'echo hi && rm -rf /' }, 'steps:'],
+    ['a step as one shell string', { ...SPEC, steps: ['echo hi && rm -rf /'] }, 'steps[0]:'],
+    ['a shell string in `command`', step({ command: 'echo hi && rm -rf /' }), 'steps[0].command: unknown field'],
+    ['argv nested in argv', step({ argv: [['sh', '-c', 'id']] }), 'steps[0].argv[0]:'],
+    ['an empty argv', step({ argv: [] }), 'steps[0].argv:'],
+    ['a NUL byte in an argument', step({ argv: ['sh', '-c\u0000rm -rf /work'] }), 'steps[0].argv[1]:'],
+    ['a NUL byte in an environment value', step({ env: { GREETING: 'hi\u0000there' } }), 'steps[0].env.GREETING:'],
+    ['workdir /proc/self/fd/3', step({ workdir: '/proc/self/fd/3' }), 'steps[0].workdir:'],
+    ['workdir climbing out of /work', step({ workdir: '/work/../proc' }), 'steps[0].workdir:'],
+    ['workdir at the Docker socket', step({ workdir: '/var/run/docker.sock' }), 'steps[0].workdir:'],
+    ['an input file over /etc/passwd', { ...SPEC, files: [{ path: '/etc/passwd', content: 'root::0:0::/:/bin/sh' }] }, 'files[0].path:'],
+    ['an input file at the Docker socket', { ...SPEC, files: [{ path: '/var/run/docker.sock', content: 'x' }] }, 'files[0].path:'],
+    ['an output at the Docker socket', { ...SPEC, outputs: ['/var/run/docker.sock'] }, 'outputs[0]:'],
+    ['an output of the whole root', { ...SPEC, outputs: ['/'] }, 'outputs[0]:'],
+  ])('E_INPUT for %s', async (_what, body, mentions) => {
+    await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
+  });
+});
+
+describe('privileged fields: refused, named, never ignored', () => {
+  it.each([
+    ['privileged on a step', { ...SPEC, steps: [{ argv: ['id'], privileged: true }] }, 'steps[0].privileged: unknown field'],
+    ['mounts of the Docker socket', { ...SPEC, mounts: [{ source: '/var/run/docker.sock', target: '/var/run/docker.sock' }] }, 'mounts: unknown field'],
+    ['volumes', { ...SPEC, volumes: ['/:/host'] }, 'volumes: unknown field'],
+    ['binds', { ...SPEC, binds: ['/var/run/docker.sock:/var/run/docker.sock'] }, 'binds: unknown field'],
+    ["network 'host'", { ...SPEC, network: 'host' }, 'network:'],
+    ["network 'bridge'", { ...SPEC, network: 'bridge' }, 'network:'],
+    ['network { mode: host }', { ...SPEC, network: { mode: 'host' } }, 'network:'],
+    ['capAdd', { ...SPEC, capAdd: ['SYS_ADMIN'] }, 'capAdd: unknown field'],
+    ['capabilities', { ...SPEC, capabilities: ['ALL'] }, 'capabilities: unknown field'],
+    ['a capability among the caps', { ...SPEC, caps: { pids: 16, capAdd: ['NET_RAW'] } }, 'caps.capAdd: unknown field'],
+    ['devices', { ...SPEC, devices: ['/dev/kvm'] }, 'devices: unknown field'],
+    ["user 'root'", { ...SPEC, user: 'root' }, 'user: unknown field'],
+    ["a step's user 0:0", { ...SPEC, steps: [{ argv: ['id'], user: '0:0' }] }, 'steps[0].user: unknown field'],
+    ['securityOpt seccomp=unconfined', { ...SPEC, securityOpt: ['seccomp=unconfined'] }, 'securityOpt: unknown field'],
+    ['pidMode host', { ...SPEC, pidMode: 'host' }, 'pidMode: unknown field'],
+    ['an image that is the Docker socket', { ...SPEC, image: 'unix:///var/run/docker.sock' }, 'image:'],
+  ])('E_INPUT for %s', async (_what, body, mentions) => {
+    await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
+  });
+});
+
+describe('ids and names: look-alike and control characters', () => {
+  const lookAlike = `run_${CYRILLIC_A}bc123`;
+  it.each([
+    ['GET', `/v1/runs/${encodeURIComponent(lookAlike)}`],
+    ['GET', `/v1/runs/${encodeURIComponent(lookAlike)}/events`],
+    ['GET', `/v1/runs/${encodeURIComponent(lookAlike)}/bundle`],
+    ['GET', `/v1/runs/${encodeURIComponent(lookAlike)}/events/stream`],
+    ['POST', `/v1/runs/${encodeURIComponent(lookAlike)}/cancel`],
+    ['GET', '/v1/runs/run_abc%0Adef'],
+    ['GET', '/v1/runs/run_abc%00def'],
+    ['POST', '/v1/runs/run_abc%1B%5B2Jdef/cancel'],
+    ['POST', '/v1/runs/run_abc%2F..%2F..%2Fcancel/cancel'],
+  ] as const)('E_INPUT for a run id with a look-alike or control character: %s %s', async (method, path) => {
+    await expectRefused(() => http(base, method, path, { key: keys.writer }), 400, 'E_INPUT', 'id');
+  });
+
+  it('E_INPUT for the look-alike of a real run id (a fullwidth ｒ, which NFKC would fold to r): it is not that run', async () => {
+    const lookAlikeOfLive = `\uff52${liveRunId.slice(1)}`;
+    expect(lookAlikeOfLive.normalize('NFKC')).toBe(liveRunId);
+    await expectRefused(() => http(base, 'POST', `/v1/runs/${encodeURIComponent(lookAlikeOfLive)}/cancel`, { key: keys.writer }), 400, 'E_INPUT', 'id');
+  });
+
+  it.each([
+    ['Cyrillic letters', headerBytes(`ключ-${CYRILLIC_A}`)],
+    ['a tab', 'key\twith-tab'],
+    ['spaces only', '   '],
+    ['201 characters', 'k'.repeat(201)],
+  ])('E_INPUT for an Idempotency-Key with %s', async (_what, value) => {
+    await expectRefused(() => submitJson(SPEC, { 'idempotency-key': value }), 400, 'E_INPUT', 'Idempotency-Key');
+  });
+
+  it.each([
+    ['an Idempotency-Key', (key: string) => ({ Authorization: `Bearer ${key}`, 'Idempotency-Key': 'key\u0001\u001b[31m' })],
+    ['the Authorization header', (key: string) => ({ Authorization: `Bearer ${key}\u0008`, 'Idempotency-Key': uniqueName('idem') })],
+  ])('400 for a control character in %s, which no client library will send (the HTTP parser refuses it)', async (_what, headers) => {
+    const body = JSON.stringify(SPEC);
+    const head = requestHead('POST', '/v1/runs', { ...headers(keys.writer), 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+    const before = await footprint();
+    const answer = await rawRequest(head, [Buffer.from(body)]);
+    expect(answer.status, answer.raw.slice(0, 300)).toBe(400);
+    expect(answer.body, answer.raw.slice(0, 300)).toMatchObject({ code: 'E_INPUT' });
+    expect(await footprint()).toEqual(before);
+  });
+
+  it.each([
+    ['a BEL in the run name', { ...SPEC, name: 'ding\u0007' }, 'name: no control characters'],
+    ['an ANSI escape in the run name', { ...SPEC, name: 'red \u001b[31m' }, 'name: no control characters'],
+    ['a newline in the run name', { ...SPEC, name: 'line\nbreak' }, 'name: no control characters'],
+    ['a C1 control (NEL) in the run name', { ...SPEC, name: 'next\u0085line' }, 'name: no control characters'],
+    ['a Cyrillic letter in the job name', { ...SPEC, job: `n${CYRILLIC_A}ghtly` }, 'job:'],
+    ['a Cyrillic letter in a step name', { ...SPEC, steps: [{ name: `build-${CYRILLIC_A}`, argv: ['id'] }] }, 'steps[0].name:'],
+    ['a Cyrillic letter in a check id', { ...SPEC, checks: [{ id: `ex${CYRILLIC_A}ct`, source: 'steps[0].exit_code', op: 'eq', value: 0, weight: 1 }] }, 'checks[0].id:'],
+    ['a Cyrillic letter in a secret name', { ...SPEC, secrets: ['\u0410PI_KEY'] }, 'secrets[0]:'],
+    ['a Cyrillic letter in an environment name', { ...SPEC, steps: [{ argv: ['id'], env: { ['P\u0410TH']: '/tmp' } }] }, 'steps[0].env'],
+  ])('E_INPUT for %s', async (_what, body, mentions) => {
+    await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
+  });
+});
+
+describe('idempotency keys replayed', () => {
+  it('the same key with another body is 422 E_IDEMPOTENCY_MISMATCH, and appends nothing', async () => {
+    const idem = uniqueName('replay');
+    const first = await submitJson({ ...SPEC, name: 'replayed' }, { 'idempotency-key': idem });
+    expect(first.status, first.text).toBe(202);
+    const runId = SubmitAcceptedSchema.parse(first.body).runId;
+    await waitFor('the replayed run projected', async () => (await http(base, 'GET', `/v1/runs/${runId}`, { key: keys.writer })).status === 200);
+    await expectRefused(
+      () => submitJson({ ...SPEC, name: 'replayed', steps: [{ argv: ['rm', '-rf', '/work'] }] }, { 'idempotency-key': idem }),
+      422,
+      'E_IDEMPOTENCY_MISMATCH',
+      undefined,
+      true,
+    );
+    // The same spec with its members in another order is the same spec: the same run, nothing new.
+    const before = await footprint();
+    const reordered = await submitRaw(`{"steps":[{"argv":["echo","hello"]}],"name":"replayed"}`, { 'idempotency-key': idem });
+    expect(reordered.status).toBe(202);
+    expect(reordered.body).toEqual({ runId, state: 'SUBMITTED', duplicate: true });
+    expect((await footprint()).evidence).toBe(before.evidence);
+  });
+});
+
+describe('API keys: expired, forged, malformed, revoked, another tenant’s', () => {
+  const forgedWithRealPrefix = () => `cairn_${keys.writerPrefix}_${'A'.repeat(43)}`;
+  const cases: [string, () => Record<string, string>][] = [
+    ['no key at all', () => ({})],
+    ['a malformed key', () => ({ authorization: 'Bearer not-a-key' })],
+    ['a forged key of the right shape', () => ({ authorization: `Bearer cairn_abcdefgh_${'Z'.repeat(43)}` })],
+    ["a forged key with a real key's prefix", () => ({ authorization: `Bearer ${forgedWithRealPrefix()}` })],
+    ['an expired key', () => ({ authorization: `Bearer ${keys.expired}` })],
+    ['a revoked key', () => ({ authorization: `Bearer ${keys.revoked}` })],
+    ['a look-alike of a real key (one Cyrillic letter)', () => ({ authorization: `Bearer ${headerBytes(keys.writer.replace(/[a-z]/, CYRILLIC_A))}` })],
+    ['a real key under another scheme', () => ({ authorization: `Basic ${keys.writer}` })],
+  ];
+
+  it.each(cases)('401 E_UNAUTHORIZED to submit with %s, and nothing is published', async (_what, headers) => {
+    await expectRefused(() => http(base, 'POST', '/v1/runs', { body: SPEC, headers: { 'idempotency-key': uniqueName('idem'), ...headers() } }), 401, 'E_UNAUTHORIZED');
+  });
+
+  it.each(cases)('401 E_UNAUTHORIZED to cancel a live run with %s, and the run is untouched', async (_what, headers) => {
+    await expectRefused(() => http(base, 'POST', `/v1/runs/${liveRunId}/cancel`, { headers: headers() }), 401, 'E_UNAUTHORIZED');
+  });
+
+  it('401 for a real key passed in the query string instead of the header', async () => {
+    await expectRefused(() => http(base, 'POST', `/v1/runs?api_key=${encodeURIComponent(keys.writer)}`, { body: SPEC, headers: { 'idempotency-key': uniqueName('idem') } }), 401, 'E_UNAUTHORIZED');
+  });
+
+  it("404 E_NOT_FOUND when another tenant's key cancels the run, and its chain is untouched", async () => {
+    await expectRefused(() => http(base, 'POST', `/v1/runs/${liveRunId}/cancel`, { key: keys.other, body: { reason: 'not mine' } }), 404, 'E_NOT_FOUND', undefined, true);
+    const run = await http(base, 'GET', `/v1/runs/${liveRunId}`, { key: keys.writer });
+    expect(run.body).toMatchObject({ state: 'SUBMITTED', eventCount: 1 });
+  });
+});
