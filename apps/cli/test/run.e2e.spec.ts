@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STACK_SERVICES } from '../src/stack/stack-config.js';
 import type { CliRun } from './cli.harness.js';
 import { isRunning, TestStack } from './stack.harness.js';
 import type { RunOutcome } from './stack.harness.js';
@@ -49,7 +50,9 @@ beforeAll(async () => {
     CAIRN_LEASE_TTL_MS: '4000',
     CAIRN_LEASE_RENEW_MS: '1000',
     CAIRN_HEARTBEAT_MS: '500',
-    CAIRN_GRADER_TEARDOWN_GRACE_MS: '3000',
+    // Long enough for a restarted runtime to boot and record the reap of a crashed run's sandbox
+    // before the grader seals the run without it (the crash test below asserts that receipt).
+    CAIRN_GRADER_TEARDOWN_GRACE_MS: '20000',
   });
   const up = await stack.up();
   expect(up.outcome).toBe('started');
@@ -364,10 +367,10 @@ describe('crashes: kill -9 a service mid-run, `cairn up` restarts it', () => {
 describe('cairn down', () => {
   it('stops every process of the stack and removes stack.json; then nothing answers', async () => {
     const pids = Object.values((await stack.stackFile()).services).map((s) => s.pid);
-    expect(pids).toHaveLength(9);
+    expect(pids).toHaveLength(STACK_SERVICES.length);
     const down = await stack.cairn(['down', '--json']);
     expect(down.code).toBe(0);
-    expect((JSON.parse(down.stdout) as { stopped: unknown[] }).stopped).toHaveLength(9);
+    expect((JSON.parse(down.stdout) as { stopped: unknown[] }).stopped).toHaveLength(STACK_SERVICES.length);
     // Gone, not merely signalled (a dead child stays in the process table until its parent reaps it).
     for (const pid of pids) await expect.poll(() => isRunning(pid), { timeout: 5_000 }).toBe(false);
     await expect(readFile(join(stack.home, 'stack.json'))).rejects.toMatchObject({ code: 'ENOENT' });

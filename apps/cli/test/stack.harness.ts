@@ -8,6 +8,7 @@ import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'vitest';
+import { STACK_SERVICES } from '../src/stack/stack-config.js';
 import { runCairn } from './cli.harness.js';
 import type { CliRun } from './cli.harness.js';
 
@@ -99,7 +100,7 @@ export class TestStack {
   /** The tail of every service log, for a failure message. */
   async logs(lines = 15): Promise<string> {
     const out: string[] = [];
-    for (const service of ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'gateway']) {
+    for (const service of STACK_SERVICES) {
       const text = await readFile(join(this.home, 'logs', `${service}.log`), 'utf8').catch(() => '');
       out.push(`--- ${service}\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`);
     }

@@ -15,6 +15,8 @@ import { SerialGate } from './serial-gate.js';
 
 /** Receipts after which a run holds nothing on its worker any more: its lease is released. */
 const RELEASING = new Set(['run.executed', 'run.failed', 'run.rolled_back', 'run.cancelled', 'run.sealed']);
+/** How soon a run that found no worker with room is tried again (with jitter). */
+const NO_ROOM_RETRY_MS = 500;
 
 /** Placements in this process happen one at a time, so two runs never take the same last slot. */
 export const PLACEMENT_GATE = Symbol('cairn.placement-gate');
@@ -116,6 +118,8 @@ export class SchedulingHandler implements ReactorHandler {
     const worker = placeRun(candidates, request, now, { staleAfterMs: this.config.CAIRN_WORKER_STALE_AFTER_MS });
     if (worker === null) {
       throw new CairnError('E_UNAVAILABLE', `no worker has room for ${runId} (${image}); it waits`, {
+        // Room frees when any run ends: look again soon rather than after a growing backoff.
+        retryAfterMs: NO_ROOM_RETRY_MS,
         runId,
         workers: workers.length,
         withImage: candidates.length,

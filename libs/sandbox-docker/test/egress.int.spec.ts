@@ -154,16 +154,19 @@ describe('an egress sandbox', () => {
 
   // No `wget -T` below: this busybox's wget crashes (SIGSEGV) with a timeout set, which would pass for a refusal.
   it('has no route anywhere but the proxy: the sink by address, the sink by name without the proxy', async () => {
+    // The host firewall resets some of these connections and silently drops others (it depends on
+    // which rule meets the packet first): either way nothing gets through, and each ends by itself.
     const direct = await run(sandbox, ['busybox', 'nc', '-w', '3', sinkIp, '8080']);
     expect(direct.exitCode).toBe(1);
-    expect(text(direct.stderr)).toMatch(/can't connect/);
+    expect(text(direct.stderr)).toMatch(/can't connect|timed out/);
     const viaName = await run(sandbox, ['env', '-u', 'http_proxy', '-u', 'HTTP_PROXY', 'busybox', 'wget', '-q', '-O', '-', 'http://sink.test:8080/']);
     expect(viaName.exitCode).toBe(1);
     expect(text(viaName.stderr)).toMatch(/bad address 'sink\.test:8080'/);
     expect(text(viaName.stdout)).toBe('');
-    const byAddress = await run(sandbox, ['env', '-u', 'http_proxy', '-u', 'HTTP_PROXY', 'busybox', 'wget', '-q', '-O', '-', `http://${sinkIp}:8080/`]);
-    expect(byAddress.exitCode).toBe(1);
-    expect(text(byAddress.stderr)).toMatch(/can't connect/);
+    const byAddress = await run(sandbox, ['busybox', 'timeout', '5', 'env', '-u', 'http_proxy', '-u', 'HTTP_PROXY', 'busybox', 'wget', '-q', '-O', '-', `http://${sinkIp}:8080/`]);
+    // 1: refused; 143: still waiting on a dropped SYN when `timeout` ended it.
+    expect([1, 143]).toContain(byAddress.exitCode);
+    if (byAddress.exitCode === 1) expect(text(byAddress.stderr)).toMatch(/can't connect/);
     expect(text(byAddress.stdout)).toBe('');
   });
 

@@ -161,7 +161,7 @@ export class EvidenceReactor {
     const detail = { event: ctx.eventId, type: ctx.receipt.type, deliveries, code, error: error instanceof Error ? error.message : String(error) };
     if (code === 'E_UNAVAILABLE') {
       logger.write('warn', 'reaction failed on an outage; will retry', detail);
-      msg.nak(backoffMs(deliveries));
+      msg.nak(retryAfterMs(error) ?? backoffMs(deliveries));
       return;
     }
     if (deliveries < maxDeliver) {
@@ -192,6 +192,17 @@ export async function defaultGiveUp(ctx: ReactionContext, error: unknown): Promi
     if (readRunChain(receipts)?.view?.sealed ?? false) return;
     await ctx.appendAt(headSeq, 'run.failed', fields, 'give-up');
   });
+}
+
+/**
+ * A wait the handler asked for (`details.retryAfterMs` of an E_UNAVAILABLE), with jitter: a run
+ * waiting for room is tried again soon, however long it has waited, not after a growing backoff.
+ */
+function retryAfterMs(error: unknown): number | null {
+  const asked = isCairnError(error) ? (error.details as { retryAfterMs?: unknown } | undefined)?.retryAfterMs : undefined;
+  if (typeof asked !== 'number' || !Number.isFinite(asked) || asked <= 0) return null;
+  const bounded = Math.min(30_000, asked);
+  return Math.round(bounded * (0.75 + Math.random() * 0.5));
 }
 
 function backoffMs(deliveries: number): number {
