@@ -1,0 +1,103 @@
+import { CairnError } from '@cairn/contracts';
+import { JsonLogger } from '@cairn/service-kit';
+import { checkWebhookUrl, parseEventFilter } from '@cairn/webhooks';
+import type { Delivery, Webhook } from '@cairn/webhooks';
+import { Body, Controller, Param, Query } from '@nestjs/common';
+import type { Principal } from '../auth/api-key.store.js';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { ApiRoute } from '../http/api-route.decorator.js';
+import { API_ROUTES } from '../http/api-routes.js';
+import { GatewayWebhooks } from './gateway-webhooks.js';
+import { DeliveryIdSchema, ListDeliveriesQuerySchema, WebhookCreateSchema, WebhookIdSchema } from './webhooks.schemas.js';
+import type { DeliveryList, DeliveryView, ListDeliveriesQuery, WebhookCreate, WebhookCreated, WebhookDeleted, WebhookList, WebhookView } from './webhooks.schemas.js';
+
+const WEBHOOK_ID = { schema: WebhookIdSchema };
+const DELIVERY_ID = { schema: DeliveryIdSchema };
+
+function webhookView(webhook: Webhook): WebhookView {
+  return { id: webhook.id, url: webhook.url, events: webhook.events, description: webhook.description, createdAt: webhook.createdAt.toISOString() };
+}
+
+function deliveryView(delivery: Delivery): DeliveryView {
+  return {
+    id: delivery.id,
+    webhookId: delivery.webhookId,
+    eventId: delivery.eventId,
+    eventType: delivery.eventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
+    lastStatus: delivery.lastStatus,
+    lastError: delivery.lastError,
+    replayOf: delivery.replayOf,
+    createdAt: delivery.createdAt.toISOString(),
+    deliveredAt: delivery.deliveredAt?.toISOString() ?? null,
+    attemptLog: delivery.attemptLog.map((a) => ({ attempt: a.attempt, at: a.at.toISOString(), durationMs: a.durationMs, statusCode: a.statusCode, error: a.error })),
+  };
+}
+
+/**
+ * `/v1/webhooks…`: a tenant's webhooks and their delivery log. Another tenant's webhook is 404.
+ * Registration refuses (E_INPUT, before any connection) a URL whose host resolves to a loopback,
+ * private, link-local or metadata address; the webhooks service checks again at each attempt.
+ */
+@Controller()
+export class WebhooksController {
+  constructor(
+    private readonly webhooks: GatewayWebhooks,
+    private readonly logger: JsonLogger,
+  ) {}
+
+  @ApiRoute(API_ROUTES.createWebhook)
+  async create(@CurrentPrincipal() principal: Principal, @Body({ schema: WebhookCreateSchema }) body: WebhookCreate): Promise<WebhookCreated> {
+    const events = parseEventFilter(body.events);
+    const checked = await checkWebhookUrl(body.url, { allowPrivate: this.webhooks.allowPrivate });
+    const keyring = this.webhooks.keyring;
+    if (keyring === null) {
+      throw new CairnError('E_UNAVAILABLE', 'this gateway has no key file to seal signing secrets: start it with CAIRN_SECRETS_KEY_FILE (cairn up creates one)');
+    }
+    const { webhook, secret } = await this.webhooks.store.create(keyring, {
+      tenant: principal.tenant,
+      url: checked.url.toString(),
+      events,
+      description: body.description ?? null,
+    });
+    this.logger.write('info', 'webhook registered', { tenant: principal.tenant, webhook: webhook.id, host: checked.url.host, events, key_id: principal.keyId });
+    return { ...webhookView(webhook), secret };
+  }
+
+  @ApiRoute(API_ROUTES.listWebhooks)
+  async list(@CurrentPrincipal() principal: Principal): Promise<WebhookList> {
+    return { items: (await this.webhooks.store.list(principal.tenant)).map(webhookView) };
+  }
+
+  @ApiRoute(API_ROUTES.deleteWebhook)
+  async delete(@CurrentPrincipal() principal: Principal, @Param('id', WEBHOOK_ID) id: string): Promise<WebhookDeleted> {
+    if (!(await this.webhooks.store.delete(principal.tenant, id))) throw new CairnError('E_NOT_FOUND', `no webhook ${id}`, { id });
+    this.logger.write('info', 'webhook deleted', { tenant: principal.tenant, webhook: id, key_id: principal.keyId });
+    return { id, deleted: true };
+  }
+
+  @ApiRoute(API_ROUTES.listWebhookDeliveries)
+  async deliveries(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', WEBHOOK_ID) id: string,
+    @Query({ schema: ListDeliveriesQuerySchema }) query: ListDeliveriesQuery,
+  ): Promise<DeliveryList> {
+    const found = await this.webhooks.store.deliveries(principal.tenant, id, { limit: query.limit ?? 100, ...(query.status === undefined ? {} : { status: query.status }) });
+    if (found === null) throw new CairnError('E_NOT_FOUND', `no webhook ${id}`, { id });
+    return { items: found.map(deliveryView) };
+  }
+
+  @ApiRoute(API_ROUTES.replayWebhookDelivery)
+  async replay(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', WEBHOOK_ID) id: string,
+    @Param('deliveryId', DELIVERY_ID) deliveryId: string,
+  ): Promise<DeliveryView> {
+    const replayed = await this.webhooks.store.replay(principal.tenant, id, deliveryId);
+    if (replayed === null) throw new CairnError('E_NOT_FOUND', `no delivery ${deliveryId} of webhook ${id}`, { id, deliveryId });
+    this.logger.write('info', 'webhook delivery replayed', { tenant: principal.tenant, webhook: id, delivery: deliveryId, replay: replayed.id, key_id: principal.keyId });
+    return deliveryView(replayed);
+  }
+}

@@ -1,0 +1,208 @@
+import 'reflect-metadata';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '@cairn/config';
+import { bucketStreamName } from '@cairn/operational';
+import { migrate } from '@cairn/persistence';
+import { formatSecretKeyring, generateSecretKey } from '@cairn/secrets';
+import { JsonLogger } from '@cairn/service-kit';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { TestDatabase } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../src/auth/api-key.store.js';
+import { createGatewayDataSource } from '../src/gateway-data-source.js';
+import { GatewayConfigSchema } from '../src/gateway.config.js';
+import type { GatewayConfig } from '../src/gateway.config.js';
+import { startGateway } from '../src/start-gateway.js';
+import type { RunningGateway } from '../src/start-gateway.js';
+
+/*
+ * The webhook routes on an in-process gateway (no webhooks service runs here, so nothing is ever
+ * sent): register (the secret shown once, stored sealed), list, delete, the delivery log and
+ * replay, per tenant (another tenant's webhook is 404), the admin scope, and URLs refused against
+ * SSRF with E_INPUT before any connection — the operator's CAIRN_WEBHOOKS_ALLOW_PRIVATE is unset.
+ */
+
+const BOOTSTRAP_KEY = `cairn_webhookg_${'W'.repeat(43)}`;
+/** A public address literal: accepted, never resolved, never contacted (no webhooks service runs). */
+const PUBLIC_URL = 'https://93.184.215.14/cairn-hook';
+
+let db: TestDatabase;
+let dir: string;
+let config: GatewayConfig;
+let gateway: RunningGateway;
+let keysDb: DataSource;
+const logLines: string[] = [];
+const keys = { acme: '', globex: '', runsOnly: '' };
+
+interface Answer {
+  status: number;
+  text: string;
+  body: Record<string, unknown> | null;
+}
+
+async function call(method: string, path: string, options: { key?: string; json?: unknown } = {}): Promise<Answer> {
+  const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? keys.acme}` };
+  if (options.json !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${gateway.url}${path}`, { method, headers, ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }) });
+  const text = await response.text();
+  let body: Record<string, unknown> | null = null;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    body = null;
+  }
+  return { status: response.status, text, body };
+}
+
+async function count(sql: string): Promise<number> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(sql)).rows[0]?.n ?? -1);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  delete process.env.CAIRN_WEBHOOKS_ALLOW_PRIVATE;
+  db = await createTestDatabase('gateway_webhooks');
+  await migrate(db.url);
+  dir = await mkdtemp(join(tmpdir(), 'cairn-gateway-webhooks-'));
+  const keyFile = join(dir, 'secrets.key');
+  await writeFile(keyFile, formatSecretKeyring([generateSecretKey()]), { mode: 0o600 });
+  config = loadConfig(GatewayConfigSchema, {
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: db.url,
+    CAIRN_EVIDENCE_STREAM: uniqueName('WG_EVIDENCE').toUpperCase(),
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName('wg_ev').toLowerCase(),
+    CAIRN_COMMAND_STREAM: uniqueName('WG_COMMANDS').toUpperCase(),
+    CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('wg_cmd').toLowerCase(),
+    CAIRN_WORKERS_BUCKET: uniqueName('wg_workers'),
+    CAIRN_GATEWAY_PORT: '0',
+    CAIRN_API_KEY: BOOTSTRAP_KEY,
+    CAIRN_SECRETS_KEY_FILE: keyFile,
+  });
+  gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
+  keysDb = createGatewayDataSource(db.url, 2);
+  await keysDb.initialize();
+  keys.acme = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['admin'] })).key;
+  keys.globex = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['admin'] })).key;
+  keys.runsOnly = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await keysDb?.destroy();
+  if (config !== undefined) {
+    const nc = await connect({ servers: testNatsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, bucketStreamName(config.CAIRN_WORKERS_BUCKET)]) await jsm.streams.delete(stream).catch(() => false);
+    } finally {
+      await nc.close();
+    }
+  }
+  await db?.drop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('POST / GET / DELETE /v1/webhooks', () => {
+  it('registers a webhook, shows its signing secret once and stores it sealed', async () => {
+    const created = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.*', 'alert.*', 'run.*'], description: 'ops' } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body).toMatchObject({ url: PUBLIC_URL, events: ['alert.*', 'run.*'], description: 'ops' });
+    const secret = String(created.body!.secret);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(String(created.body!.id)).toMatch(/^wh_[0-9a-f]{24}$/);
+
+    const listed = await call('GET', '/v1/webhooks');
+    expect(listed.status).toBe(200);
+    expect(listed.body!.items).toEqual([{ id: created.body!.id, url: PUBLIC_URL, events: ['alert.*', 'run.*'], description: 'ops', createdAt: created.body!.createdAt }]);
+    expect(listed.text).not.toContain(secret);
+    // Sealed at rest: the value is in no column, and nowhere in the gateway's log.
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const dump = (await client.query<{ row: string }>(`SELECT t::text AS row FROM webhooks t`)).rows.map((r) => r.row).join('\n');
+      expect(dump).not.toContain(secret);
+      expect(dump).not.toContain(Buffer.from(secret).toString('hex'));
+    } finally {
+      await client.end();
+    }
+    expect(logLines.join('\n')).not.toContain(secret);
+  });
+
+  it('refuses SSRF targets with E_INPUT before any connection, and creates nothing', async () => {
+    const before = await count('SELECT count(*) AS n FROM webhooks');
+    for (const [url, cls] of [
+      ['http://127.0.0.1:9/hook', 'loopback'],
+      ['http://[::1]:9/hook', 'loopback'],
+      ['http://localhost:9/hook', 'loopback'],
+      ['http://169.254.169.254/latest/meta-data/', 'metadata'],
+      ['http://[::ffff:a9fe:a9fe]/', 'metadata'],
+      ['http://10.1.2.3/hook', 'private'],
+      ['http://192.168.0.10/hook', 'private'],
+      ['http://169.254.10.10/hook', 'link-local'],
+      ['http://0.0.0.0:9/', 'unspecified'],
+    ] as const) {
+      const refused = await call('POST', '/v1/webhooks', { json: { url, events: ['*'] } });
+      expect(refused.status, `${url}: ${refused.text}`).toBe(400);
+      expect(refused.body, url).toMatchObject({ code: 'E_INPUT', details: { field: 'url', class: cls } });
+    }
+    for (const url of ['ftp://93.184.215.14/', 'file:///etc/passwd', 'https://user:pw@93.184.215.14/', 'not a url', `${PUBLIC_URL}#frag`]) {
+      const refused = await call('POST', '/v1/webhooks', { json: { url, events: ['*'] } });
+      expect(refused.status, url).toBe(400);
+      expect(refused.body, url).toMatchObject({ code: 'E_INPUT' });
+    }
+    expect(await count('SELECT count(*) AS n FROM webhooks')).toBe(before);
+  });
+
+  it('refuses bad filters and bodies with E_INPUT naming the field', async () => {
+    const cases: [unknown, string][] = [
+      [{ url: PUBLIC_URL, events: [] }, 'events'],
+      [{ url: PUBLIC_URL, events: ['runs.*'] }, 'events[0]'],
+      [{ url: PUBLIC_URL, events: ['run.*', 'RUN'] }, 'events[1]'],
+      [{ url: PUBLIC_URL }, 'events'],
+      [{ events: ['*'] }, 'url'],
+      [{ url: PUBLIC_URL, events: ['*'], secret: 'mine' }, 'secret'],
+    ];
+    for (const [json, field] of cases) {
+      const refused = await call('POST', '/v1/webhooks', { json });
+      expect(refused.status, JSON.stringify(json)).toBe(400);
+      expect(refused.body!.code).toBe('E_INPUT');
+      expect(refused.text, JSON.stringify(json)).toContain(field);
+    }
+  });
+
+  it('keeps tenants apart: another tenant sees nothing and gets 404 for every route on the webhook', async () => {
+    const mine = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.sealed'] } });
+    const id = String(mine.body!.id);
+    expect((await call('GET', '/v1/webhooks', { key: keys.globex })).body).toEqual({ items: [] });
+    expect((await call('GET', `/v1/webhooks/${id}/deliveries`, { key: keys.globex })).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    expect((await call('POST', `/v1/webhooks/${id}/deliveries/dlv_${'0'.repeat(24)}/replay`, { key: keys.globex })).status).toBe(404);
+    expect((await call('DELETE', `/v1/webhooks/${id}`, { key: keys.globex })).status).toBe(404);
+    // Still there for its owner, with an empty delivery log (nothing sends in this test).
+    expect((await call('GET', `/v1/webhooks/${id}/deliveries`)).body).toEqual({ items: [] });
+    expect((await call('POST', `/v1/webhooks/${id}/deliveries/dlv_${'0'.repeat(24)}/replay`)).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    expect(await call('DELETE', `/v1/webhooks/${id}`)).toMatchObject({ status: 200, body: { id, deleted: true } });
+    expect((await call('DELETE', `/v1/webhooks/${id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/webhooks/${id}/deliveries`)).status).toBe(404);
+  });
+
+  it('needs the admin scope, and refuses malformed ids and queries', async () => {
+    expect((await call('GET', '/v1/webhooks', { key: keys.runsOnly })).body).toMatchObject({ code: 'E_FORBIDDEN' });
+    expect((await call('POST', '/v1/webhooks', { key: keys.runsOnly, json: { url: PUBLIC_URL, events: ['*'] } })).status).toBe(403);
+    expect((await call('DELETE', '/v1/webhooks/nope')).body).toMatchObject({ code: 'E_INPUT' });
+    const listed = await call('GET', '/v1/webhooks');
+    const id = String((listed.body!.items as { id: string }[])[0]!.id);
+    expect((await call('GET', `/v1/webhooks/${id}/deliveries?status=lost`)).body).toMatchObject({ code: 'E_INPUT' });
+    expect((await call('GET', `/v1/webhooks/${id}/deliveries?limit=0`)).body).toMatchObject({ code: 'E_INPUT' });
+  });
+});

@@ -1,0 +1,356 @@
+import { randomBytes } from 'node:crypto';
+import { CairnError, isCairnError, TenantIdSchema } from '@cairn/contracts';
+import { openSecret, sealSecret } from '@cairn/secrets';
+import type { SecretKeyring } from '@cairn/secrets';
+import type { DataSource } from 'typeorm';
+import { newWebhookSecret } from './webhook-signature.js';
+
+export const WEBHOOK_ID_PATTERN = /^wh_[0-9a-f]{24}$/;
+export const DELIVERY_ID_PATTERN = /^dlv_[0-9a-f]{24}$/;
+export type DeliveryStatus = 'pending' | 'delivered' | 'dead';
+
+export interface Webhook {
+  id: string;
+  tenant: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  createdAt: Date;
+}
+
+export interface DeliveryAttempt {
+  attempt: number;
+  at: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: Date | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  replayOf: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+  attemptLog: DeliveryAttempt[];
+}
+
+/** A delivery taken for one attempt: the payload, the target and the sealed secret to sign with. */
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  tenant: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  /** The number of this attempt (1-based). */
+  attempt: number;
+  url: string;
+  secretSealed: Uint8Array;
+}
+
+/** One receipt to queue for one webhook. */
+export interface NewDelivery {
+  webhookId: string;
+  tenant: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+}
+
+export interface WebhookStoreOptions {
+  url: string;
+  poolSize?: number;
+  applicationName?: string;
+}
+
+function checkTenant(tenant: string): string {
+  if (!TenantIdSchema.safeParse(tenant).success) throw new CairnError('E_INPUT', `not a tenant id: ${JSON.stringify(tenant.slice(0, 80))}`);
+  return tenant;
+}
+
+/** What seals a webhook's signing secret to its tenant and id: moved to another row, it fails to open. */
+function secretRef(tenant: string, webhookId: string) {
+  return { tenant, name: `webhook/${webhookId}` };
+}
+
+/** Opens a claimed delivery's signing secret. */
+export function openWebhookSecret(keyring: SecretKeyring, tenant: string, webhookId: string, sealed: Uint8Array): string {
+  const bytes = openSecret(keyring, secretRef(tenant, webhookId), sealed);
+  try {
+    return Buffer.from(bytes).toString('utf8');
+  } finally {
+    bytes.fill(0);
+  }
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  last_status: number | null;
+  last_error: string | null;
+  replay_of: string | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  attempt_log: { attempt: number; at: string; duration_ms: number; status_code: number | null; error: string | null }[] | null;
+}
+
+const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.replay_of, d.created_at, d.delivered_at,
+  (SELECT json_agg(json_build_object('attempt', a.attempt, 'at', a.at, 'duration_ms', a.duration_ms, 'status_code', a.status_code, 'error', a.error) ORDER BY a.attempt)
+     FROM webhook_delivery_attempts a WHERE a.delivery_id = d.id) AS attempt_log`;
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null,
+    lastStatus: row.last_status,
+    lastError: row.last_error,
+    replayOf: row.replay_of,
+    createdAt: row.created_at,
+    deliveredAt: row.delivered_at,
+    attemptLog: (row.attempt_log ?? []).map((a) => ({ attempt: a.attempt, at: new Date(a.at), durationMs: a.duration_ms, statusCode: a.status_code, error: a.error })),
+  };
+}
+
+interface WebhookRow {
+  id: string;
+  tenant: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  created_at: Date;
+}
+
+function toWebhook(row: WebhookRow): Webhook {
+  return { id: row.id, tenant: row.tenant, url: row.url, events: row.events, description: row.description, createdAt: row.created_at };
+}
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+
+/**
+ * Webhooks and their delivery log on PostgreSQL (tables by the store's own migration). The
+ * gateway registers, lists, removes and replays; the webhooks service queues receipts and
+ * records each attempt. A database that does not answer is E_UNAVAILABLE.
+ */
+export class WebhookStore {
+  private constructor(private readonly dataSource: DataSource) {}
+
+  /** Connects, brings the tables up to date (under the store's migration lock) and returns the store. */
+  static async open(options: WebhookStoreOptions): Promise<WebhookStore> {
+    const { createWebhookStoreDataSource, runWebhookStoreMigrations } = await import('./webhook-store-data-source.js');
+    const dataSource = createWebhookStoreDataSource(options.url, {
+      poolSize: Math.max(2, options.poolSize ?? 2),
+      ...(options.applicationName === undefined ? {} : { applicationName: options.applicationName }),
+    });
+    try {
+      await dataSource.initialize();
+    } catch (error) {
+      throw new CairnError('E_UNAVAILABLE', `cannot connect to PostgreSQL for the webhook store: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    try {
+      await runWebhookStoreMigrations(dataSource);
+    } catch (error) {
+      await dataSource.destroy().catch(() => undefined);
+      throw new CairnError('E_UNAVAILABLE', `cannot migrate the webhook store: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return new WebhookStore(dataSource);
+  }
+
+  async close(): Promise<void> {
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
+  /** Registers a webhook with a fresh signing secret, stored sealed; the secret is returned this once. */
+  async create(keyring: SecretKeyring, input: { tenant: string; url: string; events: string[]; description: string | null }): Promise<{ webhook: Webhook; secret: string }> {
+    const tenant = checkTenant(input.tenant);
+    const id = newId('wh');
+    const secret = newWebhookSecret();
+    const sealed = sealSecret(keyring, secretRef(tenant, id), Buffer.from(secret, 'utf8'));
+    const [row] = await this.query<WebhookRow>(
+      `INSERT INTO webhooks (id, tenant, url, events, description, secret_sealed, key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       RETURNING id, tenant, url, events, description, created_at`,
+      [id, tenant, input.url, input.events, input.description, Buffer.from(sealed), keyring.primary.id],
+    );
+    if (row === undefined) throw new CairnError('E_INTERNAL', 'registering a webhook returned no row');
+    return { webhook: toWebhook(row), secret };
+  }
+
+  async list(tenant: string): Promise<Webhook[]> {
+    const rows = await this.query<WebhookRow>('SELECT id, tenant, url, events, description, created_at FROM webhooks WHERE tenant = $1 ORDER BY created_at, id', [
+      checkTenant(tenant),
+    ]);
+    return rows.map(toWebhook);
+  }
+
+  /** A webhook of the tenant, or null (another tenant's is null too). */
+  async get(tenant: string, id: string): Promise<Webhook | null> {
+    const rows = await this.query<WebhookRow>('SELECT id, tenant, url, events, description, created_at FROM webhooks WHERE tenant = $1 AND id = $2', [
+      checkTenant(tenant),
+      id,
+    ]);
+    return rows[0] === undefined ? null : toWebhook(rows[0]);
+  }
+
+  /** Removes a webhook and its delivery log; false when the tenant has none of that id. */
+  async delete(tenant: string, id: string): Promise<boolean> {
+    // In a CTE: TypeORM answers a bare DELETE with [rows, count], a SELECT with its rows.
+    const rows = await this.query<{ id: string }>('WITH gone AS (DELETE FROM webhooks WHERE tenant = $1 AND id = $2 RETURNING id) SELECT id FROM gone', [
+      checkTenant(tenant),
+      id,
+    ]);
+    return rows.length === 1;
+  }
+
+  /** The webhooks of a tenant with their filters and registration times (the reactor's question). */
+  async hooksOf(tenant: string): Promise<{ id: string; events: string[]; createdAt: Date }[]> {
+    const rows = await this.query<{ id: string; events: string[]; created_at: Date }>('SELECT id, events, created_at FROM webhooks WHERE tenant = $1', [tenant]);
+    return rows.map((row) => ({ id: row.id, events: row.events, createdAt: row.created_at }));
+  }
+
+  /** Queues first deliveries; one already queued for the same (webhook, event) is left as it is. Returns how many are new. */
+  async enqueue(deliveries: readonly NewDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    const rows = await this.query<{ id: string }>(
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_id, event_type, body)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+       ON CONFLICT (webhook_id, event_id) WHERE replay_of IS NULL DO NOTHING
+       RETURNING id`,
+      [
+        deliveries.map(() => newId('dlv')),
+        deliveries.map((d) => d.webhookId),
+        deliveries.map((d) => d.tenant),
+        deliveries.map((d) => d.eventId),
+        deliveries.map((d) => d.eventType),
+        deliveries.map((d) => d.body),
+      ],
+    );
+    return rows.length;
+  }
+
+  /**
+   * Takes up to `limit` due deliveries for one attempt each, leased for `leaseMs`: a process that
+   * dies holding one leaves it due again when the lease runs out (at least once).
+   */
+  async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const rows = await this.query<{
+      id: string;
+      webhook_id: string;
+      tenant: string;
+      event_id: string;
+      event_type: string;
+      body: string;
+      attempts: number;
+      url: string;
+      secret_sealed: Buffer;
+    }>(
+      `WITH claimed AS (
+         UPDATE webhook_deliveries d SET lease_until = now() + ($2::integer * interval '1 millisecond')
+         WHERE d.id IN (
+           SELECT id FROM webhook_deliveries
+           WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+           ORDER BY next_attempt_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING d.id, d.webhook_id, d.tenant, d.event_id, d.event_type, d.body, d.attempts)
+       SELECT c.*, w.url, w.secret_sealed FROM claimed c JOIN webhooks w ON w.id = c.webhook_id`,
+      [limit, leaseMs],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      webhookId: row.webhook_id,
+      tenant: row.tenant,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      body: row.body,
+      attempt: row.attempts + 1,
+      url: row.url,
+      secretSealed: new Uint8Array(row.secret_sealed),
+    }));
+  }
+
+  /**
+   * Records attempt `attempt` of a claimed delivery and what follows it: delivered, dead, or due
+   * again after `retryInMs`. An attempt already recorded (two holders after a lease ran out) is
+   * recorded once; the delivery moves only from the attempt count it was claimed at.
+   */
+  async recordAttempt(
+    delivery: Pick<ClaimedDelivery, 'id' | 'attempt'>,
+    outcome: { statusCode: number | null; error: string | null; durationMs: number; next: { status: 'delivered' } | { status: 'dead' } | { status: 'pending'; retryInMs: number } },
+  ): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      const inserted = await manager.query<unknown[]>(
+        `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT DO NOTHING RETURNING attempt`,
+        [delivery.id, delivery.attempt, Math.max(0, Math.round(outcome.durationMs)), outcome.statusCode, outcome.error],
+      );
+      if (inserted.length === 0) return false;
+      const retryInMs = outcome.next.status === 'pending' ? outcome.next.retryInMs : 0;
+      await manager.query(
+        `UPDATE webhook_deliveries SET attempts = $2, status = $3, last_status = $4, last_error = $5, lease_until = NULL,
+           next_attempt_at = now() + ($6::integer * interval '1 millisecond'),
+           delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END
+         WHERE id = $1 AND attempts = $2 - 1`,
+        [delivery.id, delivery.attempt, outcome.next.status, outcome.statusCode, outcome.error, retryInMs],
+      );
+      return true;
+    }).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+  }
+
+  /** A webhook's delivery log, newest first (with every attempt); null when the tenant has no such webhook. */
+  async deliveries(tenant: string, webhookId: string, options: { limit: number; status?: DeliveryStatus }): Promise<Delivery[] | null> {
+    if ((await this.get(tenant, webhookId)) === null) return null;
+    const params: unknown[] = [webhookId, options.limit];
+    if (options.status !== undefined) params.push(options.status);
+    const rows = await this.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.webhook_id = $1 ${options.status === undefined ? '' : 'AND d.status = $3'}
+       ORDER BY d.created_at DESC, d.id DESC LIMIT $2`,
+      params,
+    );
+    return rows.map(toDelivery);
+  }
+
+  /** Queues the same payload again as a new delivery (`replayOf` the one named); null when there is no such delivery of the tenant's webhook. */
+  async replay(tenant: string, webhookId: string, deliveryId: string): Promise<Delivery | null> {
+    const rows = await this.query<{ id: string }>(
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_id, event_type, body, replay_of)
+       SELECT $4, d.webhook_id, d.tenant, d.event_id, d.event_type, d.body, d.id
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE w.tenant = $1 AND d.webhook_id = $2 AND d.id = $3
+       RETURNING id`,
+      [checkTenant(tenant), webhookId, deliveryId, newId('dlv')],
+    );
+    if (rows[0] === undefined) return null;
+    const [row] = await this.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1`, [rows[0].id]);
+    return row === undefined ? null : toDelivery(row);
+  }
+
+  private async query<T>(sql: string, params: unknown[]): Promise<T[]> {
+    try {
+      return await this.dataSource.query<T[]>(sql, params);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+}
+
+function unavailable(error: unknown): unknown {
+  if (isCairnError(error)) return error;
+  return new CairnError('E_UNAVAILABLE', `the webhook store did not answer: ${error instanceof Error ? error.message : String(error)}`);
+}
