@@ -22,6 +22,8 @@ import { RunsController } from './runs/runs.controller.js';
 import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
 import { SecretsController } from './secrets/secrets.controller.js';
 import { WorkersController } from './workers/workers.controller.js';
+import { GatewayWebhooks } from './webhooks/gateway-webhooks.js';
+import { WebhooksController } from './webhooks/webhooks.controller.js';
 
 /** The connections the gateway runs on; `startGateway` opens them and closes them after the app. */
 export interface GatewayResources {
@@ -41,7 +43,7 @@ export class GatewayModule {
   static forRoot(resources: GatewayResources): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [RunsController, RunApprovalsController, WorkersController, SecretsController, HealthController, OpenApiController],
+      controllers: [RunsController, RunApprovalsController, WorkersController, SecretsController, WebhooksController, HealthController, OpenApiController],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
         { provide: GATEWAY_NATS, useValue: resources.nc },
@@ -50,6 +52,7 @@ export class GatewayModule {
         { provide: WorkerRegistry, useValue: resources.registry },
         { provide: JsonLogger, useValue: resources.logger },
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
+        { provide: GatewayWebhooks, useFactory: () => GatewayWebhooks.open(resources.config, resources.logger) },
         ApiKeyRepository,
         RunReadsRepository,
         RunCommands,

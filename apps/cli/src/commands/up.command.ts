@@ -24,6 +24,7 @@ export function formatUp(result: UpResult, okMark: string): { human: string; mac
         : 'Cairn is already up';
   const human = [
     `${okMark}  ${headline}  ${result.url}`,
+    ...(result.mcpUrl === undefined ? [] : [`  mcp       ${result.mcpUrl}  (Streamable HTTP; or stdio: npx --no-install cairn mcp)`]),
     `  api key   ${result.apiKey}`,
     `  key file  ${result.keyFile}  (mode 0600)`,
     `  logs      ${result.logDir}`,
@@ -34,6 +35,7 @@ export function formatUp(result: UpResult, okMark: string): { human: string; mac
     machine: {
       ok: true,
       url: result.url,
+      mcpUrl: result.mcpUrl ?? null,
       apiKey: result.apiKey,
       keyFile: result.keyFile,
       home: result.home,

@@ -9,8 +9,12 @@ import { z } from 'zod';
  * directory, so tests and benchmarks run isolated stacks beside the default one.
  */
 
-/** Every process of a stack, in start order (the gateway last: its health covers the others). */
-export const STACK_SERVICES = ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'gateway'] as const;
+/**
+ * Every process of a stack, in start order (the gateway last: its health covers the others). The
+ * MCP gateway is a client of the REST gateway: it needs it only when a request comes. The
+ * webhooks service reacts to the evidence stream and sends deliveries; its tables are its own.
+ */
+export const STACK_SERVICES = ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'webhooks', 'mcp-gateway', 'gateway'] as const;
 export type StackService = (typeof STACK_SERVICES)[number];
 
 export function isStackService(name: string): name is StackService {
@@ -22,6 +26,9 @@ export const SECRETS_KEY_FILE = 'secrets.key';
 
 /** The gateway's port when nothing else is asked for. */
 export const DEFAULT_GATEWAY_PORT = 7420;
+
+/** The MCP gateway's (Streamable HTTP) port when nothing else is asked for. */
+export const DEFAULT_MCP_PORT = 7421;
 
 /** Variables that hold a credential: never written to the stack file, never given to a service but the gateway. */
 export const SECRET_VARIABLES = ['CAIRN_API_KEY'] as const;
@@ -36,6 +43,8 @@ export const StackSettingsSchema = z.object({
     .optional(),
   /** 0 picks a free port when the stack starts. */
   CAIRN_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_GATEWAY_PORT),
+  /** The MCP endpoint's port; 0 picks a free one. Unset: 7421, or a free one when CAIRN_GATEWAY_PORT is 0. */
+  CAIRN_MCP_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
 });
 export type StackSettings = z.infer<typeof StackSettingsSchema>;
 
@@ -79,7 +88,7 @@ export function isolatedNames(stackId: string): Record<string, string> {
  * artifact directory under the state dir. Secrets are left out: the API key reaches only the
  * gateway, and only at start.
  */
-export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocation, gatewayPort: number): Record<string, string> {
+export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocation, gatewayPort: number, mcpPort?: number): Record<string, string> {
   const config: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     if (!key.startsWith('CAIRN_') || value === undefined || value === '') continue;
@@ -95,6 +104,7 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
   // A path, not a secret: the file (mode 0600) holds the key that seals the secret store's values.
   config.CAIRN_SECRETS_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_KEY_FILE ?? SECRETS_KEY_FILE);
   config.CAIRN_GATEWAY_PORT = String(gatewayPort);
+  if (mcpPort !== undefined) config.CAIRN_MCP_PORT = String(mcpPort);
   return config;
 }
 

@@ -61,6 +61,8 @@ describe('the stack configuration', () => {
 
   it('starts the gateway last, once everything it reports on is running', () => {
     expect(STACK_SERVICES.at(-1)).toBe('gateway');
-    expect(new Set(STACK_SERVICES).size).toBe(9);
+    expect(new Set(STACK_SERVICES).size).toBe(11);
+    expect(STACK_SERVICES).toContain('mcp-gateway');
+    expect(STACK_SERVICES).toContain('webhooks');
   });
 });

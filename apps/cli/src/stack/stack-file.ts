@@ -27,6 +27,8 @@ export const StackFileSchema = z.object({
   version: z.literal(1),
   stackId: z.string(),
   url: z.string().min(1),
+  /** The MCP gateway's Streamable HTTP endpoint (`…/mcp`); absent in stacks started before it existed. */
+  mcpUrl: z.string().min(1).optional(),
   home: z.string(),
   keyFile: z.string(),
   startedAt: z.string(),

@@ -6,6 +6,8 @@ import type { StackFile } from './stack-file.js';
 
 export interface StackTarget {
   client: GatewayClient;
+  /** The key the client sends (`cairn mcp` hands it to the MCP gateway it starts). */
+  apiKey: string;
   /** The stack file when the target came from one (not from CAIRN_URL). */
   stack: StackFile | null;
 }
@@ -19,7 +21,7 @@ export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget
   if (env.CAIRN_URL !== undefined && env.CAIRN_URL !== '') {
     if (!/^https?:\/\/[^\s]+$/.test(env.CAIRN_URL)) throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_URL: an http:// or https:// URL', { variables: ['CAIRN_URL'] });
     if (explicitKey === null) throw new CairnError('E_INPUT', 'CAIRN_URL is set but CAIRN_API_KEY is not: the gateway needs a key', { variables: ['CAIRN_API_KEY'] });
-    return { client: new GatewayClient(env.CAIRN_URL, explicitKey), stack: null };
+    return { client: new GatewayClient(env.CAIRN_URL, explicitKey), apiKey: explicitKey, stack: null };
   }
   const home = stackHome(env);
   const stack = await readStackFile(home);
@@ -32,7 +34,7 @@ export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget
   }
   const key = explicitKey ?? (await readApiKey(home));
   if (key === null) throw new CairnError('E_UNAUTHORIZED', `no API key in ${stack.keyFile}: run \`npx --no-install cairn up\` again, or set CAIRN_API_KEY`);
-  return { client: new GatewayClient(stack.url, key), stack };
+  return { client: new GatewayClient(stack.url, key), apiKey: key, stack };
 }
 
 /**

@@ -5,7 +5,7 @@ import { CairnError, isCairnError } from '@cairn/contracts';
 import { GatewayClient } from '../gateway-client.js';
 import type { Health } from '../gateway-client.js';
 import { checkPrerequisites, canRunSetup, prerequisitesError, runSetup } from './preflight.js';
-import { isStackService, STACK_SERVICES, stackLocation, stackServiceConfig, StackSettingsSchema } from './stack-config.js';
+import { DEFAULT_MCP_PORT, isStackService, STACK_SERVICES, stackLocation, stackServiceConfig, StackSettingsSchema } from './stack-config.js';
 import type { StackLocation, StackService } from './stack-config.js';
 import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, withStackLock, writeApiKey, writeStackFile } from './stack-file.js';
 import type { ServiceRecord, StackFile } from './stack-file.js';
@@ -24,6 +24,8 @@ export interface UpOptions {
 
 export interface UpResult {
   url: string;
+  /** The MCP gateway's Streamable HTTP endpoint; absent for a stack started before it existed. */
+  mcpUrl?: string;
   apiKey: string;
   keyFile: string;
   home: string;
@@ -104,7 +106,7 @@ async function waitHealthy(stack: StackFile, apiKey: string, timeoutMs: number, 
     }
     try {
       last = await client.health();
-      if (last.status === 'ok') return;
+      if (last.status === 'ok' && (await mcpAnswers(stack))) return;
     } catch (error) {
       if (!isCairnError(error) || (error.code !== 'E_UNAVAILABLE' && error.code !== 'E_INTERNAL')) throw error;
       last = null;
@@ -123,6 +125,29 @@ async function waitHealthy(stack: StackFile, apiKey: string, timeoutMs: number, 
   }
 }
 
+/** Whether the stack's MCP endpoint answers its health check (true for a stack without one). */
+async function mcpAnswers(stack: StackFile): Promise<boolean> {
+  if (stack.mcpUrl === undefined) return true;
+  try {
+    const response = await fetch(new URL('/health', stack.mcpUrl), { signal: AbortSignal.timeout(5_000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** The MCP gateway's port: the one in the stack's configuration, else one chosen now (and recorded). */
+async function ensureMcpPort(stack: StackFile, env: NodeJS.ProcessEnv): Promise<void> {
+  const given = stack.config.CAIRN_MCP_PORT;
+  if (given === undefined || given === '0') {
+    const settings = loadConfig(StackSettingsSchema, env);
+    const wanted = given === '0' ? 0 : (settings.CAIRN_MCP_PORT ?? (settings.CAIRN_GATEWAY_PORT === 0 ? 0 : DEFAULT_MCP_PORT));
+    stack.config.CAIRN_MCP_PORT = String(wanted === 0 ? await freeLoopbackPort() : wanted);
+  }
+  stack.mcpUrl = `http://127.0.0.1:${stack.config.CAIRN_MCP_PORT}/mcp`;
+}
+
 async function startServices(
   services: readonly StackService[],
   stack: StackFile,
@@ -131,9 +156,12 @@ async function startServices(
   root: string,
   progress: (message: string) => void,
 ): Promise<void> {
+  if (services.includes('mcp-gateway')) await ensureMcpPort(stack, baseEnv);
   for (const service of services) {
-    // Only the gateway learns the key, and only to register it at start.
-    const extra: Record<string, string> = service === 'gateway' ? { CAIRN_API_KEY: apiKey } : {};
+    // Only the gateway learns the key, and only to register it at start. The MCP gateway learns
+    // where the REST gateway is; each MCP client brings its own key.
+    const extra: Record<string, string> =
+      service === 'gateway' ? { CAIRN_API_KEY: apiKey } : service === 'mcp-gateway' ? { CAIRN_MCP_UPSTREAM_URL: stack.url } : {};
     const record: ServiceRecord = await startServiceProcess({ service, home: stack.home, env: serviceEnv(baseEnv, stack.config, extra), root });
     stack.services[service] = record;
     progress(`started ${service} (pid ${record.pid})`);
@@ -220,6 +248,7 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
 function result(stack: StackFile, apiKey: string, outcome: UpResult['outcome'], restarted: StackService[]): UpResult {
   return {
     url: stack.url,
+    ...(stack.mcpUrl === undefined ? {} : { mcpUrl: stack.mcpUrl }),
     apiKey,
     keyFile: stack.keyFile,
     home: stack.home,

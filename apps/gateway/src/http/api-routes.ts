@@ -5,6 +5,17 @@ import type { ApiKeyScope } from '../auth/api-key.codec.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
 import { SecretDeletedSchema, SecretListSchema, SecretStoredSchema, SecretValueSchema } from '../secrets/secrets.schemas.js';
 import {
+  DeliveryIdSchema,
+  DeliveryListSchema,
+  DeliverySchema,
+  ListDeliveriesQuerySchema,
+  WebhookCreatedSchema,
+  WebhookCreateSchema,
+  WebhookDeletedSchema,
+  WebhookIdSchema,
+  WebhookListSchema,
+} from '../webhooks/webhooks.schemas.js';
+import {
   CancelAcceptedSchema,
   CancelRequestSchema,
   EventPageSchema,
@@ -40,6 +51,12 @@ export const API_COMPONENTS = {
   SecretStored: SecretStoredSchema,
   SecretList: SecretListSchema,
   SecretDeleted: SecretDeletedSchema,
+  WebhookCreate: WebhookCreateSchema,
+  WebhookCreated: WebhookCreatedSchema,
+  WebhookList: WebhookListSchema,
+  WebhookDeleted: WebhookDeletedSchema,
+  Delivery: DeliverySchema,
+  DeliveryList: DeliveryListSchema,
   Health: HealthSchema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
@@ -68,6 +85,7 @@ export interface ApiRoute {
 
 const RUN_ID = { id: RunIdSchema } as const;
 const SECRET_NAME = { name: SecretNameSchema } as const;
+const WEBHOOK_ID = { id: WebhookIdSchema } as const;
 
 /**
  * The route table: the controllers take method, path, status and scope from it (`@ApiRoute`),
@@ -207,6 +225,62 @@ export const API_ROUTES = {
     status: 200,
     response: 'SecretDeleted',
     pathParams: SECRET_NAME,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  createWebhook: {
+    operationId: 'createWebhook',
+    method: 'POST',
+    path: '/v1/webhooks',
+    summary:
+      "Register a webhook of the key's tenant: every receipt whose type matches `events` is POSTed to `url`, signed (`Cairn-Signature: t=<unix s>,v1=<hex HMAC-SHA256(secret, t + \".\" + body)>`), retried with backoff, dead-lettered after the last attempt. The signing secret is in this response only. A URL whose host resolves to a loopback, private, link-local or metadata address is 400 E_INPUT, before any connection (unless the operator allows private ones).",
+    scope: 'admin',
+    status: 201,
+    response: 'WebhookCreated',
+    requestBody: { component: 'WebhookCreate', required: true },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
+  },
+  listWebhooks: {
+    operationId: 'listWebhooks',
+    method: 'GET',
+    path: '/v1/webhooks',
+    summary: "The tenant's webhooks. Never a signing secret.",
+    scope: 'admin',
+    status: 200,
+    response: 'WebhookList',
+    errors: ['E_UNAVAILABLE'],
+  },
+  deleteWebhook: {
+    operationId: 'deleteWebhook',
+    method: 'DELETE',
+    path: '/v1/webhooks/:id',
+    summary: 'Remove a webhook of the tenant with its delivery log; deliveries not yet sent are dropped.',
+    scope: 'admin',
+    status: 200,
+    response: 'WebhookDeleted',
+    pathParams: WEBHOOK_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  listWebhookDeliveries: {
+    operationId: 'listWebhookDeliveries',
+    method: 'GET',
+    path: '/v1/webhooks/:id/deliveries',
+    summary: "A webhook's delivery log, newest first: status (pending, delivered, dead), attempts and each attempt's outcome.",
+    scope: 'admin',
+    status: 200,
+    response: 'DeliveryList',
+    pathParams: WEBHOOK_ID,
+    query: ListDeliveriesQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  replayWebhookDelivery: {
+    operationId: 'replayWebhookDelivery',
+    method: 'POST',
+    path: '/v1/webhooks/:id/deliveries/:deliveryId/replay',
+    summary: 'Send a delivery again (any status) as a new delivery with the same event id and body, signed afresh; answers the new delivery.',
+    scope: 'admin',
+    status: 202,
+    response: 'Delivery',
+    pathParams: { ...WEBHOOK_ID, deliveryId: DeliveryIdSchema },
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   listWorkers: {

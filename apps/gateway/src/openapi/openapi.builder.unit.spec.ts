@@ -46,6 +46,10 @@ describe('the OpenAPI document', () => {
         '/v1/runs/{id}/events/stream',
         '/v1/secrets',
         '/v1/secrets/{name}',
+        '/v1/webhooks',
+        '/v1/webhooks/{id}',
+        '/v1/webhooks/{id}/deliveries',
+        '/v1/webhooks/{id}/deliveries/{deliveryId}/replay',
         '/v1/workers',
       ],
     );

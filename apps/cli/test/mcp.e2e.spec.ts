@@ -1,0 +1,354 @@
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { uniqueName } from '@cairn/testing';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CAIRN_BIN } from './cli.harness.js';
+import { TestStack } from './stack.harness.js';
+
+/*
+ * The MCP gateway end to end, driven by the MCP SDK's own Client over both transports, against
+ * one isolated stack (`cairn up`, which also serves MCP over Streamable HTTP; `cairn mcp` for
+ * stdio) on the real Docker engine, NATS and PostgreSQL. Then the official conformance suite
+ * against the HTTP endpoint, through a test-only proxy that adds the key (the suite sends none).
+ */
+
+const MCP_MAIN = fileURLToPath(new URL('../../mcp-gateway/dist/main.js', import.meta.url));
+const CONFORMANCE = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/conformance/dist/index.js', import.meta.url));
+const SMALL = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
+const ECHO = { name: 'mcp echo', image: 'cairn/sandbox-busybox:1', steps: [{ argv: ['echo', 'hello from mcp'] }], caps: SMALL, network: 'none' };
+
+let stack: TestStack;
+let mcpUrl: string;
+/** A key of another tenant, minted straight into the stack's key table (only its hash is stored). */
+let otherTenantKey: string;
+
+async function mintKey(tenant: string, scopes: string[]): Promise<string> {
+  const { createDataSource } = await import('@cairn/persistence');
+  const ds = createDataSource(stack.database.url, { poolSize: 1 });
+  await ds.initialize();
+  try {
+    const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
+    const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
+    const sha = createHash('sha256').update(key).digest('hex');
+    await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [randomUUID(), prefix, sha, tenant, scopes]);
+    return key;
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/** A key of the right form that the stack never issued. */
+function unknownKey(): string {
+  return `cairn_zzzzzzzz_${randomBytes(32).toString('base64url')}`;
+}
+
+async function httpClient(key: string): Promise<Client> {
+  const client = new Client({ name: 'cairn-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+/** `cairn mcp` as an agent starts it: the CLI from this repository, over stdin/stdout. */
+async function stdioClient(key?: string): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CAIRN_BIN, 'mcp'],
+    env: { PATH: process.env.PATH ?? '', ...stack.env, ...(key === undefined ? {} : { CAIRN_API_KEY: key }) },
+    stderr: 'pipe',
+  });
+  const chunks: Buffer[] = [];
+  transport.stderr?.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const client = new Client({ name: 'cairn-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, stderr: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+function structured(result: Awaited<ReturnType<Client['callTool']>>): Record<string, unknown> {
+  const value = (result as CallToolResult).structuredContent;
+  if (value === undefined) throw new Error(`no structured content: ${JSON.stringify(result)}`);
+  return value;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+/** Polls run_status through MCP until the run is sealed. */
+async function untilSealed(client: Client, runId: string, timeoutMs = 90_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Record<string, unknown> = {};
+  while (Date.now() < deadline) {
+    const result = await call(client, 'run_status', { runId });
+    expect(result.isError).toBeFalsy();
+    last = structured(result);
+    if (last.sealed === true) return last;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`run ${runId} not sealed in ${timeoutMs} ms; last ${JSON.stringify(last)}\n${await stack.logs()}`);
+}
+
+async function runCount(): Promise<number> {
+  const response = await stack.api('/v1/runs?limit=200');
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { items: unknown[] }).items.length;
+}
+
+/** One raw HTTP request with any Host header (fetch does not let a test set Host). */
+function rawPost(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: string }> {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+
+/** The whole agent session the brief asks for, on one connected client. */
+async function agentSession(client: Client, label: string): Promise<void> {
+  const { tools } = await client.listTools();
+  expect(tools.map((t) => t.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify']);
+
+  const key = `${label}-${uniqueName('k')}`;
+  const submitted = await call(client, 'run_submit', { spec: { ...ECHO, name: `mcp echo over ${label}` }, idempotencyKey: key });
+  expect(submitted.isError).toBeFalsy();
+  const { runId } = structured(submitted) as { runId: string };
+  expect(runId).toMatch(/^run_/);
+  // The same key and spec: the same run, nothing new.
+  const again = structured(await call(client, 'run_submit', { spec: { ...ECHO, name: `mcp echo over ${label}` }, idempotencyKey: key }));
+  expect(again).toMatchObject({ runId, duplicate: true });
+
+  const status = await untilSealed(client, runId);
+  expect(status).toMatchObject({ runId, state: 'SEALED', sealed: true, verdict: expect.any(String) as string });
+
+  const all = structured(await call(client, 'run_events', { runId, after: 0, limit: 1000 })) as { items: { seq: number; type: string; argv?: string[] }[]; nextAfter: number | null };
+  expect(all.items[0]).toMatchObject({ seq: 1, type: 'run.submitted' });
+  expect(all.items.at(-1)?.type).toBe('run.sealed');
+  expect(all.items.map((r) => r.seq)).toEqual(all.items.map((_, i) => i + 1));
+  expect(all.items.find((r) => r.type === 'step.completed')?.argv).toEqual(['echo', 'hello from mcp']);
+  const page = structured(await call(client, 'run_events', { runId, after: 2, limit: 2 })) as { items: { seq: number }[] };
+  expect(page.items.map((r) => r.seq)).toEqual([3, 4]);
+
+  const verified = await call(client, 'run_verify', { runId });
+  expect(verified.isError).toBeFalsy();
+  expect(structured(verified)).toMatchObject({ ok: true, runId, count: all.items.length, headHash: status.headHash, sealed: true });
+
+  // Bad input: E_INPUT naming the field, and no run is created.
+  const before = await runCount();
+  const invalid = await call(client, 'run_submit', { spec: { ...ECHO, steps: [{ argv: 'echo hello' }] }, idempotencyKey: `${key}-bad` });
+  expect(invalid.isError).toBe(true);
+  expect(structured(invalid)).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining('steps') as string } });
+  expect(invalid.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^E_INPUT: /) as string });
+  const unknownTool = await call(client, 'run_delete', { runId });
+  expect(structured(unknownTool)).toMatchObject({ error: { code: 'E_INPUT' } });
+  expect(await runCount()).toBe(before);
+
+  // Another tenant's key sees none of it, over the same transport.
+  const other = label === 'http' ? await httpClient(otherTenantKey) : (await stdioClient(otherTenantKey)).client;
+  try {
+    for (const [name, args] of [
+      ['run_status', { runId }],
+      ['run_events', { runId }],
+      ['run_verify', { runId }],
+    ] as const) {
+      const refused = await call(other, name, args);
+      expect(refused.isError, name).toBe(true);
+      expect(structured(refused), name).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
+    }
+  } finally {
+    await other.close();
+  }
+  await stack.expectCleanAndVerifiable(runId);
+}
+
+beforeAll(async () => {
+  stack = await TestStack.create('mcp-e2e');
+  const up = await stack.cairn(['up', '--no-setup', '--json', '--timeout', '90']);
+  if (up.code !== 0) throw new Error(`cairn up failed (${up.code}):\n${up.stdout}\n${up.stderr}\n${await stack.logs()}`);
+  const result = JSON.parse(up.stdout) as { url: string; apiKey: string; mcpUrl: string | null };
+  stack.url = result.url;
+  stack.apiKey = result.apiKey;
+  expect(result.mcpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+  mcpUrl = result.mcpUrl ?? '';
+  otherTenantKey = await mintKey('globex', ['runs:read', 'runs:write']);
+});
+
+afterAll(async () => {
+  await stack?.dispose();
+});
+
+describe('MCP over Streamable HTTP (the endpoint cairn up started)', () => {
+  it('an agent session: list tools, submit echo, poll to SEALED, read the receipts, verify; E_INPUT and another tenant’s E_NOT_FOUND', async () => {
+    const client = await httpClient(stack.apiKey);
+    try {
+      await agentSession(client, 'http');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a missing or unknown key (401), another Host or Origin (403), and another key’s session (404)', async () => {
+    const noKey = await rawPost(mcpUrl, {}, INITIALIZE);
+    expect(noKey.status).toBe(401);
+    expect(JSON.parse(noKey.body)).toMatchObject({ error: { data: { code: 'E_UNAUTHORIZED' } } });
+    const badKey = await rawPost(mcpUrl, { authorization: `Bearer ${unknownKey()}` }, INITIALIZE);
+    expect(badKey.status).toBe(401);
+    await expect(httpClient(unknownKey())).rejects.toThrow();
+
+    const auth = { authorization: `Bearer ${stack.apiKey}` };
+    const port = new URL(mcpUrl).port;
+    const evilHost = await rawPost(mcpUrl, { ...auth, host: `evil.example.com:${port}` }, INITIALIZE);
+    expect(evilHost.status).toBe(403);
+    expect(JSON.parse(evilHost.body)).toMatchObject({ error: { data: { code: 'E_FORBIDDEN' } } });
+    const evilOrigin = await rawPost(mcpUrl, { ...auth, origin: 'http://evil.example.com' }, INITIALIZE);
+    expect(evilOrigin.status).toBe(403);
+    const fine = await rawPost(mcpUrl, { ...auth, host: `localhost:${port}`, origin: `http://localhost:${port}` }, INITIALIZE);
+    expect(fine.status).toBe(200);
+
+    // A session belongs to the key that opened it.
+    const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: auth } });
+    const owner = new Client({ name: 'owner', version: '1' });
+    await owner.connect(transport);
+    try {
+      const sessionId = transport.sessionId ?? '';
+      expect(sessionId).not.toBe('');
+      const stolen = await rawPost(mcpUrl, { authorization: `Bearer ${otherTenantKey}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      expect(stolen.status).toBe(404);
+      expect((await owner.listTools()).tools).toHaveLength(4);
+    } finally {
+      await owner.close();
+    }
+  });
+});
+
+describe('MCP over stdio (cairn mcp)', () => {
+  it('an agent session: list tools, submit echo, poll to SEALED, read the receipts, verify; E_INPUT and another tenant’s E_NOT_FOUND', async () => {
+    const { client, stderr } = await stdioClient();
+    try {
+      await agentSession(client, 'stdio');
+    } catch (error) {
+      throw new Error(`${String(error)}\nstderr of cairn mcp:\n${stderr()}`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('writes protocol messages only on stdout, and stops when stdin closes', async () => {
+    const child = spawn(process.execPath, [CAIRN_BIN, 'mcp'], { env: { PATH: process.env.PATH ?? '', ...stack.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const lines = [
+      INITIALIZE,
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'run_status', arguments: { runId: 'run_nope' } } },
+    ];
+    child.stdin.write(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    const deadline = Date.now() + 20_000;
+    while (Buffer.concat(out).toString('utf8').split('\n').filter((l) => l !== '').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    const messages = Buffer.concat(out)
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result: Record<string, unknown> });
+    expect(messages.map((m) => [m.jsonrpc, m.id])).toEqual([
+      ['2.0', 1],
+      ['2.0', 2],
+      ['2.0', 3],
+    ]);
+    expect(messages[2]?.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_NOT_FOUND' } } });
+  });
+
+  it('refuses an unknown key and a missing one before serving anything: exit 1, nothing on stdout', async () => {
+    const refused = await runProcess(process.execPath, [CAIRN_BIN, 'mcp'], { ...stack.env, CAIRN_API_KEY: unknownKey() });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('E_UNAUTHORIZED');
+    // The server itself, with no key at all.
+    const missing = await runProcess(process.execPath, [MCP_MAIN], { CAIRN_MCP_TRANSPORT: 'stdio', CAIRN_MCP_UPSTREAM_URL: stack.url });
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toContain('CAIRN_API_KEY');
+  });
+});
+
+function runProcess(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+  });
+}
+
+/**
+ * The conformance suite cannot send a key: a loopback proxy adds it and passes everything else
+ * through unchanged — the Host and Origin the suite sends included, so the DNS-rebinding
+ * scenario still meets the gateway's own checks.
+ */
+async function keyAddingProxy(target: string, key: string): Promise<{ url: string; server: HttpServer }> {
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${key}` } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    res.on('close', () => forward.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, server };
+}
+
+const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'tools-call-error', 'dns-rebinding-protection', 'server-sse-multiple-streams'];
+
+describe('the official MCP conformance suite against the HTTP endpoint', () => {
+  it.each(SCENARIOS)('%s passes', async (scenario) => {
+    const { url, server } = await keyAddingProxy(mcpUrl, stack.apiKey);
+    const outDir = await mkdtemp(join(tmpdir(), 'cairn-mcp-conformance-'));
+    try {
+      const run = await runProcess(process.execPath, [CONFORMANCE, 'server', '--url', url, '--scenario', scenario, '-o', outDir], {});
+      const files = await readdir(outDir, { recursive: true });
+      const checksFile = files.find((f) => f.endsWith('checks.json'));
+      expect(checksFile, `no checks.json:\n${run.stdout}\n${run.stderr}`).toBeDefined();
+      const checks = JSON.parse(await readFile(join(outDir, checksFile ?? ''), 'utf8')) as { id: string; status: string; errorMessage?: string }[];
+      const failed = checks.filter((c) => c.status === 'FAILURE');
+      expect(failed, JSON.stringify(failed)).toEqual([]);
+      expect(checks.filter((c) => c.status === 'SUCCESS').length).toBeGreaterThan(0);
+      expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      await rm(outDir, { recursive: true, force: true });
+    }
+  });
+});

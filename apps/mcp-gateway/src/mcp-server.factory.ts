@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { CairnError } from '@cairn/contracts';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { CairnRuns } from './cairn-rest.client.js';
+import { callRunTool, findRunTool, RUN_TOOLS } from './run-tools.js';
+import { toolError } from './tool-errors.js';
+
+export const MCP_SERVER_NAME = 'cairn';
+
+function packageVersion(): string {
+  // src/ and dist/ both sit one level below the package root.
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+}
+
+const VERSION = packageVersion();
+
+const INSTRUCTIONS =
+  'Cairn runs untrusted work in hardened sandboxes and keeps a hash-chained evidence log of every step. ' +
+  'Submit a RunSpec with run_submit (steps are argv arrays), poll run_status until sealed is true, read the receipts with ' +
+  'run_events, and check the evidence yourself with run_verify. Errors carry Cairn error codes (E_INPUT, E_NOT_FOUND, …).';
+
+/**
+ * One MCP server (one session) acting for one Cairn API key. The low-level `Server` rather than
+ * `McpServer`: the tools advertise the contracts' own JSON Schemas and validate arguments
+ * themselves, so bad input comes back as a tool error carrying E_INPUT (McpServer would answer
+ * its own validation error, without Cairn's code).
+ */
+export function createMcpServer(runs: CairnRuns): Server {
+  const server = new Server({ name: MCP_SERVER_NAME, title: 'Cairn', version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: RUN_TOOLS.map((tool) => tool.definition) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = findRunTool(request.params.name);
+    // As the SDK's McpServer does: an unknown tool is a tool error the model can read and act on.
+    if (tool === undefined) {
+      return toolError(new CairnError('E_INPUT', `unknown tool ${JSON.stringify(request.params.name)}; the tools are ${RUN_TOOLS.map((t) => t.definition.name).join(', ')}`));
+    }
+    return callRunTool(tool, runs, request.params.arguments);
+  });
+  return server;
+}

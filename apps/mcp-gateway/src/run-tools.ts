@@ -1,0 +1,163 @@
+import { CairnError, formatIssuePath, parseRunSpec, RunIdSchema, RunSpecSchema } from '@cairn/contracts';
+import { verifyChain } from '@cairn/evidence';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { CairnRuns } from './cairn-rest.client.js';
+import { toolError, toolResult } from './tool-errors.js';
+
+/*
+ * The run tools: submit a RunSpec, read its state and receipts, and verify its chain offline.
+ * Each is a thin edge over the REST gateway (with the caller's key) — the same policy, tenancy
+ * and chain as every other client. Arguments are checked here first, so bad input is E_INPUT
+ * naming the field and nothing is sent.
+ */
+
+/** As the REST gateway's `Idempotency-Key`: 1–200 printable ASCII characters. */
+const IdempotencyKeySchema = z.string().min(1).max(200).regex(/^[\x20-\x7E]+$/, 'printable ASCII only');
+
+const SubmitArgsSchema = z.strictObject({
+  spec: z.unknown(),
+  idempotencyKey: IdempotencyKeySchema.describe('Your key for this submission: the same key and spec give the same run (retry safely); a new key makes a new run.'),
+});
+const RunArgsSchema = z.strictObject({ runId: RunIdSchema.describe('The run id (run_…) that run_submit returned.') });
+const EventsArgsSchema = z.strictObject({
+  runId: RunIdSchema.describe('The run id (run_…).'),
+  after: z.number().int().min(0).max(2_147_483_647).default(0).describe('Return receipts with seq greater than this (0: from the start); pass the previous page’s nextAfter.'),
+  limit: z.number().int().min(1).max(1000).default(100).describe('At most this many receipts (1–1000).'),
+});
+
+/** The advertised JSON Schema of a tool's arguments (MCP wants `type: object`). */
+function inputSchemaOf(schema: z.ZodType): Tool['inputSchema'] {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
+  return { ...json, type: 'object' };
+}
+
+/** Arguments checked against `schema`; E_INPUT naming the first fields that are wrong. */
+function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.infer<S> {
+  const parsed = schema.safeParse(args ?? {});
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: issue.message }));
+  throw new CairnError('E_INPUT', `invalid arguments: ${issues.map((i) => `${i.path === '' ? '(arguments)' : i.path}: ${i.message}`).join('; ')}`, { issues });
+}
+
+export interface RunTool {
+  definition: Tool;
+  call(runs: CairnRuns, args: unknown): Promise<Record<string, unknown>>;
+}
+
+/** Verifies a run's proof bundle locally: every hash from genesis, and the bundle's own claims. */
+export async function verifyRun(runs: CairnRuns, runId: string): Promise<Record<string, unknown>> {
+  const bundle = await runs.bundle(runId);
+  const result = verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: runId });
+  if (!result.ok) {
+    throw new CairnError('E_CHAIN_BROKEN', `the chain of ${runId} is broken at seq ${result.firstBadSeq} (${result.reason}): ${result.message}`, {
+      runId,
+      firstBadSeq: result.firstBadSeq,
+      reason: result.reason,
+      verified: result.verified,
+    });
+  }
+  if (bundle.runId !== runId) {
+    throw new CairnError('E_CHAIN_BROKEN', `the bundle names run ${bundle.runId}, not ${runId}`, { runId, reason: 'run_id_mismatch' });
+  }
+  if (bundle.headHash !== null && bundle.headHash !== result.headHash) {
+    throw new CairnError('E_CHAIN_BROKEN', `the bundle names head ${bundle.headHash}, but its receipts recompute to ${result.headHash}`, {
+      runId,
+      reason: 'head_mismatch',
+      firstBadSeq: result.headSeq,
+    });
+  }
+  const last = bundle.receipts.at(-1) as { type?: unknown } | undefined;
+  return {
+    ok: true,
+    runId,
+    count: result.count,
+    headSeq: result.headSeq,
+    headHash: result.headHash,
+    sealed: last?.type === 'run.sealed',
+    verdict: bundle.verdict,
+    grade: bundle.grade,
+  };
+}
+
+export const RUN_TOOLS: readonly RunTool[] = [
+  {
+    definition: {
+      name: 'run_submit',
+      title: 'Submit a run',
+      description:
+        'Submit a RunSpec to Cairn: its steps (argv arrays, never shell strings) run in one hardened sandbox under policy, ' +
+        'every step recorded on a hash-chained evidence log, then verified and graded. Returns the run id; follow it with ' +
+        'run_status until sealed is true. Bad input is E_INPUT naming the field, and creates no run.',
+      inputSchema: inputSchemaOf(z.strictObject({ spec: RunSpecSchema.describe('The RunSpec: name, image, steps, caps, …'), idempotencyKey: SubmitArgsSchema.shape.idempotencyKey })),
+      annotations: { title: 'Submit a run', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { spec, idempotencyKey } = parseArgs(SubmitArgsSchema, args);
+      parseRunSpec(spec);
+      const submitted = await runs.submitRun(spec, idempotencyKey);
+      return { runId: submitted.runId, state: submitted.state, duplicate: submitted.duplicate };
+    },
+  },
+  {
+    definition: {
+      name: 'run_status',
+      title: 'Run status',
+      description:
+        "A run's state (SUBMITTED … SEALED, or FAILED / ROLLBACK / REJECTED / CANCELLED with an errorCode), verdict, score, " +
+        'event count and head hash. `sealed: true` means it is final.',
+      inputSchema: inputSchemaOf(RunArgsSchema),
+      annotations: { title: 'Run status', readOnlyHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId } = parseArgs(RunArgsSchema, args);
+      return { ...(await runs.getRun(runId)) };
+    },
+  },
+  {
+    definition: {
+      name: 'run_events',
+      title: 'Run receipts',
+      description:
+        "A page of a run's evidence receipts in chain order (seq from 1): each with its type, actor, time, and for steps the argv, " +
+        'exit code and output hashes. Page with `after` = the previous nextAfter; nextAfter is null at the end for now.',
+      inputSchema: inputSchemaOf(EventsArgsSchema),
+      annotations: { title: 'Run receipts', readOnlyHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId, after, limit } = parseArgs(EventsArgsSchema, args);
+      const page = await runs.events(runId, after, limit);
+      return { runId, items: page.items, nextAfter: page.nextAfter };
+    },
+  },
+  {
+    definition: {
+      name: 'run_verify',
+      title: 'Verify a run',
+      description:
+        "Fetch the run's proof bundle and verify it here, not trusting the server: recompute every receipt hash from genesis and " +
+        'check the head. Returns ok with the count and head hash; a broken chain is the tool error E_CHAIN_BROKEN naming the first bad seq.',
+      inputSchema: inputSchemaOf(RunArgsSchema),
+      annotations: { title: 'Verify a run', readOnlyHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId } = parseArgs(RunArgsSchema, args);
+      return verifyRun(runs, runId);
+    },
+  },
+];
+
+const TOOLS_BY_NAME = new Map(RUN_TOOLS.map((tool) => [tool.definition.name, tool]));
+
+export function findRunTool(name: string): RunTool | undefined {
+  return TOOLS_BY_NAME.get(name);
+}
+
+/** One tool call: its result, or Cairn's error as an MCP tool error. */
+export async function callRunTool(tool: RunTool, runs: CairnRuns, args: unknown): Promise<CallToolResult> {
+  try {
+    return toolResult(await tool.call(runs, args));
+  } catch (error) {
+    return toolError(error);
+  }
+}

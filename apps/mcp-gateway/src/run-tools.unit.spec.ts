@@ -1,0 +1,115 @@
+import { CairnError, ERROR_CODES } from '@cairn/contracts';
+import { sealReceipt } from '@cairn/evidence';
+import { describe, expect, it } from 'vitest';
+import type { Bundle, CairnRuns, EventPage, Run, Submitted } from './cairn-rest.client.js';
+import { callRunTool, findRunTool, RUN_TOOLS, verifyRun } from './run-tools.js';
+import { MCP_ERROR_HINTS, toolError } from './tool-errors.js';
+
+const RUN = 'run_abc123';
+const SPEC = { name: 'echo', image: 'cairn/sandbox-busybox:1', steps: [{ argv: ['echo', 'hello'] }] };
+
+function chain(length: number): Record<string, unknown>[] {
+  const receipts: Record<string, unknown>[] = [];
+  let prev = '0'.repeat(64);
+  for (let seq = 1; seq <= length; seq += 1) {
+    const type = seq === 1 ? 'run.submitted' : seq === length ? 'run.sealed' : 'step.completed';
+    const receipt = sealReceipt(prev, { v: 1, seq, run_id: RUN, tenant: 'default', type, actor: 'intake', ts: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(), causation: null });
+    receipts.push(receipt);
+    prev = receipt.hash;
+  }
+  return receipts;
+}
+
+/** A port double: records what was sent, answers from fixed data. */
+class FakeRuns implements CairnRuns {
+  submitted: { spec: unknown; key: string }[] = [];
+  receipts = chain(4);
+  headHash: string | null = null;
+  submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted> {
+    this.submitted.push({ spec, key: idempotencyKey });
+    return Promise.resolve({ runId: RUN, state: 'SUBMITTED', duplicate: false });
+  }
+  getRun(runId: string): Promise<Run> {
+    if (runId !== RUN) return Promise.reject(new CairnError('E_NOT_FOUND', `no run ${runId}`));
+    return Promise.resolve({ runId, tenant: 'default', state: 'SEALED', errorCode: null, verdict: 'SUPPORTS', score: 1, maxScore: 1, eventCount: 4, headHash: null, sealed: true });
+  }
+  events(_runId: string, after: number, limit: number): Promise<EventPage> {
+    const items = this.receipts.slice(after, after + limit) as EventPage['items'];
+    return Promise.resolve({ items, nextAfter: after + limit < this.receipts.length ? after + limit : null });
+  }
+  bundle(runId: string): Promise<Bundle> {
+    return Promise.resolve({ format: 'cairn.bundle/v1', runId, receipts: this.receipts, verdict: 'SUPPORTS', grade: { score: 1, maxScore: 1, upperBound: 1 }, headHash: this.headHash });
+  }
+}
+
+function tool(name: string) {
+  const found = findRunTool(name);
+  if (found === undefined) throw new Error(`no tool ${name}`);
+  return found;
+}
+
+describe('the run tools', () => {
+  it('advertise object input schemas; run_submit carries the RunSpec schema from the contracts', () => {
+    expect(RUN_TOOLS.map((t) => t.definition.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify']);
+    for (const t of RUN_TOOLS) expect(t.definition.inputSchema.type).toBe('object');
+    const submit = tool('run_submit').definition.inputSchema as unknown as { properties: { spec: { properties: Record<string, unknown>; required: string[] } }; required: string[] };
+    expect(submit.required.sort()).toEqual(['idempotencyKey', 'spec']);
+    expect(Object.keys(submit.properties.spec.properties)).toEqual(expect.arrayContaining(['steps', 'image', 'caps', 'network']));
+    expect(submit.properties.spec.required).toEqual(expect.arrayContaining(['steps']));
+  });
+
+  it('submit sends a valid spec with its key; a bad spec is E_INPUT naming the field, and nothing is sent', async () => {
+    const runs = new FakeRuns();
+    const ok = await callRunTool(tool('run_submit'), runs, { spec: SPEC, idempotencyKey: 'k-1' });
+    expect(ok.isError).toBeUndefined();
+    expect(ok.structuredContent).toEqual({ runId: RUN, state: 'SUBMITTED', duplicate: false });
+    expect(runs.submitted).toEqual([{ spec: SPEC, key: 'k-1' }]);
+
+    const bad = await callRunTool(tool('run_submit'), runs, { spec: { ...SPEC, steps: [{ argv: 'echo hello' }] }, idempotencyKey: 'k-2' });
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining('steps') as string } });
+    expect(bad.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^E_INPUT: /) as string });
+    const noKey = await callRunTool(tool('run_submit'), runs, { spec: SPEC });
+    expect(noKey.structuredContent).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining('idempotencyKey') as string } });
+    const extra = await callRunTool(tool('run_submit'), runs, { spec: SPEC, idempotencyKey: 'k', tenant: 'other' });
+    expect(extra.structuredContent).toMatchObject({ error: { code: 'E_INPUT' } });
+    expect(runs.submitted).toHaveLength(1);
+  });
+
+  it('status and events check the run id first; a Cairn error from the gateway comes back as a tool error with its code', async () => {
+    const runs = new FakeRuns();
+    const badId = await callRunTool(tool('run_status'), runs, { runId: 'RUN NOPE' });
+    expect(badId.structuredContent).toMatchObject({ error: { code: 'E_INPUT' } });
+    const missing = await callRunTool(tool('run_status'), runs, { runId: 'run_other' });
+    expect(missing).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_NOT_FOUND', hint: MCP_ERROR_HINTS.E_NOT_FOUND } } });
+    const page = await callRunTool(tool('run_events'), runs, { runId: RUN, after: 1, limit: 2 });
+    expect(page.structuredContent).toMatchObject({ runId: RUN, nextAfter: 3 });
+    expect((page.structuredContent as { items: { seq: number }[] }).items.map((r) => r.seq)).toEqual([2, 3]);
+    const tooMany = await callRunTool(tool('run_events'), runs, { runId: RUN, limit: 5000 });
+    expect(tooMany.structuredContent).toMatchObject({ error: { code: 'E_INPUT' } });
+  });
+
+  it('verify recomputes the chain: ok with the head; an edited receipt is E_CHAIN_BROKEN at its seq; a bundle head that disagrees too', async () => {
+    const runs = new FakeRuns();
+    const ok = await verifyRun(runs, RUN);
+    expect(ok).toMatchObject({ ok: true, runId: RUN, count: 4, headSeq: 4, headHash: runs.receipts[3]!.hash, sealed: true, verdict: 'SUPPORTS' });
+
+    runs.receipts[2] = { ...runs.receipts[2], actor: 'someone-else' };
+    const broken = await callRunTool(tool('run_verify'), runs, { runId: RUN });
+    expect(broken).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 3, reason: 'hash_mismatch', verified: 2 } } } });
+
+    const lying = new FakeRuns();
+    lying.headHash = 'f'.repeat(64);
+    await expect(verifyRun(lying, RUN)).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'head_mismatch' } });
+    const empty = new FakeRuns();
+    empty.receipts = [];
+    await expect(verifyRun(empty, RUN)).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'empty' } });
+  });
+
+  it('maps every error code to a hint, and anything that is not a CairnError to E_INTERNAL without its message', () => {
+    for (const code of ERROR_CODES) expect(MCP_ERROR_HINTS[code].length).toBeGreaterThan(10);
+    const internal = toolError(new Error('connection string postgres://secret@db'));
+    expect(internal.structuredContent).toMatchObject({ error: { code: 'E_INTERNAL' } });
+    expect(JSON.stringify(internal)).not.toContain('secret');
+  });
+});
