@@ -1,6 +1,7 @@
 import type { Redaction } from '@cairn/contracts';
 import type { ExecResult, SandboxFileOut } from '@cairn/sandbox';
 import type { Finding, OutputScanner } from '@cairn/secrets';
+import { boundedText } from './receipt-text.js';
 import type { EventFields } from './runtime-receipts.builder.js';
 
 /*
@@ -64,5 +65,6 @@ export function describeRedactions(redactions: readonly Redaction[], where: stri
 /** The critical alert that goes on the chain (and to `alert.*` subscribers) when a secret is seen. */
 export function secretAlertFields(redactions: readonly Redaction[], where: string): EventFields<'alert.raised'> {
   const message = `E_SECRET_SEEN: ${describeRedactions(redactions, where)}; redacted before hashing, and the run is stopped`;
-  return { severity: 'critical', error_code: 'E_SECRET_SEEN', message: message.slice(0, 2048) };
+  // Names the paths the workload chose: cut without splitting a surrogate pair (receipt-text.ts).
+  return { severity: 'critical', error_code: 'E_SECRET_SEEN', message: boundedText(message, 2048) };
 }

@@ -64,6 +64,32 @@ export function parseChain(stored: readonly unknown[]): ParsedChain {
   return { ok: true, receipts };
 }
 
+/** Receipts after which a run has ended for good: nothing of this worker's may follow them. */
+const ENDING_TYPES: ReadonlySet<string> = new Set(['run.failed', 'run.rolled_back', 'run.cancelled', 'run.sealed']);
+
+/**
+ * How this worker ends a run whose chain holds a receipt that breaks its contract — an event type
+ * Cairn does not know, or a known type with fields its contract refuses (I-5: an unknown state or
+ * event type stops the run, FAILED E_UNKNOWN_STATE; never continue). Nothing, when a receipt that
+ * does parse already ended it; otherwise `run.failed` E_UNKNOWN_STATE naming the first bad seq.
+ */
+export function unknownStateEnding(stored: readonly unknown[]): { kind: 'none'; reason: string } | { kind: 'failed'; message: string } {
+  let bad: { seq: number | null; message: string } | null = null;
+  for (const raw of stored) {
+    const parsed = parseEvidenceReceipt(raw);
+    if (parsed.ok) {
+      if (ENDING_TYPES.has(parsed.receipt.type)) return { kind: 'none', reason: `the run has ended (${parsed.receipt.type} at seq ${parsed.receipt.seq})` };
+      continue;
+    }
+    if (bad === null) {
+      const seq = typeof raw === 'object' && raw !== null && 'seq' in raw && typeof raw.seq === 'number' ? raw.seq : null;
+      bad = { seq, message: parsed.message };
+    }
+  }
+  if (bad === null) return { kind: 'none', reason: 'every receipt meets its contract' };
+  return { kind: 'failed', message: `the run's chain holds a receipt that breaks its contract (seq ${bad.seq ?? '?'}): ${bad.message}; the run is stopped` };
+}
+
 function isType<T extends EventType>(type: T) {
   return (receipt: EvidenceReceipt): receipt is EvidenceReceiptOf<T> => receipt.type === type;
 }

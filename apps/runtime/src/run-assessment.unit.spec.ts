@@ -2,7 +2,7 @@ import { GENESIS_HASH, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
-import { assessScheduled, decideEnding, lastPlacementOn, parseChain, stopCauseOf } from './run-assessment.js';
+import { assessScheduled, decideEnding, lastPlacementOn, parseChain, stopCauseOf, unknownStateEnding } from './run-assessment.js';
 
 const RUN = 'run_assess1';
 const SHA = (c: string) => c.repeat(64);
@@ -183,6 +183,33 @@ describe('parseChain', () => {
     expect(parseChain(raw)).toEqual({ ok: true, receipts: chain.receipts });
     raw[1] = { ...raw[1], decision: 'maybe' };
     expect(parseChain(raw)).toMatchObject({ ok: false, seq: 2 });
+  });
+});
+
+describe('unknownStateEnding: a chain holding a receipt that breaks its contract (I-5)', () => {
+  const chain = () => new Chain().submitted().allowed();
+
+  it('given an unknown event type, then fail the run E_UNKNOWN_STATE naming its seq', () => {
+    const raw: Record<string, unknown>[] = chain().receipts.map((r) => ({ ...r }));
+    raw.push({ ...raw[1], seq: 3, type: 'run.teleported' });
+    const ending = unknownStateEnding(raw);
+    expect(ending.kind).toBe('failed');
+    expect(ending.kind === 'failed' ? ending.message : '').toMatch(/seq 3/);
+  });
+
+  it('given a known type whose fields break its contract, then the same', () => {
+    const raw: Record<string, unknown>[] = chain().receipts.map((r) => ({ ...r }));
+    raw[1] = { ...raw[1], decision: 'maybe' };
+    expect(unknownStateEnding(raw)).toMatchObject({ kind: 'failed', message: expect.stringContaining('seq 2') as string });
+  });
+
+  it('given a run a valid receipt already ended, or a chain that is all valid, then nothing', () => {
+    const ended = chain();
+    ended.add('run.failed', { error_code: 'E_WORKER_LOST', message: 'lost' }, 'scheduler');
+    const raw: Record<string, unknown>[] = ended.receipts.map((r) => ({ ...r }));
+    raw.push({ ...raw[1], seq: 4, type: 'run.teleported' });
+    expect(unknownStateEnding(raw)).toMatchObject({ kind: 'none' });
+    expect(unknownStateEnding(chain().receipts)).toMatchObject({ kind: 'none' });
   });
 });
 

@@ -16,7 +16,7 @@ import { CancelWatch } from './cancel-watch.adapter.js';
 import { ChainWake } from './chain-wake.adapter.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { answerCancel } from './lost-run.js';
-import { decideEnding, parseChain, stopCauseOf } from './run-assessment.js';
+import { decideEnding, parseChain, stopCauseOf, unknownStateEnding } from './run-assessment.js';
 import type { RunPlan, StepApprovalPlan, StopCause } from './run-assessment.js';
 import {
   egressDeniedFields,
@@ -31,6 +31,7 @@ import {
 } from './runtime-receipts.builder.js';
 import type { CompletedStep, TeardownReason } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
+import { recordableOutputs } from './output-names.js';
 import { describeRedactions, redactFiles, redactStepResult, secretAlertFields, secretRedactedFields, withRedactions } from './output-redaction.js';
 import type { RuntimeSecrets } from './runtime-secrets.adapter.js';
 import { confirmedHardening } from './sandbox-hardening.js';
@@ -58,7 +59,7 @@ export interface RunExecutionDeps {
 
 type Outcome =
   /** `sandboxEnded`: the workload ended its own sandbox (see `sandboxEnded`); the steps after it never ran. */
-  | { kind: 'executed'; artifactHashes: Record<string, string>; sandboxEnded?: SandboxEnded }
+  | { kind: 'executed'; artifactHashes: Record<string, string>; outputsSkipped?: number; sandboxEnded?: SandboxEnded }
   | { kind: 'failed'; code: ErrorCode; message: string; stepIndex?: number }
   | { kind: 'stopped'; cause: StopCause };
 
@@ -106,6 +107,8 @@ export class RunExecution {
   private denials: Promise<void> = Promise.resolve();
   /** The chain seq this run last saw as the head (its own last receipt, or the head it read). */
   private lastSeq: number;
+  /** Why the chain could not be read, once a receipt breaking its contract was met (I-5: nothing more runs). */
+  private unreadable: string | null = null;
   /** The run's secrets (read when it starts, zeroed when it ends) and the scanner output meets first. */
   private secretValues: ScannedSecret[] = [];
   private scanner = new OutputScanner([]);
@@ -303,8 +306,9 @@ export class RunExecution {
       if (outcome !== null) return outcome;
     }
     if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
+    if ((await this.endedElsewhere()) !== null) return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
     try {
-      return { kind: 'executed', artifactHashes: await this.collectOutputs(handle) };
+      return { kind: 'executed', ...(await this.collectOutputs(handle)) };
     } catch (error) {
       if (this.stopCause !== null) return { kind: 'stopped', cause: this.stopCause };
       // Ended after its last step (a background process of the workload stopped it): nothing to collect.
@@ -337,6 +341,8 @@ export class RunExecution {
           workdir: step.workdir,
           timeoutMs: timeout.timeoutMs,
           maxOutputBytes: config.CAIRN_STEP_OUTPUT_MAX_BYTES,
+          // The output budget stops the step the moment it is passed, not at its time cap.
+          ...(plan.budget.outputBytesPerStep === null ? {} : { stopAfterOutputBytes: plan.budget.outputBytesPerStep }),
         })
         .finally(() => {
           this.runningStep = null;
@@ -483,20 +489,25 @@ export class RunExecution {
       );
   }
 
-  /** Every output path's regular files, bounded, into the artifact store: path → sha256. */
-  private async collectOutputs(handle: SandboxHandle): Promise<Record<string, string>> {
-    const { plan, artifacts, config } = this.deps;
+  /**
+   * Every output path's regular files, bounded, into the artifact store: path → sha256. A file whose
+   * name a receipt cannot record as it is (output-names.ts) is not collected, only counted.
+   */
+  private async collectOutputs(handle: SandboxHandle): Promise<{ artifactHashes: Record<string, string>; outputsSkipped?: number }> {
+    const { plan, artifacts, config, logger } = this.deps;
     const hashes: Record<string, string> = {};
-    if (plan.outputs.length === 0) return hashes;
-    const collected = await this.driver.getFiles(handle, plan.outputs, config.CAIRN_OUTPUT_FILES_MAX_BYTES);
+    if (plan.outputs.length === 0) return { artifactHashes: hashes };
+    const recordable = recordableOutputs(await this.driver.getFiles(handle, plan.outputs, config.CAIRN_OUTPUT_FILES_MAX_BYTES));
+    const skipped = Object.values(recordable.skipped).reduce((sum, n) => sum + n, 0);
+    if (skipped > 0) logger.write('warn', 'output files not collected: their names cannot be recorded', { run_id: this.runId, skipped: recordable.skipped });
     // Redaction before hashing: only the scanned bytes are stored; a hit stops the run.
-    const { files, redactions } = redactFiles(this.scanner, collected);
+    const { files, redactions } = redactFiles(this.scanner, recordable.files);
     for (const file of files) hashes[file.path] = await artifacts.put(file.content);
     if (redactions.length > 0) {
       const failed = await this.secretSeen(redactions, 'the collected outputs');
       throw new CairnError('E_SECRET_SEEN', failed.message);
     }
-    return hashes;
+    return skipped > 0 ? { artifactHashes: hashes, outputsSkipped: skipped } : { artifactHashes: hashes };
   }
 
   /**
@@ -559,6 +570,7 @@ export class RunExecution {
 
   /** Between steps: has someone else written (a cancel request this watch missed, a lost worker)? */
   private async endedElsewhere(): Promise<StopCause | null> {
+    if (this.unreadable !== null) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${this.unreadable}`);
     const head = await this.deps.log.head(this.runId);
     if (head === null || head.seq <= this.lastSeq) return null;
     const chain = await this.readChain();
@@ -582,7 +594,20 @@ export class RunExecution {
       } catch (error) {
         if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
       }
-      const chain = await this.readChain();
+      const stored = await this.deps.ctx.readChain();
+      const parsed = parseChain(stored);
+      if (!parsed.ok) {
+        // I-5: the run stops (E_UNKNOWN_STATE, decided by `end`), but what already happened — a
+        // step's result — is still recorded, unless a receipt that does parse ended the run.
+        const unknown = unknownStateEnding(stored);
+        if (kind === 'progress' || unknown.kind === 'none') {
+          throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${parsed.message}`);
+        }
+        this.lastSeq = Math.max(this.lastSeq, (stored.at(-1) as { seq?: number } | undefined)?.seq ?? 0);
+        this.unreadable ??= parsed.message;
+        continue;
+      }
+      const chain = parsed.receipts;
       const stop = stopCauseOf(chain);
       if (stop !== null) this.stop(stop);
       const drop = kind === 'progress' ? stop !== null : foldRun(chain)?.sealed === true;
@@ -630,11 +655,12 @@ export class RunExecution {
     const { ctx, logger } = this.deps;
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
       const parsed = parseChain(receipts);
-      if (parsed.ok && foldRun(parsed.receipts)?.sealed === true) {
+      const sealed = parsed.ok ? foldRun(parsed.receipts)?.sealed === true : receipts.some((r) => (r as { type?: unknown } | null)?.type === 'run.sealed');
+      if (sealed) {
         logger.write('warn', 'the run was sealed before its teardown could be recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone });
         return;
       }
-      const fields = sandboxDestroyedFields(handle.name, gone.verifiedGone, teardownReason(outcome, parsed.ok ? parsed.receipts : []), durationMs);
+      const fields = sandboxDestroyedFields(handle.name, gone.verifiedGone, parsed.ok ? teardownReason(outcome, parsed.receipts) : 'failed', durationMs);
       this.lastSeq = (await ctx.appendAt(headSeq, 'sandbox.destroyed', fields, 'teardown')).receipt.seq;
     }, MAX_READS);
   }
@@ -650,7 +676,17 @@ export class RunExecution {
     if (outcome.kind === 'stopped' && outcome.cause.kind === 'lease_lost') return;
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
       const parsed = parseChain(receipts);
-      if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${parsed.message}`);
+      if (!parsed.ok) {
+        // I-5: whatever this worker's outcome, a chain it cannot read stops the run on the record.
+        const unknown = unknownStateEnding(receipts);
+        if (unknown.kind === 'none') {
+          logger.write('info', 'no ending recorded by this worker', { run_id: this.runId, outcome: outcome.kind, reason: unknown.reason });
+          return;
+        }
+        logger.write('error', 'the run is stopped: its chain holds a receipt that breaks its contract', { run_id: this.runId, seq: parsed.seq, reason: parsed.message });
+        await ctx.appendAt(headSeq, 'run.failed', runFailedFields('E_UNKNOWN_STATE', unknown.message, outcome.kind === 'failed' ? outcome.stepIndex : undefined), 'failed');
+        return;
+      }
       const ending = decideEnding(parsed.receipts, outcome.kind);
       switch (ending.kind) {
         case 'none':
@@ -666,7 +702,7 @@ export class RunExecution {
           return;
         case 'executed':
           if (outcome.kind !== 'executed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end executed`);
-          await ctx.appendAt(headSeq, 'run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs));
+          await ctx.appendAt(headSeq, 'run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs, outcome.outputsSkipped));
           return;
       }
     }, MAX_READS);

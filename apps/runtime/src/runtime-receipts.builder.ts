@@ -1,5 +1,6 @@
 import type { ErrorCode, EventType, EvidenceEventOf, EvidenceReceiptOf, GrantedCaps, LimitKind, SandboxHardening } from '@cairn/contracts';
 import type { ExecResult, LimitCode, SandboxCaps, SandboxHandle } from '@cairn/sandbox';
+import { boundedText } from './receipt-text.js';
 import type { PlannedStep } from './step-plan.js';
 
 /*
@@ -158,17 +159,25 @@ export interface CompletedStep {
   exitCode: number | null;
 }
 
-export function runExecutedFields(steps: readonly CompletedStep[], artifactHashes: Readonly<Record<string, string>>, durationMs: number): EventFields<'run.executed'> {
-  return {
+/** `outputsSkipped`: output files not collected because their names cannot be recorded (output-names.ts). */
+export function runExecutedFields(
+  steps: readonly CompletedStep[],
+  artifactHashes: Readonly<Record<string, string>>,
+  durationMs: number,
+  outputsSkipped = 0,
+): EventFields<'run.executed'> {
+  const fields: EventFields<'run.executed'> = {
     steps_completed: steps.length,
     exit_codes: steps.map((step) => step.exitCode),
     artifact_hashes: { ...artifactHashes },
     duration_ms: Math.max(0, Math.round(durationMs)),
   };
+  if (outputsSkipped > 0) fields.outputs_skipped = outputsSkipped;
+  return fields;
 }
 
 export function runFailedFields(code: ErrorCode, message: string, stepIndex?: number): EventFields<'run.failed'> {
-  const fields: EventFields<'run.failed'> = { error_code: code, message: message.split('\u0000').join('').slice(0, MAX_MESSAGE_CHARS) };
+  const fields: EventFields<'run.failed'> = { error_code: code, message: boundedText(message, MAX_MESSAGE_CHARS) };
   if (stepIndex !== undefined) fields.step_index = stepIndex;
   return fields;
 }
@@ -179,3 +188,4 @@ export function runCancelledFields(request: EvidenceReceiptOf<'run.cancel_reques
   if (request.reason !== undefined) fields.reason = request.reason;
   return fields;
 }
+

@@ -1,5 +1,6 @@
 import { EVENT_BODY_SCHEMAS } from '@cairn/contracts';
 import type { EventType, EvidenceReceiptOf, SandboxHardening } from '@cairn/contracts';
+import { canonicalJson } from '@cairn/evidence';
 import type { ExecResult, SandboxHandle } from '@cairn/sandbox';
 import { describe, expect, it } from 'vitest';
 import {
@@ -42,6 +43,7 @@ function result(overrides: Partial<ExecResult> = {}): ExecResult {
     durationMs: 41.6,
     limitHit: null,
     limits: [],
+    outputBudgetHit: false,
     teardown: null,
     ...overrides,
   };
@@ -225,6 +227,22 @@ describe('sandbox.destroyed, run.executed, run.failed', () => {
     const failed = runFailedFields('E_TIMEOUT', 'step 1 hit a cap', 1);
     expect(failed).toEqual({ error_code: 'E_TIMEOUT', message: 'step 1 hit a cap', step_index: 1 });
     expect(() => asBody('run.failed', failed)).not.toThrow();
+  });
+
+  it('says how many output files were skipped for their names, and only when some were', () => {
+    const executed = runExecutedFields([{ exitCode: 0 }], { '/out/a.txt': SHA_A }, 10, 3);
+    expect(executed.outputs_skipped).toBe(3);
+    expect(() => asBody('run.executed', executed)).not.toThrow();
+    expect(runExecutedFields([{ exitCode: 0 }], {}, 10, 0)).not.toHaveProperty('outputs_skipped');
+  });
+
+  it('keeps a failure message canonicalisable: a surrogate pair the cut would split is dropped whole, a lone one replaced', () => {
+    const cut = runFailedFields('E_INTERNAL', `${'x'.repeat(2047)}\u{1F600}tail`);
+    expect(cut.message).toBe('x'.repeat(2047));
+    expect(cut.message.isWellFormed()).toBe(true);
+    const lone = runFailedFields('E_INTERNAL', 'name \uD83D here');
+    expect(lone.message).toBe('name \uFFFD here');
+    expect(() => canonicalJson(asBody('run.failed', cut) as object)).not.toThrow();
   });
 
   it('keeps a failure message within the contract: no NUL, at most 2048 characters', () => {

@@ -9,7 +9,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import { LeaseKeeper } from './lease-keeper.js';
 import { settleLostRun } from './lost-run.js';
-import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
+import { assessScheduled, lastPlacementOn, parseChain, unknownStateEnding } from './run-assessment.js';
 import type { Assessment } from './run-assessment.js';
 import { describe, RunExecution } from './run-execution.js';
 import { runFailedFields } from './runtime-receipts.builder.js';
@@ -52,9 +52,14 @@ export class RuntimeHandler implements ReactorHandler {
     // Redelivered later, to this worker after its restart: a drain never drops a placement.
     if (this.worker.draining) throw new CairnError('E_UNAVAILABLE', 'the runtime is shutting down');
 
-    const parsed = parseChain(await ctx.readChain());
+    const stored = await ctx.readChain();
+    const parsed = parseChain(stored);
     if (!parsed.ok) {
-      this.logger.write('error', 'not acting on a chain that breaks its contract', { run_id: ctx.chainId, seq: parsed.seq, reason: parsed.message });
+      // I-5: never run it, and — when its lease is this worker's — stop it on the record.
+      this.logger.write('error', 'not running a chain that breaks its contract', { run_id: ctx.chainId, seq: parsed.seq, reason: parsed.message });
+      const unknown = unknownStateEnding(stored);
+      const headSeq = (stored.at(-1) as { seq?: number } | undefined)?.seq ?? scheduled.seq;
+      if (unknown.kind === 'failed') await this.refuse(ctx, { kind: 'refuse', code: 'E_UNKNOWN_STATE', message: unknown.message }, scheduled.lease_id, headSeq);
       return;
     }
     const assessment = assessScheduled(parsed.receipts, scheduled, this.config.CAIRN_WORKER_ID);

@@ -20,7 +20,8 @@ export type BudgetBreach = { kind: 'output'; bytes: number; budget: number } | {
 
 /**
  * Whether a step broke the run's budget. Output counts everything the step wrote to stdout and
- * stderr together, kept or not. A step stopped at a time the budget set (not its own timeout) broke
+ * stderr together, kept or not; the sandbox driver stops a step the moment its output passes the
+ * budget (`ExecRequest.stopAfterOutputBytes`), so an endless writer does not run on to its time cap. A step stopped at a time the budget set (not its own timeout) broke
  * the time budget. A cap other than the wall time (memory, processes, disk) is what stopped the
  * step, and stays its cause.
  */

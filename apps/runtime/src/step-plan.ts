@@ -1,4 +1,5 @@
 import type { GrantedCaps, StepSpec } from '@cairn/contracts';
+import { boundedText } from './receipt-text.js';
 
 /** Where a step runs when its spec names no workdir: the images' own working directory. */
 export const DEFAULT_WORKDIR = '/work';
@@ -23,7 +24,7 @@ export type StepPlan = { ok: true; steps: PlannedStep[] } | { ok: false; message
 /** The program as receipts name it: the last path segment of argv[0] (`/usr/bin/python3` → `python3`). */
 export function toolName(program: string): string {
   const base = program.split('/').filter((segment) => segment !== '').at(-1) ?? program;
-  return (base === '' ? program : base).slice(0, MAX_TOOL_CHARS);
+  return boundedText(base === '' ? program : base, MAX_TOOL_CHARS);
 }
 
 /**

@@ -15,6 +15,13 @@ describe('toolName', () => {
     expect(toolName('/')).toBe('/');
     expect(toolName('x'.repeat(300))).toHaveLength(256);
   });
+
+  it('never cuts a surrogate pair in half (a lone surrogate cannot go on the chain)', () => {
+    const tool = toolName(`/bin/${'x'.repeat(255)}\u{1F600}`);
+    expect(tool).toBe('x'.repeat(255));
+    expect(tool.isWellFormed()).toBe(true);
+    expect(toolName(`${'x'.repeat(254)}\u{1F600}`)).toBe(`${'x'.repeat(254)}\u{1F600}`);
+  });
 });
 
 describe('stepTimeoutMs', () => {

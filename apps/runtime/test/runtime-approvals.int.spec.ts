@@ -156,8 +156,28 @@ describe('budgets mid-run', () => {
     });
     const chain: EvidenceReceipt[] = await world.waitForType(runId, ['run.failed', 'run.executed'], 20_000);
     expect(ofType(chain, 'step.started')).toHaveLength(1);
-    expect(ofType(chain, 'step.completed')[0]).toMatchObject({ stdout_bytes: 5000, error_code: 'E_BUDGET', limits_hit: ['output_bytes'] });
-    expect(ofType(chain, 'run.failed')[0]).toMatchObject({ error_code: 'E_BUDGET', message: expect.stringContaining('5000 bytes of output') as string });
+    const [step] = ofType(chain, 'step.completed');
+    expect(step).toMatchObject({ error_code: 'E_BUDGET', limits_hit: ['output_bytes'] });
+    // Stopped the moment it passed the budget (what arrived meanwhile is counted too).
+    expect(step!.stdout_bytes).toBeGreaterThan(1000);
+    expect(step!.stdout_bytes).toBeLessThanOrEqual(5000);
+    expect(ofType(chain, 'run.failed')[0]).toMatchObject({ error_code: 'E_BUDGET', message: expect.stringContaining(`${step!.stdout_bytes} bytes of output`) as string });
+    expect(foldRun(chain)).toMatchObject({ state: 'ROLLBACK', errorCode: 'E_BUDGET' });
+    expect(await world.containersOf(patient)).toEqual([]);
+  });
+
+  it('stops an endless writer the moment it passes the output budget, not at its time cap', async () => {
+    const runId = await placed({ name: 'endless', steps: [{ argv: ['yes', 'chatty'], timeoutSeconds: 20 }, { argv: ['echo', 'never'] }] }, patient, {
+      budget: { output_bytes_per_step: 100_000 },
+    });
+    const chain: EvidenceReceipt[] = await world.waitForType(runId, ['run.failed', 'run.executed'], 20_000);
+    const [step] = ofType(chain, 'step.completed');
+    expect(step).toMatchObject({ exit_code: null, signal: 'SIGKILL', error_code: 'E_BUDGET', output_truncated: true });
+    expect(step!.limits_hit).toEqual(['output_bytes']);
+    expect(step!.stdout_bytes).toBeGreaterThan(100_000);
+    expect(step!.duration_ms).toBeLessThan(5000);
+    expect(ofType(chain, 'step.started')).toHaveLength(1);
+    expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ verified_gone: true });
     expect(foldRun(chain)).toMatchObject({ state: 'ROLLBACK', errorCode: 'E_BUDGET' });
     expect(await world.containersOf(patient)).toEqual([]);
   });

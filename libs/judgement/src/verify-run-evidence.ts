@@ -119,6 +119,8 @@ function everyStepHasReceipt(receipts: readonly EvidenceReceipt[]): InvariantOut
 function stopReason(receipts: readonly EvidenceReceipt[]): string | null {
   for (const r of receipts) {
     if (r.type === 'step.completed' && r.error_code !== undefined) return `${r.error_code} at step ${r.step_index}`;
+    // No exit code: the sandbox ended under the step (the workload stopped it); nothing ran after.
+    if (r.type === 'step.completed' && r.exit_code === null) return `the sandbox ended during step ${r.step_index}`;
     if (r.type === 'run.failed' || r.type === 'run.rolled_back') return `${r.type} ${r.error_code}`;
     if (r.type === 'run.cancelled') return `run.cancelled${r.error_code === undefined ? '' : ` ${r.error_code}`}`;
   }

@@ -159,6 +159,18 @@ describe('verifyRunEvidence', () => {
     expect(outcome).toEqual({ id: 'every_step_has_receipt', ok: true, detail: '1 of 3 steps have a receipt; the run stopped early (E_TIMEOUT at step 0)' });
   });
 
+  it('Given a step whose sandbox ended under it (no exit code, no error), when verified, then the steps after it may be missing', () => {
+    const events: Event[] = [
+      ['run.submitted', spec(3)],
+      ['sandbox.created', created()],
+      ['step.started', started(0)],
+      ['step.completed', completed(0, { exit_code: null, signal: 'SIGKILL' })],
+      ['sandbox.destroyed', destroyed()],
+    ];
+    const outcome = outcomeOf(verifyRunEvidence(chain(events), new Map()), 'every_step_has_receipt');
+    expect(outcome).toEqual({ id: 'every_step_has_receipt', ok: true, detail: '1 of 3 steps have a receipt; the run stopped early (the sandbox ended during step 0)' });
+  });
+
   it('Given a run that failed before any step, when verified, then missing steps are allowed', () => {
     const events: Event[] = [
       ['run.submitted', spec(2)],

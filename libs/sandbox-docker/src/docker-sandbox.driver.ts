@@ -109,6 +109,8 @@ interface StepCommand {
   timeoutMs: number;
   /** `uid:gid` of the runtime's own command (secrets go in as root); always over `docker exec`. Never for a step. */
   user?: string;
+  /** `ExecRequest.stopAfterOutputBytes`: past it, stdout and stderr together stop the step as a cap does. */
+  stopAfterOutputBytes?: number;
 }
 
 interface StepOutcome {
@@ -116,6 +118,7 @@ interface StepOutcome {
   durationMs: number;
   limits: LimitObservation[];
   limitHit: ExecResult['limitHit'];
+  outputBudgetHit: boolean;
   teardown: DestroyResult | null;
 }
 
@@ -547,7 +550,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       throw engineError(error, 'E_INTERNAL', `starting a step in ${handle.name}`, { name: handle.name });
     }
 
-    const demuxer = new ExecStreamDemuxer(sink);
+    const budget = new OutputBudget(command.stopAfterOutputBytes);
+    const demuxer = new ExecStreamDemuxer(budget.counting(sink));
     const ended = new Promise<void>((resolve) => {
       stream.on('data', (chunk: Buffer) => demuxer.push(chunk));
       stream.once('end', resolve);
@@ -567,6 +571,10 @@ export class DockerSandboxDriver implements SandboxDriver {
         })
         .finally(() => stream.destroy());
     };
+    budget.onPassed(() => {
+      if (stopping.teardown === null) budget.stopped = true;
+      stop();
+    });
     let ticking: Promise<void> = Promise.resolve();
     const tick = (deadlinePassed: boolean) => {
       ticking = ticking.then(async () => {
@@ -603,7 +611,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const durationMs = elapsed();
     const destroyed = stopping.teardown === null ? null : await stopping.teardown;
     if (stopping.error !== null) throw stopping.error;
-    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, teardown: destroyed };
+    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, outputBudgetHit: budget.stopped, teardown: destroyed };
   }
 
   /**
@@ -624,7 +632,8 @@ export class DockerSandboxDriver implements SandboxDriver {
     const elapsed = () => Math.round(performance.now() - startedAt);
     if (!agent.isOpen) throw this.gone(handle, new Error('its exec agent is gone'));
     // As `docker exec` does: the container's environment, then the step's own on top.
-    const running = agent.run({ ...command, env: { ...AGENT_BASE_ENV, ...command.env } }, sink);
+    const budget = new OutputBudget(command.stopAfterOutputBytes);
+    const running = agent.run({ ...command, env: { ...AGENT_BASE_ENV, ...command.env } }, budget.counting(sink));
 
     const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
     const stop = () => {
@@ -635,6 +644,10 @@ export class DockerSandboxDriver implements SandboxDriver {
         })
         .finally(() => agent.close());
     };
+    budget.onPassed(() => {
+      if (stopping.teardown === null) budget.stopped = true;
+      stop();
+    });
     let ticking: Promise<void> = Promise.resolve();
     const tick = (deadlinePassed: boolean) => {
       ticking = ticking.then(async () => {
@@ -675,7 +688,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const durationMs = elapsed();
     const destroyed = stopping.teardown === null ? null : await stopping.teardown;
     if (stopping.error !== null) throw stopping.error;
-    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, teardown: destroyed };
+    return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, outputBudgetHit: budget.stopped, teardown: destroyed };
   }
 
   /** A sample from the host, completed from inside the sandbox when asked and needed. */
@@ -864,6 +877,37 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 }
 
+/**
+ * Counts a step's stdout and stderr together against `ExecRequest.stopAfterOutputBytes` as they
+ * arrive, and says once when the total passes it — also if that happened before anyone listened.
+ */
+class OutputBudget {
+  private total = 0;
+  private listener: (() => void) | null = null;
+  private passed = false;
+  /** Set by the step's watch: the budget, not a cap, is what stopped the step. */
+  stopped = false;
+
+  constructor(private readonly bytes: number | undefined) {}
+
+  counting(sink: OutputSink): OutputSink {
+    if (this.bytes === undefined) return sink;
+    return (stream, chunk) => {
+      sink(stream, chunk);
+      this.total += chunk.length;
+      if (!this.passed && this.total > (this.bytes ?? Infinity)) {
+        this.passed = true;
+        this.listener?.();
+      }
+    };
+  }
+
+  onPassed(listener: () => void): void {
+    this.listener = listener;
+    if (this.passed) listener();
+  }
+}
+
 function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {
   const bad = (message: string): never => {
     throw new CairnError('E_INPUT', message, { name: handle.name });
@@ -880,6 +924,8 @@ function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {
   // I-6: a step's time may be lower than the sandbox's cap, never higher; refused, not clamped.
   if (timeoutMs > handle.caps.wallSeconds * 1000) bad(`timeoutMs ${timeoutMs} is over the sandbox's cap of ${handle.caps.wallSeconds} s`);
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0 || maxOutputBytes > MAX_OUTPUT_BYTES) bad('maxOutputBytes must be a non-negative integer');
+  const budget = request.stopAfterOutputBytes;
+  if (budget !== undefined && (!Number.isSafeInteger(budget) || budget < 0)) bad('stopAfterOutputBytes must be a non-negative integer');
 }
 
 /** A file transfer is the runtime's own command: a cap hit is its error, and so is a failure. */

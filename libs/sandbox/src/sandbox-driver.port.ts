@@ -15,7 +15,8 @@ import type { SandboxCaps, SandboxSpecInput } from './sandbox-spec.schema.js';
  * - `E_CONFLICT`: a second operation on a sandbox while one runs (one step at a time).
  * - `E_BUDGET`: `getFiles` would return more than `maxBytes`.
  * - `E_TIMEOUT` … `E_DISK_LIMIT`: `putFiles` / `getFiles` hit a cap (the sandbox is destroyed).
- * A step that hits a cap is not an error: `exec` returns `limitHit` and has destroyed the sandbox.
+ * A step that hits a cap is not an error: `exec` returns `limitHit` and has destroyed the sandbox;
+ * so is one that passes its output budget (`outputBudgetHit`).
  */
 
 /** What a driver hands back from `create`: plain data, safe to log and to persist. */
@@ -59,6 +60,12 @@ export interface ExecRequest {
   timeoutMs: number;
   /** Kept from each of stdout and stderr; the rest is counted and dropped. */
   maxOutputBytes: number;
+  /**
+   * An output budget (a policy's bytes per step): once stdout and stderr together, kept or not,
+   * pass it, the step is stopped at once by destroying the sandbox — as a cap stops it — and the
+   * result says `outputBudgetHit`. Absent: no budget; output is only bounded by `maxOutputBytes`.
+   */
+  stopAfterOutputBytes?: number;
 }
 
 export interface DestroyResult {
@@ -81,7 +88,12 @@ export interface ExecResult {
   limitHit: LimitCode | null;
   /** Every cap seen, first sighting each, with what showed it: for the step's receipt. */
   limits: LimitObservation[];
-  /** Set when a limit ended the step: the sandbox was destroyed before `exec` returned. */
+  /**
+   * The output passed the request's `stopAfterOutputBytes` before anything else stopped the step:
+   * it was stopped there, the sandbox destroyed (`E_BUDGET`; not a cap, so `limitHit` stays null).
+   */
+  outputBudgetHit: boolean;
+  /** Set when a limit or the output budget ended the step: the sandbox was destroyed before `exec` returned. */
   teardown: DestroyResult | null;
 }
 
