@@ -355,7 +355,10 @@ describe('budgets', () => {
       'run.sealed',
     ]);
     expect(chain[1]).toMatchObject({ budget: { output_bytes_per_step: OUTPUT_BUDGET } });
-    expect(chain[5]).toMatchObject({ stdout_bytes: OUTPUT_BUDGET * 4, error_code: 'E_BUDGET', limits_hit: ['output_bytes'] });
+    expect(chain[5]).toMatchObject({ error_code: 'E_BUDGET', limits_hit: ['output_bytes'] });
+    // Stopped the moment it passed the budget: some of the rest may have arrived meanwhile, never more than was written.
+    expect(chain[5]!.stdout_bytes as number).toBeGreaterThan(OUTPUT_BUDGET);
+    expect(chain[5]!.stdout_bytes as number).toBeLessThanOrEqual(OUTPUT_BUDGET * 4);
     expect(chain[6]).toMatchObject({ verified_gone: true });
     expect(chain[7]).toMatchObject({ error_code: 'E_BUDGET', step_index: 0 });
     await expectSealedCleanVerified(keys.submitter, runId);

@@ -15,6 +15,22 @@ export const BUSYBOX = 'cairn/sandbox-busybox:1';
 export const CAPS = { wallSeconds: 5, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
 /** What the stack keeps of each stream of a step's output (CAIRN_STEP_OUTPUT_MAX_BYTES). */
 export const OUTPUT_KEEP_BYTES = 65_536;
+/** The policy's output budget: stdout and stderr of one step together. */
+export const OUTPUT_BUDGET_BYTES = 1_048_576;
+
+/** The stack's policy (CAIRN_POLICY_FILE): the built-in default, with an output budget per step. */
+export const HOSTILE_POLICY = {
+  version: 1,
+  defaultImage: BUSYBOX,
+  images: { allow: [{ name: BUSYBOX }, { name: 'cairn/sandbox-debian:1' }] },
+  caps: {
+    defaults: { wallSeconds: 60, memoryMiB: 256, pids: 64, diskMiB: 256, cpus: 1 },
+    max: { wallSeconds: 600, memoryMiB: 4096, pids: 256, diskMiB: 8192, cpus: 4 },
+  },
+  network: { egress: 'deny' },
+  approvals: { rules: [{ when: 'apply_step' }] },
+  budgets: { runsPerJob: 6, jobMinutes: 90, outputBytesPerStep: OUTPUT_BUDGET_BYTES },
+};
 
 /** What the test gives a row's own checks. */
 export interface WorkloadContext {
@@ -94,6 +110,30 @@ function refusedBySandbox(stderr: RegExp, exitCode = 1): RunExpectation {
   return { kind: 'run', state: 'SEALED', errorCode: null, step: { index: 0, exitCode, stderr }, stepsCompleted: 2 };
 }
 
+/**
+ * The workload ended its own sandbox during step `index` (docs/testing.md, "A workload that ends its
+ * own sandbox"): the step has its receipt (it never exited), no later step started, nothing was
+ * collected, and the run is executed — verified, graded and sealed on what it did, not failed.
+ */
+function endedOwnSandbox(index: number, exitCodes: (number | null)[]): RunExpectation {
+  return {
+    kind: 'run',
+    state: 'SEALED',
+    errorCode: null,
+    step: { index, exitCode: null, limits: [] },
+    stepsCompleted: index + 1,
+    check: ({ receipts }) => {
+      expect(receipts.find((r) => r.type === 'run.executed')).toMatchObject({ steps_completed: index + 1, exit_codes: exitCodes, artifact_hashes: {} });
+      expect(receipts.filter((r) => r.type === 'step.started').map((r) => r.step_index)).toEqual(exitCodes.map((_, i) => i));
+      expect(receipts.find((r) => r.type === 'sandbox.destroyed')).toMatchObject({ reason: 'failed', verified_gone: true });
+      expect(receipts.some((r) => r.type === 'run.failed')).toBe(false);
+      const verification = receipts.find((r) => r.type === 'verification.completed') as { chain_ok: boolean; invariants: { id: string; ok: boolean }[] } | undefined;
+      expect(verification?.chain_ok).toBe(true);
+      expect(verification?.invariants.find((i) => i.id === 'every_started_step_completed')?.ok).toBe(true);
+    },
+  };
+}
+
 /** A second step after every refused attack: the sandbox is still usable and unchanged. */
 const STILL_THERE = ['echo', 'still here'];
 
@@ -163,24 +203,28 @@ export const HOSTILE_WORKLOADS: readonly HostileWorkload[] = [
     expect: { kind: 'run', state: 'ROLLBACK', errorCode: 'E_TIMEOUT', step: { index: 0, exitCode: null, errorCode: 'E_TIMEOUT', limits: ['wall_time'] }, stepsCompleted: 1 },
   },
   {
-    // Cairn has no output-bytes budget yet (issue 4 adds E_BUDGET for it): today the output is
-    // bounded (the first OUTPUT_KEEP_BYTES kept, the rest counted and dropped) and the step ends
-    // at its timeout.
+    // The stack's policy sets an output budget (HOSTILE_POLICY): the driver stops the step the
+    // moment its output passes it, destroying the sandbox — long before its 4 s timeout. The
+    // first OUTPUT_KEEP_BYTES are kept, the rest counted and dropped.
     id: 'endless-stdout',
     title: 'an endless stdout',
-    spec: run([{ argv: ['yes', 'hostile'], timeoutSeconds: 2 }, { argv: ['echo', 'never'] }]),
+    spec: run([{ argv: ['yes', 'hostile'], timeoutSeconds: 4 }, { argv: ['echo', 'never'] }]),
     expect: {
       kind: 'run',
       state: 'ROLLBACK',
-      errorCode: 'E_TIMEOUT',
-      step: { index: 0, exitCode: null, errorCode: 'E_TIMEOUT', limits: ['wall_time', 'output_bytes'], truncated: true },
+      errorCode: 'E_BUDGET',
+      step: { index: 0, exitCode: null, errorCode: 'E_BUDGET', limits: ['output_bytes'], truncated: true },
       stepsCompleted: 1,
       check: async ({ receipts, artifact }) => {
         const step = stepReceipt(receipts, 0);
-        expect(step.stdout_bytes as number).toBeGreaterThan(OUTPUT_KEEP_BYTES);
+        expect(step.stdout_bytes as number).toBeGreaterThan(OUTPUT_BUDGET_BYTES);
+        expect(step.limits_hit).not.toContain('wall_time');
+        // Stopped when the budget was passed, not at the timeout.
+        expect(step.duration_ms as number).toBeLessThan(3000);
         const kept = await artifact(step.stdout_sha256 as string);
         expect(kept.length).toBe(OUTPUT_KEEP_BYTES);
         expect(kept.toString('utf8').startsWith('hostile\nhostile\n')).toBe(true);
+        expect(receipts.find((r) => r.type === 'policy.decided')).toMatchObject({ budget: { output_bytes_per_step: OUTPUT_BUDGET_BYTES } });
       },
     },
   },
@@ -351,6 +395,78 @@ export const HOSTILE_WORKLOADS: readonly HostileWorkload[] = [
       step: { index: 0, exitCode: 0, stdout: /^started\n$/ },
       stepsCompleted: 2,
       check: async (ctx) => expectStdout(ctx, 1, 'sleeper alive\n'),
+    },
+  },
+  {
+    // The init passes TERM on to the sandbox's main process (the exec agent), and the sandbox stops.
+    id: 'kill-term-init',
+    title: 'SIGTERM to the sandbox init (the sandbox stops under its step)',
+    spec: run(steps(sh('echo made > /out/made.txt; kill -TERM 1; sleep 10'), ['echo', 'never']), { outputs: ['/out'] }),
+    expect: endedOwnSandbox(0, [null]),
+  },
+  {
+    // `kill -9 -1` reaches every process of the sandbox user, the exec agent included (docs/adr/0005).
+    id: 'kill-all-processes',
+    title: 'SIGKILL to every process it may signal, the exec agent too',
+    spec: run(steps(sh('kill -9 -1; sleep 10'), ['echo', 'never'])),
+    expect: endedOwnSandbox(0, [null]),
+  },
+  {
+    // A step that returns at once, leaving a process behind that stops the sandbox under the next one.
+    id: 'sandbox-ended-by-leftover',
+    title: 'a background process that stops the sandbox during the next step',
+    spec: run(steps(sh('(sleep 1; kill -TERM 1) > /dev/null 2>&1 & echo armed'), ['sleep', '10'], ['echo', 'never'])),
+    expect: endedOwnSandbox(1, [0, null]),
+  },
+  {
+    // Output names are the workload's to choose and become keys of `artifact_hashes`: those a
+    // receipt cannot hold as they are (control characters, bytes that are not UTF-8, a path over
+    // 1024 characters) are not collected, and `run.executed` counts them; the rest are.
+    id: 'unrecordable-output-names',
+    title: 'output file names with control characters, invalid UTF-8 and over-long paths',
+    spec: run(
+      steps(
+        sh(
+          [
+            'cd /out',
+            `touch "a$(printf '\\nb')" "esc$(printf '\\033')[31m" "del$(printf '\\177')" "$(printf '\\377\\376')" "$(printf '\\377\\375')"`,
+            'd=$(printf "%0250d" 0); mkdir -p "$d/$d/$d/$d/$d" && echo deep > "$d/$d/$d/$d/$d/f.txt"',
+            'echo ok > ok.txt; echo fine > "résumé 😀.txt"; echo \'back\\slash\' > "back\\nslash"',
+          ].join('; '),
+        ),
+      ),
+      { outputs: ['/out'] },
+    ),
+    expect: {
+      kind: 'run',
+      state: 'SEALED',
+      errorCode: null,
+      step: { index: 0, exitCode: 0 },
+      stepsCompleted: 1,
+      check: ({ receipts }) => {
+        const executed = receipts.find((r) => r.type === 'run.executed');
+        expect(Object.keys((executed?.artifact_hashes ?? {}) as Record<string, string>).sort()).toEqual(['/out/back\\nslash', '/out/ok.txt', '/out/résumé 😀.txt']);
+        expect(executed?.outputs_skipped).toBe(6);
+      },
+    },
+  },
+  {
+    // The receipt names a step's program by argv[0]'s base name, cut to 256 characters: a cut
+    // through a surrogate pair would leave a lone surrogate, which canonical JSON refuses.
+    id: 'tool-name-split-surrogate',
+    title: 'a program name whose 256th character is half an emoji',
+    spec: run(steps([`${'a'.repeat(255)}😀`], STILL_THERE)),
+    expect: {
+      kind: 'run',
+      state: 'SEALED',
+      errorCode: null,
+      stepsCompleted: 2,
+      check: ({ receipts }) => {
+        const step = stepReceipt(receipts, 0);
+        expect(step.tool).toBe('a'.repeat(255));
+        expect(step.exit_code as number).toBeGreaterThanOrEqual(126);
+        expect(stepReceipt(receipts, 1).exit_code).toBe(0);
+      },
     },
   },
   {

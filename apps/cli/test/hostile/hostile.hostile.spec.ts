@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyChain } from '@cairn/evidence';
 import { uniqueName } from '@cairn/testing';
@@ -7,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestStack } from '../stack.harness.js';
 import { startEgressSink } from './egress-sink.js';
 import type { EgressSink } from './egress-sink.js';
-import { BUSYBOX, HOSTILE_WORKLOADS, OUTPUT_KEEP_BYTES, stepReceipt } from './hostile-workloads.js';
+import { BUSYBOX, HOSTILE_POLICY, HOSTILE_WORKLOADS, OUTPUT_KEEP_BYTES, stepReceipt } from './hostile-workloads.js';
 import type { HostileWorkload, RefusedExpectation, RunExpectation, WorkloadContext } from './hostile-workloads.js';
 
 /*
  * The hostile-workload suite (`npm run test:hostile`): every row of hostile-workloads.ts is
- * submitted through the REST gateway of one isolated stack (`cairn up`), all of them together at
- * the start, as users would. Each test then checks its row: the run's final state and error code,
+ * submitted through the REST gateway of one isolated stack (`cairn up`, with HOSTILE_POLICY), as
+ * users would, as many at a time as the stack's worker runs at once. Each test then checks its row: the run's final state and error code,
  * the receipt of the attacking step (its exit code, and its stderr read back by the hash the
  * receipt names), the safe outcome, that no container, network or volume of the run is left, and
  * that the run's chain verifies from genesis.
@@ -31,7 +32,14 @@ const WORKER_LABEL = 'io.cairn.worker';
 
 let stack: TestStack;
 let sink: EgressSink;
+let policyDir = '';
 const submissions = new Map<string, Promise<Submission>>();
+/**
+ * Runs in flight at once: what the stack's one worker runs together (4 slots; 2 CPUs at 0.5 each).
+ * More would only wait in the scheduler's retry backoff, which grows to 30 s a try.
+ */
+const RUNS_IN_FLIGHT = 4;
+const SEAL_WAIT_MS = 90_000;
 
 async function submit(workload: HostileWorkload): Promise<Submission> {
   const hostBefore: Record<string, string> = {};
@@ -85,7 +93,7 @@ async function checkRun(workload: HostileWorkload, expected: RunExpectation): Pr
   const submission = await submissions.get(workload.id)!;
   expect(submission.status, JSON.stringify(submission.body)).toBe(202);
   const runId = submission.body.runId!;
-  const run = await stack.waitForRun(runId, (r) => r.sealed, 90_000);
+  const run = await stack.waitForRun(runId, (r) => r.sealed, SEAL_WAIT_MS);
   const receipts = await receiptsOf(runId);
   const why = JSON.stringify(receipts.find((r) => r.type === 'run.failed') ?? null);
   expect({ state: run.state, errorCode: run.errorCode }, why).toEqual({ state: expected.state, errorCode: expected.errorCode });
@@ -130,6 +138,28 @@ async function checkRefused(workload: HostileWorkload, expected: RefusedExpectat
   expect(names).not.toContain(submission.name);
 }
 
+/** At most `size` tasks at once, started in the order asked. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async hold<T>(task: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free -= 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next === undefined) this.free += 1;
+      else next();
+    }
+  }
+}
+
 function outcomeOf(workload: HostileWorkload): string {
   const e = workload.expect;
   if (e.kind === 'refused') return `${e.status} ${e.code} (${e.field})`;
@@ -137,13 +167,24 @@ function outcomeOf(workload: HostileWorkload): string {
 }
 
 beforeAll(async () => {
-  stack = await TestStack.create('hostile', { CAIRN_STEP_OUTPUT_MAX_BYTES: String(OUTPUT_KEEP_BYTES) });
+  policyDir = await mkdtemp(join(tmpdir(), 'cairn-hostile-policy-'));
+  const policyFile = join(policyDir, 'policy.json');
+  await writeFile(policyFile, JSON.stringify(HOSTILE_POLICY));
+  stack = await TestStack.create('hostile', { CAIRN_STEP_OUTPUT_MAX_BYTES: String(OUTPUT_KEEP_BYTES), CAIRN_POLICY_FILE: policyFile });
   await stack.up();
   // A host the workloads may aim at (never a real address): reachable from here, counted.
   sink = await startEgressSink(`cairn-hostile-sink-${stack.stackId}`, BUSYBOX, { 'io.cairn.test': stack.stackId });
   await sink.touch();
+  // Each run is submitted as a slot frees (the slot is held until it is sealed), in row order.
+  const slots = new Slots(RUNS_IN_FLIGHT);
   for (const workload of HOSTILE_WORKLOADS) {
-    const pending = submit(workload);
+    const pending = slots.hold(async () => {
+      const submission = await submit(workload);
+      if (submission.status === 202 && submission.body.runId !== undefined) {
+        await stack.waitForRun(submission.body.runId, (r) => r.sealed, SEAL_WAIT_MS).catch(() => undefined);
+      }
+      return submission;
+    });
     // Each test awaits its own; meanwhile a failure must not go unhandled.
     pending.catch(() => undefined);
     submissions.set(workload.id, pending);
@@ -153,6 +194,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await sink?.remove();
   await stack?.dispose();
+  if (policyDir !== '') await rm(policyDir, { recursive: true, force: true });
 });
 
 describe('hostile workloads, submitted through the REST gateway', () => {
