@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { isCairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
 import { ProjectionWriter } from '@cairn/persistence';
 import type { BatchResult } from '@cairn/persistence';
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
@@ -56,6 +56,18 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
 
   async onApplicationBootstrap(): Promise<void> {
     this.counters.position = await this.writer.position();
+    // The tables say they hold the stream up to `position`: a stream that ends before it is not the
+    // stream they were built from (deleted and made anew, say). Projecting it would skip every
+    // message up to the old position without a word; stop instead (E_UNKNOWN_STATE is for runs).
+    const info = await this.consumer.info();
+    const streamEnd = info.delivered.stream_seq + info.num_pending;
+    if (this.counters.position > streamEnd) {
+      throw new CairnError(
+        'E_CONFLICT',
+        `the projections hold ${this.config.CAIRN_EVIDENCE_STREAM} up to stream seq ${this.counters.position}, but the stream ends at ${streamEnd}: it is not the stream they were built from; run \`cairn projections rebuild\` to project it from its first message`,
+        { position: this.counters.position, streamEnd },
+      );
+    }
     this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2 });
     this.loop = this.consume(this.messages);
     this.logger.log(

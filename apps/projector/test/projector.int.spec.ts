@@ -1,4 +1,4 @@
-import { evidenceStreamConfig, resolveEvidenceLogOptions } from '@cairn/evidence-log';
+import { EvidenceLog, evidenceStreamConfig, resolveEvidenceLogOptions } from '@cairn/evidence-log';
 import { RunEntity } from '@cairn/persistence';
 import { encodeReceipt, FixtureChain, runLifecycleEvents } from '@cairn/persistence/testing';
 import { uniqueName } from '@cairn/testing';
@@ -104,6 +104,32 @@ describe('the projector, in process', () => {
 });
 
 describe('the projector at boot', () => {
+  it('refuses a stream that ends before its projections (the stream was made anew), naming the rebuild', async () => {
+    const replaced = await createProjectorWorld('replaced');
+    try {
+      const running = await startProjector(replaced.config, { logger: false });
+      await appendChains(replaced.log, mixedChains(2, 0));
+      await replaced.waitForPosition(await replaced.log.lastStreamSeq());
+      await running.stop();
+      await running.done;
+      // The stream goes and comes back empty; one new chain ends far below the old position.
+      await replaced.jsm.streams.delete(replaced.config.CAIRN_EVIDENCE_STREAM);
+      const fresh = await EvidenceLog.fromConnection(replaced.nc, {
+        servers: replaced.config.CAIRN_NATS_URL,
+        stream: replaced.config.CAIRN_EVIDENCE_STREAM,
+        subjectPrefix: replaced.config.CAIRN_EVIDENCE_SUBJECT_PREFIX,
+      });
+      await appendChains(fresh, mixedChains(1, 0));
+      expect(await replaced.position()).toBeGreaterThan(await fresh.lastStreamSeq());
+      await expect(startProjector(replaced.config, { logger: false })).rejects.toMatchObject({
+        code: 'E_CONFLICT',
+        message: expect.stringContaining('cairn projections rebuild') as unknown,
+      });
+    } finally {
+      await replaced.dispose();
+    }
+  });
+
   it('refuses a stream that holds other subjects too (its position could never pass their sequences)', async () => {
     const other = await createProjectorWorld('mixed');
     try {
