@@ -561,43 +561,10 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (command.stdin !== undefined) stream.end(Buffer.from(command.stdin));
     else stream.end();
 
-    // Set from the watch's callbacks; an object, so the compiler does not narrow it away.
-    const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
-    const stop = () => {
-      stopping.teardown ??= this.destroy(handle)
-        .catch((error: unknown) => {
-          stopping.error = engineError(error, 'E_INTERNAL', `destroying sandbox ${handle.name} after a cap was hit`, { name: handle.name });
-          return { verifiedGone: false };
-        })
-        .finally(() => stream.destroy());
-    };
-    budget.onPassed(() => {
-      if (stopping.teardown === null) budget.stopped = true;
-      stop();
-    });
-    let ticking: Promise<void> = Promise.resolve();
-    const tick = (deadlinePassed: boolean) => {
-      ticking = ticking.then(async () => {
-        if (stopping.teardown !== null) return;
-        // At the deadline, look inside too: a cap hit before it must win over the timeout.
-        const sample = await this.look(state, elapsed(), deadlinePassed);
-        if (deadlinePassed) sample.deadlinePassed = true;
-        watch.observe(sample);
-        if (watch.first !== null) stop();
-      });
-      // A look that fails is a look that saw nothing; the next tick or the final look tries again.
-      ticking = ticking.catch(() => undefined);
-    };
-    const poll = setInterval(() => tick(false), this.pollIntervalMs);
-    const deadline = setTimeout(() => tick(true), command.timeoutMs);
-
-    try {
-      await ended;
-    } finally {
-      clearInterval(poll);
-      clearTimeout(deadline);
-    }
-    await ticking;
+    const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => stream.destroy());
+    await ended;
+    await caps.settle();
+    const { stopping, stop } = caps;
 
     let exitCode: number | null = null;
     if (stopping.teardown === null) {
@@ -635,41 +602,10 @@ export class DockerSandboxDriver implements SandboxDriver {
     const budget = new OutputBudget(command.stopAfterOutputBytes);
     const running = agent.run({ ...command, env: { ...AGENT_BASE_ENV, ...command.env } }, budget.counting(sink));
 
-    const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
-    const stop = () => {
-      stopping.teardown ??= this.destroy(handle)
-        .catch((error: unknown) => {
-          stopping.error = engineError(error, 'E_INTERNAL', `destroying sandbox ${handle.name} after a cap was hit`, { name: handle.name });
-          return { verifiedGone: false };
-        })
-        .finally(() => agent.close());
-    };
-    budget.onPassed(() => {
-      if (stopping.teardown === null) budget.stopped = true;
-      stop();
-    });
-    let ticking: Promise<void> = Promise.resolve();
-    const tick = (deadlinePassed: boolean) => {
-      ticking = ticking.then(async () => {
-        if (stopping.teardown !== null) return;
-        const sample = await this.look(state, elapsed(), deadlinePassed);
-        if (deadlinePassed) sample.deadlinePassed = true;
-        watch.observe(sample);
-        if (watch.first !== null) stop();
-      });
-      ticking = ticking.catch(() => undefined);
-    };
-    const poll = setInterval(() => tick(false), this.pollIntervalMs);
-    const deadline = setTimeout(() => tick(true), command.timeoutMs);
-
-    let exitCode: number | null;
-    try {
-      exitCode = await running;
-    } finally {
-      clearInterval(poll);
-      clearTimeout(deadline);
-    }
-    await ticking;
+    const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => agent.close());
+    let exitCode = await running;
+    await caps.settle();
+    const { stopping, stop } = caps;
 
     if (stopping.teardown === null) {
       if (exitCode !== null && state.probe.coverage.memory === 'cgroup') {
@@ -689,6 +625,51 @@ export class DockerSandboxDriver implements SandboxDriver {
     const destroyed = stopping.teardown === null ? null : await stopping.teardown;
     if (stopping.error !== null) throw stopping.error;
     return { exitCode, durationMs, limits: watch.observations, limitHit: watch.decision, outputBudgetHit: budget.stopped, teardown: destroyed };
+  }
+
+  /**
+   * Watches a running step's caps, deadline and output budget, whichever way the step was started:
+   * samples the counters every `pollIntervalMs` and at the deadline; the first cap seen (or the
+   * budget passed) stops the step by destroying the sandbox, then `release` ends the step's stream.
+   * `settle` stops the sampling once the step has ended and waits for a look in flight.
+   */
+  private watchCaps(state: SandboxState, watch: LimitWatch, budget: OutputBudget, timeoutMs: number, elapsed: () => number, release: () => void) {
+    const { handle } = state;
+    // Set from the watch's callbacks; an object, so the compiler does not narrow it away.
+    const stopping: { teardown: Promise<DestroyResult> | null; error: CairnError | null } = { teardown: null, error: null };
+    const stop = () => {
+      stopping.teardown ??= this.destroy(handle)
+        .catch((error: unknown) => {
+          stopping.error = engineError(error, 'E_INTERNAL', `destroying sandbox ${handle.name} after a cap was hit`, { name: handle.name });
+          return { verifiedGone: false };
+        })
+        .finally(release);
+    };
+    budget.onPassed(() => {
+      if (stopping.teardown === null) budget.stopped = true;
+      stop();
+    });
+    let ticking: Promise<void> = Promise.resolve();
+    const tick = (deadlinePassed: boolean) => {
+      ticking = ticking.then(async () => {
+        if (stopping.teardown !== null) return;
+        // At the deadline, look inside too: a cap hit before it must win over the timeout.
+        const sample = await this.look(state, elapsed(), deadlinePassed);
+        if (deadlinePassed) sample.deadlinePassed = true;
+        watch.observe(sample);
+        if (watch.first !== null) stop();
+      });
+      // A look that fails is a look that saw nothing; the next tick or the final look tries again.
+      ticking = ticking.catch(() => undefined);
+    };
+    const poll = setInterval(() => tick(false), this.pollIntervalMs);
+    const deadline = setTimeout(() => tick(true), timeoutMs);
+    const settle = async () => {
+      clearInterval(poll);
+      clearTimeout(deadline);
+      await ticking;
+    };
+    return { stopping, stop, settle };
   }
 
   /** A sample from the host, completed from inside the sandbox when asked and needed. */
