@@ -1,11 +1,12 @@
 import { CairnError } from '@cairn/contracts';
-import { readRunChain } from '@cairn/lifecycle';
+import { readRunChain, readSandboxChain } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
 import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
 import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
+import { decideSandboxSeal, SANDBOX_SEAL_TRIGGERS } from './sandbox-seal.js';
 
 /**
  * Grades verified runs and seals every run that is over — the single sealer (docs/adr/0003). On
@@ -16,7 +17,7 @@ import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js'
  */
 @Injectable()
 export class GradingHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(SEAL_TRIGGERS);
+  readonly types: ReadonlySet<string> = new Set<string>([...SEAL_TRIGGERS, ...SANDBOX_SEAL_TRIGGERS]);
 
   constructor(
     private readonly artifacts: ArtifactLoader,
@@ -25,7 +26,11 @@ export class GradingHandler implements ReactorHandler {
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
-    if (!ctx.chainId.startsWith('run_')) return;
+    if (ctx.chainId.startsWith('sbx_')) {
+      await ctx.reactOnChain((chain) => this.sealSandbox(ctx, chain));
+      return;
+    }
+    if (!ctx.chainId.startsWith('run_') || !(SEAL_TRIGGERS as readonly string[]).includes(ctx.receipt.type)) return;
     // Graded and sealed from the chain as read, each appended onto the head it was decided from:
     // a receipt landing in between (a late `sandbox.destroyed`, a cancel) makes the reaction read
     // again and decide again, so the seal covers the head it lands on and nothing follows it.
@@ -62,6 +67,26 @@ export class GradingHandler implements ReactorHandler {
       case 'seal':
         await ctx.appendAt(head, 'run.sealed', decision.fields);
         this.logger.write('info', 'sealed', { run_id: ctx.chainId, final_state: decision.fields.final_state, error_code: decision.fields.error_code ?? null });
+        return;
+    }
+  }
+
+  /** A sandbox session is sealed once it has ended (no grade: a session has no claim). */
+  private async sealSandbox(ctx: ReactionContext, { receipts, headSeq }: ChainSnapshot): Promise<void> {
+    const chain = readSandboxChain(receipts);
+    if (chain === null || chain.view === null) {
+      this.logger.write('warn', 'not sealing a sandbox chain that does not validate', { sandbox_id: ctx.chainId });
+      return;
+    }
+    const decision = decideSandboxSeal(chain, ctx.receipt, Date.now(), this.config.CAIRN_GRADER_TEARDOWN_GRACE_MS);
+    switch (decision.kind) {
+      case 'none':
+        return;
+      case 'wait':
+        throw new CairnError('E_UNAVAILABLE', `not sealing ${ctx.chainId} yet: ${decision.reason}`);
+      case 'seal':
+        await ctx.appendAt(headSeq, 'run.sealed', decision.fields);
+        this.logger.write('info', 'sealed', { sandbox_id: ctx.chainId, final_state: decision.fields.final_state, error_code: decision.fields.error_code ?? null });
         return;
     }
   }

@@ -6,10 +6,11 @@ import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
+import { CreateSandboxHandler } from './create-sandbox.handler.js';
 import type { IntakeConfig } from './intake.config.js';
 import { SubmitRunHandler } from './submit-run.handler.js';
 
-/** Serves `submit`, `cancel` and `approve` from the command stream while the service is up. */
+/** Serves `submit`, `cancel`, `approve` and `sandbox_create` from the command stream while the service is up. */
 @Injectable()
 export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDestroy {
   private servers: CommandServer[] = [];
@@ -19,6 +20,7 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
     private readonly submit: SubmitRunHandler,
     private readonly cancel: CancelRunHandler,
     private readonly approve: ApproveRunHandler,
+    private readonly createSandbox: CreateSandboxHandler,
     private readonly dataSource: DataSource,
     @Inject(SERVICE_CONFIG) private readonly config: IntakeConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
@@ -34,6 +36,7 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
       await this.bus.serve('submit', `${prefix}-submit`, (command) => this.submit.handle(command), options),
       await this.bus.serve('cancel', `${prefix}-cancel`, (command) => this.cancel.handle(command), options),
       await this.bus.serve('approve', `${prefix}-approve`, (command) => this.approve.handle(command), options),
+      await this.bus.serve('sandbox_create', `${prefix}-sandbox-create`, (command) => this.createSandbox.handle(command), options),
     ];
     this.logger.write('info', 'serving commands', { stream: this.bus.streamName, verbs: this.servers.map((s) => s.verb) });
   }

@@ -5,6 +5,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
+import { CreateSandboxHandler } from './create-sandbox.handler.js';
 import { IdempotencyRepository } from './idempotency.repository.js';
 import { IntakeCommandsService } from './intake-commands.service.js';
 import { createIntakeDataSource, runIntakeMigrations } from './intake-data-source.js';
@@ -41,6 +42,7 @@ export function intakeModule(config: IntakeConfig): DynamicModule {
       SubmitRunHandler,
       CancelRunHandler,
       ApproveRunHandler,
+      CreateSandboxHandler,
       IntakeCommandsService,
     ],
   });

@@ -10,6 +10,15 @@ const RANDOM_CHARS = 16;
  * (80 bits). Lower-case `[0-9a-z]`, valid for `RunIdSchema` and safe as a NATS subject token.
  */
 export function newRunId(now: number = Date.now(), random: Uint8Array = randomBytes(RANDOM_CHARS)): string {
+  return newChainId('run', now, random);
+}
+
+/** `sbx_` + the same 26 characters: an interactive sandbox session's chain id. */
+export function newSandboxId(now: number = Date.now(), random: Uint8Array = randomBytes(RANDOM_CHARS)): string {
+  return newChainId('sbx', now, random);
+}
+
+function newChainId(kind: 'run' | 'sbx', now: number, random: Uint8Array): string {
   if (!Number.isSafeInteger(now) || now < 0 || now >= 32 ** TIME_CHARS) throw new RangeError(`not a time for a run id: ${now}`);
   if (random.length < RANDOM_CHARS) throw new RangeError(`a run id needs ${RANDOM_CHARS} random bytes`);
   let time = '';
@@ -20,5 +29,5 @@ export function newRunId(now: number = Date.now(), random: Uint8Array = randomBy
   }
   let tail = '';
   for (let i = 0; i < RANDOM_CHARS; i++) tail += ALPHABET.charAt((random[i] ?? 0) % 32);
-  return `run_${time}${tail}`;
+  return `${kind}_${time}${tail}`;
 }

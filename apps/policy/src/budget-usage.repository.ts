@@ -6,8 +6,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { OnModuleDestroy } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import type { PolicyServiceConfig } from './policy.config.js';
+import { sandboxUsageRecord } from './sandbox-usage.js';
+import type { SandboxUsageRow } from './sandbox-usage.js';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+/** The longest wait between two looks at the projection's progress. */
 const POLL_MS = 50;
 const DAY_MS = 86_400_000;
 
@@ -27,8 +30,10 @@ interface UsageRow {
  * `run.submitted` means every earlier run is there too (the projector moves its position over
  * consecutive stream seqs only, docs/adr/0002), so two runs decided at once never both miss each
  * other: the later one always counts the earlier, whatever order policy decides them in. Runs of
- * the job, runs in flight and runs with sandbox time in the last 24 hours are read; nothing is
- * written. The connection is opened on first use, so a policy without budgets never needs one.
+ * the job, runs in flight and runs with sandbox time in the last 24 hours are read — and, from the
+ * sandboxes projection, the tenant's interactive sandbox sessions, which hold a slot and CPUs as a
+ * running run does (counted like one: `sandboxUsageRecord`). Nothing is written. The connection is
+ * opened on first use, so a policy without budgets never needs one.
  */
 @Injectable()
 export class BudgetUsageRepository implements OnModuleDestroy {
@@ -43,7 +48,10 @@ export class BudgetUsageRepository implements OnModuleDestroy {
     if (ds?.isInitialized === true) await ds.destroy();
   }
 
-  /** The tenant's runs submitted before `runId` that count for a run of `job` decided at `nowMs`. */
+  /**
+   * The tenant's runs and sandbox sessions submitted (requested) before `runId` — a run's or a
+   * sandbox's chain — that count for a run of `job` decided at `nowMs`.
+   */
   async earlierRuns(runId: string, tenant: string, job: string | undefined, nowMs: number): Promise<RunUsageRecord[]> {
     const ds = await this.connection();
     const position = await this.submittedStreamSeq(ds, runId);
@@ -62,28 +70,47 @@ export class BudgetUsageRepository implements OnModuleDestroy {
                OR (r.started_at IS NOT NULL AND coalesce(r.ended_at, r.updated_at) >= $4))`,
       [tenant, position, job ?? null, new Date(nowMs - DAY_MS).toISOString()],
     );
-    return rows.map((row) => ({
-      runId: row.run_id,
-      job: row.job,
-      // A state the lifecycle does not know fails the decision (fail closed), it is not guessed.
-      state: RunStateSchema.parse(row.state),
-      cpus: row.cpus,
-      startedAt: row.started_at,
-      endedAt: row.ended_at,
-      updatedAt: row.updated_at,
-    }));
+    // Interactive sandboxes hold a worker slot and CPUs like running runs: they count in the
+    // tenant's runs in flight and CPU-seconds too (docs/sandboxes.md, "Limits").
+    const sandboxes = await query<SandboxUsageRow>(
+      ds,
+      `SELECT s.sandbox_id, s.state, (s.caps->>'cpus')::float8 AS cpus,
+              to_char(s.ready_at AT TIME ZONE 'UTC', ${ISO}) AS ready_at,
+              to_char(s.updated_at AT TIME ZONE 'UTC', ${ISO}) AS updated_at
+         FROM sandboxes s
+         JOIN evidence_events e ON e.chain_id = s.sandbox_id AND e.seq = 1
+        WHERE s.tenant = $1
+          AND e.stream_seq < $2
+          AND (s.state IN ('PENDING', 'READY')
+               OR (s.ready_at IS NOT NULL AND s.updated_at >= $3))`,
+      [tenant, position, new Date(nowMs - DAY_MS).toISOString()],
+    );
+    return [
+      ...rows.map((row) => ({
+        runId: row.run_id,
+        job: row.job,
+        // A state the lifecycle does not know fails the decision (fail closed), it is not guessed.
+        state: RunStateSchema.parse(row.state),
+        cpus: row.cpus,
+        startedAt: row.started_at,
+        endedAt: row.ended_at,
+        updatedAt: row.updated_at,
+      })),
+      ...sandboxes.map(sandboxUsageRecord),
+    ];
   }
 
-  /** The stream seq of the run's `run.submitted`, once the projection has it; E_UNAVAILABLE past the wait. */
+  /** The stream seq of the chain's first receipt (`run.submitted`, `sandbox.requested`), once the projection has it; E_UNAVAILABLE past the wait. */
   private async submittedStreamSeq(ds: DataSource, runId: string): Promise<number> {
     const deadline = Date.now() + this.config.CAIRN_POLICY_USAGE_WAIT_MS;
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const [row] = await query<{ seq: number }>(ds, 'SELECT stream_seq::float8 AS seq FROM evidence_events WHERE chain_id = $1 AND seq = 1', [runId]);
       if (row !== undefined) return row.seq;
       if (Date.now() >= deadline) {
         throw new CairnError('E_UNAVAILABLE', `the runs projection has not reached ${runId} yet, so its budgets cannot be counted; is the projector running?`, { runId });
       }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      // The projector is usually a few ms behind: look again soon, then less often.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, 5 * 2 ** attempt)));
     }
   }
 

@@ -1,4 +1,4 @@
-import { readValidRunChain } from '@cairn/lifecycle';
+import { readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { EvidenceReceiptOf } from '@cairn/contracts';
 import { liveImageDigests, WorkerRegistry } from '@cairn/operational';
 import { decidePolicy, hasTenantQuota, policyDecidedFields, summariseUsage } from '@cairn/policy';
@@ -8,6 +8,7 @@ import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { BudgetUsageRepository } from './budget-usage.repository.js';
 import type { PolicyServiceConfig } from './policy.config.js';
+import { decideSandboxPolicy } from './sandbox-policy.js';
 import { SecretNamesRepository } from './secret-names.repository.js';
 
 /** Injection token of the policy document in force (validated at boot). */
@@ -22,7 +23,7 @@ export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
  */
 @Injectable()
 export class PolicyDecisionHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(['run.submitted']);
+  readonly types: ReadonlySet<string> = new Set(['run.submitted', 'sandbox.requested']);
 
   constructor(
     @Inject(POLICY_DOCUMENT) private readonly policy: PolicyDocument,
@@ -36,6 +37,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
 
   async handle(ctx: ReactionContext): Promise<void> {
     const submitted = ctx.receipt;
+    if (submitted.type === 'sandbox.requested') return this.handleSandbox(ctx, submitted);
     if (submitted.type !== 'run.submitted') return;
     // Decided from the chain as read, appended onto that head only: a cancel landing in between
     // makes the reaction read again and find nothing to decide (docs/adr/0003).
@@ -63,20 +65,40 @@ export class PolicyDecisionHandler implements ReactorHandler {
     });
   }
 
-  private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
+  /** A sandbox session is decided once, as a run would be, on the head it read (allow or deny: never hold). */
+  private async handleSandbox(ctx: ReactionContext, requested: EvidenceReceiptOf<'sandbox.requested'>): Promise<void> {
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const chain = readSandboxChain(receipts);
+      if (chain === null || chain.invalidSeqs.length > 0) {
+        this.logger.write('warn', 'not deciding a sandbox chain that does not validate', { sandbox_id: ctx.chainId });
+        return;
+      }
+      if (chain.receipts.some((r) => r.type === 'policy.decided') || chain.view?.state !== 'PENDING') return;
+      const context = await this.contextFor(requested.tenant, requested.run_id, requested.spec.secrets ?? [], undefined);
+      const outcome = decideSandboxPolicy(requested, context);
+      await ctx.appendAt(headSeq, 'policy.decided', { ...policyDecidedFields(outcome) });
+      this.logger.write('info', 'decided', { sandbox_id: ctx.chainId, decision: outcome.decision, error_code: outcome.error_code ?? null });
+    });
+  }
+
+  /** What a decision depends on besides the spec: the live images, secret names, usage where budgets need it. */
+  private async contextFor(tenant: string, chainId: string, secrets: readonly string[], job: string | undefined): Promise<PolicyContext> {
     const now = Date.now();
     const workers = await this.workers.list();
     const localImageDigests = liveImageDigests(workers, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
     const context: PolicyContext = { policy: this.policy, localImageDigests };
-    // Names only, and only when the run asks for secrets; without a store decidePolicy refuses them.
-    if ((submitted.spec.secrets ?? []).length > 0 && this.secretNames !== null) context.secretNames = await this.secretNames.of(submitted.tenant);
-    const job = submitted.spec.job;
+    if (secrets.length > 0 && this.secretNames !== null) context.secretNames = await this.secretNames.of(tenant);
     if (job !== undefined || hasTenantQuota(this.policy.budgets)) {
-      const records = await this.usage.earlierRuns(submitted.run_id, submitted.tenant, job, now);
+      const records = await this.usage.earlierRuns(chainId, tenant, job, now);
       const usage = summariseUsage(records, job, now);
       context.jobRuns = usage.jobRuns;
       context.tenantUsage = usage.tenant;
     }
+    return context;
+  }
+
+  private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
+    const context = await this.contextFor(submitted.tenant, submitted.run_id, submitted.spec.secrets ?? [], submitted.spec.job);
     return decidePolicy(submitted.spec, context);
   }
 

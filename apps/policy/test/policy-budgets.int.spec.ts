@@ -111,6 +111,26 @@ async function submitted(w: World, spec: RunSpec, tenant = 'acme'): Promise<stri
   return runId;
 }
 
+/** A sandbox session asked for, as intake records it. */
+async function requestedSandbox(w: World, tenant: string): Promise<string> {
+  const sandboxId = `sbx_${uniqueName('bud').toLowerCase()}`;
+  const sandboxSpec = { ttlSeconds: 600 };
+  await w.log.append(sandboxId, {
+    type: 'sandbox.requested',
+    actor: 'intake',
+    tenant,
+    causation: null,
+    fields: {
+      spec: sandboxSpec,
+      spec_sha256: sha256Hex(canonicalJson(sandboxSpec)),
+      requested_by: 'key:k1',
+      expires_at: new Date(Date.now() + 600_000).toISOString(),
+      idle_seconds: 600,
+    },
+  });
+  return sandboxId;
+}
+
 type Decided = ReceiptEnvelope & { decision: string; error_code?: string; reasons: string[]; budget?: Record<string, number> };
 
 async function decision(w: World, runId: string, ms = 20_000): Promise<Decided> {
@@ -211,6 +231,29 @@ describe('policy: tenant quotas from the runs projection', () => {
     const head = (await chain(w, first)).at(-1)!;
     await w.log.append(first, { type: 'run.cancelled', actor: 'intake', tenant: 't1', causation: `${first}:${head.seq}`, key: 'cancel', fields: { cancelled_by: 'key:k1' } });
     expect(await decision(w, await submitted(w, spec('t1 again'), 't1'))).toMatchObject({ decision: 'allow' });
+  });
+
+  it('given two live sandbox sessions of a tenant with two allowed in flight, then its next run is REJECTED E_BUDGET, and allowed once one ends', async () => {
+    const sandboxes = [await requestedSandbox(w, 't5'), await requestedSandbox(w, 't5')];
+    for (const sandboxId of sandboxes) expect(await decision(w, sandboxId)).toMatchObject({ decision: 'allow' });
+    expect(await decision(w, await submitted(w, spec('t5 run'), 't5'))).toMatchObject({
+      decision: 'deny',
+      error_code: 'E_BUDGET',
+      reasons: ['tenant: this would be run 3 in flight of the 2 allowed at once'],
+    });
+    // A third session is refused the same way.
+    expect(await decision(w, await requestedSandbox(w, 't5'))).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET' });
+    const ended = sandboxes[0]!;
+    const head = (await chain(w, ended)).at(-1)!;
+    await w.log.append(ended, {
+      type: 'run.failed',
+      actor: 'runtime',
+      tenant: 't5',
+      causation: `${ended}:${head.seq}`,
+      key: 'failed',
+      fields: { error_code: 'E_SANDBOX_START', message: 'could not start' },
+    });
+    expect(await decision(w, await submitted(w, spec('t5 again'), 't5'))).toMatchObject({ decision: 'allow' });
   });
 
   it('given the projection stalled, then the decision waits (the run stays SUBMITTED) and is made once it catches up', async () => {

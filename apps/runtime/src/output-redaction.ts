@@ -10,7 +10,8 @@ import type { EventFields } from './runtime-receipts.builder.js';
  * is said by name and pattern only (I-7); a hit stops the run, ROLLBACK E_SECRET_SEEN.
  */
 
-function redactionsOf(findings: readonly Finding[], stream: Redaction['stream'], path?: string): Redaction[] {
+/** What a scan found in one place, as a receipt's redactions (names and counts, never text). */
+export function redactionsOf(findings: readonly Finding[], stream: Redaction['stream'], path?: string): Redaction[] {
   return findings.map((finding) => {
     const redaction: Redaction = { stream, pattern: finding.pattern, count: finding.count };
     if (path !== undefined) redaction.path = path;

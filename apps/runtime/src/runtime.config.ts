@@ -32,7 +32,7 @@ const positiveInt = (max: number) => z.coerce.number().int().min(1).max(max);
  * fixed here and registered as it is: nothing raises it while the worker runs (I-6, I-9).
  */
 export function runtimeConfigSchema(host: HostFacts) {
-  return EvidenceLogConfigSchema.extend(OperationalConfigSchema.pick({ CAIRN_WORKERS_BUCKET: true, CAIRN_LEASES_BUCKET: true }).shape)
+  return EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape)
     .extend({
       CAIRN_WORKER_ID: WorkerIdSchema.default(workerIdFromHostname(host.hostname)),
       /** Concurrent sandboxes on this worker. */
@@ -89,11 +89,13 @@ export function runtimeConfigSchema(host: HostFacts) {
       /** All of a run's collected output files together; more is E_BUDGET. */
       CAIRN_OUTPUT_FILES_MAX_BYTES: z.coerce.number().int().min(0).max(4096 * MIB).default(64 * MIB),
       /**
-       * Started, unused sandboxes kept per profile of the last runs here (a run claims one); 0, the
-       * default for now, turns the pool off: a claimed warm container keeps its pool name and labels
-       * (labels cannot change), so tools that find a run's sandbox by its chain label miss it.
+       * Started, unused, hardened sandboxes kept per profile of the last runs and sessions here (one
+       * is claimed, renamed to its chain's `cairn-<chain id>-<n>`, and never reused: a used sandbox is
+       * destroyed); refilled in the background. 0 turns the pool off. Never for egress sandboxes.
        */
-      CAIRN_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(0),
+      CAIRN_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(2),
+      /** Operations on this worker's sandbox sessions served at once (each session's one at a time). */
+      CAIRN_SANDBOX_OP_CONCURRENCY: positiveInt(256).default(16),
       /** Warm sandboxes kept across every profile. */
       CAIRN_WARM_POOL_TOTAL: z.coerce.number().int().min(0).max(256).default(8),
     })

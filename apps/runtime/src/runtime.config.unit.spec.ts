@@ -28,8 +28,8 @@ describe('the runtime configuration', () => {
   });
 
   it('keeps 2 warm sandboxes per profile and 8 in all by default; 0 turns the pool off', () => {
-    expect(loadConfig(runtimeConfigSchema(host), {})).toMatchObject({ CAIRN_WARM_POOL_SIZE: 0, CAIRN_WARM_POOL_TOTAL: 8 });
-    expect(loadConfig(runtimeConfigSchema(host), { CAIRN_WARM_POOL_SIZE: '2' })).toMatchObject({ CAIRN_WARM_POOL_SIZE: 2 });
+    expect(loadConfig(runtimeConfigSchema(host), {})).toMatchObject({ CAIRN_WARM_POOL_SIZE: 2, CAIRN_WARM_POOL_TOTAL: 8 });
+    expect(loadConfig(runtimeConfigSchema(host), { CAIRN_WARM_POOL_SIZE: '0' })).toMatchObject({ CAIRN_WARM_POOL_SIZE: 0 });
   });
 
   it('fails at boot naming the variable that is wrong', () => {

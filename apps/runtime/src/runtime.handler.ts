@@ -17,6 +17,7 @@ import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
 import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
+import { SandboxSessionHost } from './sandbox-session.host.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 
 /**
@@ -40,6 +41,7 @@ export class RuntimeHandler implements ReactorHandler {
     @Inject(LEASE_STORE) private readonly leases: LeaseStore,
     @Inject(RuntimeWorker) private readonly worker: RuntimeWorker,
     @Inject(RUNTIME_SECRETS) private readonly secrets: RuntimeSecrets,
+    @Inject(SandboxSessionHost) private readonly sessions: SandboxSessionHost,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -49,6 +51,9 @@ export class RuntimeHandler implements ReactorHandler {
       return;
     }
     if (scheduled.type !== 'run.scheduled' || scheduled.worker_id !== this.config.CAIRN_WORKER_ID) return;
+    if (this.worker.draining) throw new CairnError('E_UNAVAILABLE', 'the runtime is shutting down');
+    // A sandbox session: the host starts it and keeps it for its life (the reaction ends once it is live).
+    if (ctx.chainId.startsWith('sbx_')) return this.sessions.start(ctx, scheduled);
     // Redelivered later, to this worker after its restart: a drain never drops a placement.
     if (this.worker.draining) throw new CairnError('E_UNAVAILABLE', 'the runtime is shutting down');
 

@@ -10,6 +10,7 @@ import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
 import { SandboxEngine } from './sandbox-engine.adapter.js';
+import { SandboxSessionHost } from './sandbox-session.host.js';
 import { runtimeDurableName } from './worker-id.js';
 
 export const RUNTIME_SERVICE = 'runtime';
@@ -54,7 +55,8 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
         useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
       },
       RuntimeWorker,
+      SandboxSessionHost,
     ],
-    exports: [RuntimeWorker],
+    exports: [RuntimeWorker, SandboxSessionHost],
   });
 }

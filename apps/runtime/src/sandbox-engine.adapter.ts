@@ -66,7 +66,8 @@ export class SandboxEngine {
   /** What the engine reports a started sandbox runs under, for `sandbox.created` (see sandbox-hardening.ts). */
   async inspectSandbox(handle: SandboxHandle): Promise<InspectedSandbox> {
     try {
-      const info = await this.docker.getContainer(handle.id).inspect();
+      // The driver's own look at it as it started, when it has one: config cannot change after.
+      const info = this.pooled.startedInspection(handle) ?? (await this.docker.getContainer(handle.id).inspect());
       if (this.securityOptions === null) {
         const engine: unknown = await this.docker.info();
         const options = typeof engine === 'object' && engine !== null && 'SecurityOptions' in engine ? engine.SecurityOptions : [];

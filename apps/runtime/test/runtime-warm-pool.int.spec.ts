@@ -73,7 +73,10 @@ describe('the warm pool', () => {
     expect(new Set(warm.map((c) => c.pool)).size).toBe(1);
 
     const two = await runToEnd(workerId);
-    expect(warm.map((c) => c.name)).toContain(two.created.container_name);
+    // Claimed and renamed to the run's own name (labels cannot change; the name says whose it is).
+    expect(two.created.container_name).toBe(`cairn-${two.runId}-1`);
+    const left = (await world.containersOf(workerId)).map((c) => c.id);
+    expect(warm.filter((c) => !left.includes(c.id))).toHaveLength(1);
     // The same sandbox a create would have started, as the engine reports it.
     expect(two.created.hardening).toEqual(first.hardening);
     expect(two.created).toMatchObject({ caps: first.caps, image_digest: first.image_digest, network: 'none', worker_id: workerId });

@@ -2,7 +2,7 @@ import { assertUnreachable, eventId } from '@cairn/contracts';
 import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
-import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readValidRunChain } from '@cairn/lifecycle';
+import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
 import { isExpired, onLeaseExpired } from '@cairn/scheduling';
@@ -79,6 +79,7 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
   private async expired(lease: LeaseRecord): Promise<LeaseVerdict> {
     const raw: ReceiptEnvelope[] = [];
     for await (const stored of this.log.readChain(lease.run_id)) raw.push(stored.receipt);
+    if (lease.run_id.startsWith('sbx_')) return this.expiredSandbox(lease, raw);
     const chain = readValidRunChain(raw);
     if (chain === null) {
       this.logger.write('warn', 'an expired lease of a chain that does not validate is kept', { run_id: lease.run_id });
@@ -103,6 +104,31 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
     } catch (error) {
       if (!isHeadMoved(error)) throw error;
       this.logger.write('info', 'an expired lease\'s chain moved while it was settled; scanning again later', { run_id: lease.run_id });
+      return 'kept';
+    }
+  }
+
+  /**
+   * A sandbox session whose worker stopped renewing its lease: nobody serves it any more, so it
+   * ends `E_WORKER_LOST` (caused by its `run.scheduled`); the grader then seals it. An ended one's
+   * lease is only released.
+   */
+  private async expiredSandbox(lease: LeaseRecord, raw: ReceiptEnvelope[]): Promise<LeaseVerdict> {
+    const chain = readSandboxChain(raw);
+    if (chain === null || chain.view === null) {
+      this.logger.write('warn', 'an expired lease of a sandbox chain that does not validate is kept', { sandbox_id: lease.run_id });
+      return 'kept';
+    }
+    const { view, receipts } = chain;
+    const scheduled = receipts.findLast((r): r is EvidenceReceiptOf<'run.scheduled'> => r.type === 'run.scheduled' && r.lease_id === lease.lease_id);
+    if (view.sealed || scheduled === undefined || (view.state !== 'PENDING' && view.state !== 'READY')) {
+      await this.leases.delete(lease.run_id, lease.lease_id);
+      return 'released';
+    }
+    try {
+      return await this.failLostRun(lease, view.tenant, scheduled, view.headSeq);
+    } catch (error) {
+      if (!isHeadMoved(error)) throw error;
       return 'kept';
     }
   }

@@ -2,7 +2,7 @@ import { CairnError } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
-import { isTerminal, readValidRunChain } from '@cairn/lifecycle';
+import { isTerminal, readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { ValidRunChain } from '@cairn/lifecycle';
 import { grantLease, isExpired, placeRun, reservationFor } from '@cairn/scheduling';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
@@ -15,6 +15,8 @@ import { SerialGate } from './serial-gate.js';
 
 /** Receipts after which a run holds nothing on its worker any more: its lease is released. */
 const RELEASING = new Set(['run.executed', 'run.failed', 'run.rolled_back', 'run.cancelled', 'run.sealed']);
+/** A sandbox session also gives its slot back when its sandbox is destroyed. */
+const RELEASING_SANDBOX = new Set([...RELEASING, 'sandbox.destroyed']);
 /** How soon a run that found no worker with room is tried again (with jitter). */
 const NO_ROOM_RETRY_MS = 500;
 
@@ -32,7 +34,7 @@ export const PLACEMENT_GATE = Symbol('cairn.placement-gate');
  */
 @Injectable()
 export class SchedulingHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.requested', 'approval.granted', 'approval.rejected', ...RELEASING]);
+  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.requested', 'approval.granted', 'approval.rejected', ...RELEASING_SANDBOX]);
 
   constructor(
     private readonly workers: WorkerRegistry,
@@ -45,6 +47,7 @@ export class SchedulingHandler implements ReactorHandler {
 
   async handle(ctx: ReactionContext): Promise<void> {
     const receipt: EvidenceReceipt = ctx.receipt;
+    if (ctx.chainId.startsWith('sbx_')) return this.handleSandbox(ctx, receipt);
     if (RELEASING.has(receipt.type)) {
       if (await this.leases.delete(ctx.chainId)) this.logger.write('info', 'lease released', { run_id: ctx.chainId, by: receipt.type });
       // Every run is sealed last: what it still had waiting (a cancelled hold) goes then.
@@ -78,6 +81,32 @@ export class SchedulingHandler implements ReactorHandler {
       } else if (unannounced !== null && chain.view !== null && (chain.view.sealed || isTerminal(chain.view.state))) {
         // The lease this reaction wrote lost the race to the run's end: it was never announced.
         if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the run ended first', { run_id: ctx.chainId });
+      }
+    });
+  }
+
+  /**
+   * A sandbox session holds a lease and a worker slot for its life (the runtime renews it): placed
+   * on `policy.decided` allow like a run, released when its sandbox is destroyed or it fails.
+   */
+  private async handleSandbox(ctx: ReactionContext, receipt: EvidenceReceipt): Promise<void> {
+    if (RELEASING_SANDBOX.has(receipt.type)) {
+      if (await this.leases.delete(ctx.chainId)) this.logger.write('info', 'lease released', { sandbox_id: ctx.chainId, by: receipt.type });
+      return;
+    }
+    if (receipt.type !== 'policy.decided' || receipt.decision !== 'allow') return;
+    let unannounced: string | null = null;
+    await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      const chain = readSandboxChain(receipts);
+      if (chain === null || chain.invalidSeqs.length > 0 || chain.view === null) {
+        this.logger.write('warn', 'not scheduling a sandbox chain that does not validate', { sandbox_id: ctx.chainId });
+        return;
+      }
+      const placed = chain.receipts.some((r) => r.type === 'run.scheduled');
+      if (!placed && chain.view.state === 'PENDING' && !chain.view.sealed) {
+        await this.schedule(ctx, receipt, headSeq, (leaseId) => (unannounced = leaseId));
+      } else if (unannounced !== null && chain.view.state !== 'PENDING') {
+        if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the sandbox ended first', { sandbox_id: ctx.chainId });
       }
     });
   }
@@ -134,7 +163,12 @@ export class SchedulingHandler implements ReactorHandler {
 
   /** Placement gave up (not for lack of room: that waits): fail the run, on the record. Releases never fail a run. */
   async giveUp(ctx: ReactionContext, error: unknown): Promise<void> {
-    if (RELEASING.has(ctx.receipt.type) || !ctx.chainId.startsWith('run_')) {
+    if (ctx.chainId.startsWith('sbx_') && ctx.receipt.type === 'policy.decided') {
+      const message = `scheduler could not place the sandbox: ${error instanceof Error ? error.message : String(error)}`;
+      await ctx.append('run.failed', { error_code: 'E_UNKNOWN_STATE', message: message.slice(0, 2000) }, 'give-up');
+      return;
+    }
+    if (RELEASING_SANDBOX.has(ctx.receipt.type) || !ctx.chainId.startsWith('run_')) {
       this.logger.write('error', 'giving up on a lease release', { run_id: ctx.chainId, error: String(error) });
       return;
     }

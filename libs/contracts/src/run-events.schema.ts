@@ -159,7 +159,11 @@ export const SandboxDestroyedSchema = eventBodySchema('sandbox.destroyed', {
   container_name: ContainerNameSchema,
   /** I-8: the engine was asked afterwards and the sandbox was gone. */
   verified_gone: z.boolean(),
-  reason: z.enum(['completed', 'failed', 'cancelled', 'deleted', 'expired', 'reaped']),
+  /**
+   * Sessions add `ttl` and `idle` (after `sandbox.expired`), `limit` (an exec hit a cap) and
+   * `worker_lost` (its worker went away); `deleted` is a person's DELETE.
+   */
+  reason: z.enum(['completed', 'failed', 'cancelled', 'deleted', 'expired', 'reaped', 'ttl', 'idle', 'limit', 'worker_lost']),
   duration_ms: DurationMsSchema.optional(),
 });
 

@@ -16,6 +16,8 @@ export const SandboxRequestedSchema = eventBodySchema('sandbox.requested', {
   requested_by: ActorSchema,
   idempotency_key_sha256: Sha256HexSchema.optional(),
   expires_at: TimestampSchema,
+  /** Reaped after this many seconds without an operation. Optional only so earlier receipts still read. */
+  idle_seconds: z.number().int().positive().max(86_400).optional(),
 });
 
 export const SandboxExecStartedSchema = eventBodySchema('sandbox.exec.started', {
@@ -49,4 +51,9 @@ export const SandboxFileReadSchema = eventBodySchema('sandbox.file.read', {
 export const SandboxExpiredSchema = eventBodySchema('sandbox.expired', {
   ttl_seconds: z.number().int().positive(),
   expires_at: TimestampSchema,
+  /** `ttl`: its time to live ran out; `idle`: no operation for `idle_seconds`. Absent: `ttl` (earlier receipts). */
+  cause: z.enum(['ttl', 'idle']).optional(),
+  idle_seconds: z.number().int().positive().max(86_400).optional(),
+  /** The last operation's receipt time (or sandbox.created's), for an idle reap. */
+  last_activity_at: TimestampSchema.optional(),
 });

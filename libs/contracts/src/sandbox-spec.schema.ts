@@ -12,6 +12,8 @@ export const SandboxSpecSchema = z.strictObject({
   files: z.array(InputFileSchema).max(256).optional(),
   /** Absent: the operator's default TTL. */
   ttlSeconds: z.number().int().positive().max(86_400).optional(),
+  /** Reaped after this long without an operation; absent: the operator's default idle limit. */
+  idleSeconds: z.number().int().positive().max(86_400).optional(),
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 

@@ -1,7 +1,7 @@
 import { parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
-import type { EvidenceReceipt } from '@cairn/contracts';
+import type { EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
 import { foldRun } from './evolve-run.js';
-import type { RunReceipt, RunView } from './evolve-run.js';
+import type { RunView } from './evolve-run.js';
 
 /** A run's chain as a reaction sees it: the receipts that meet their contracts, and the run's state. */
 export type RunChain = {
@@ -18,8 +18,17 @@ export type RunChain = {
  * receipt envelope (the log's `readChain` refuses those itself).
  */
 export function readRunChain(raw: readonly unknown[]): RunChain | null {
+  return readChainWith(raw, foldRun);
+}
+
+/**
+ * A chain parsed for any fold (a run's, a sandbox's): the receipts that meet their contracts, the
+ * seqs of those that do not — folded as `<type>.invalid`, which every fold takes for an unknown
+ * event — and the fold's view. Null only when an item is not even a receipt envelope.
+ */
+export function readChainWith<V>(raw: readonly unknown[], fold: (receipts: readonly (EvidenceReceipt | ReceiptEnvelope)[]) => V): { receipts: EvidenceReceipt[]; invalidSeqs: number[]; view: V } | null {
   const receipts: EvidenceReceipt[] = [];
-  const folded: RunReceipt[] = [];
+  const folded: (EvidenceReceipt | ReceiptEnvelope)[] = [];
   const invalidSeqs: number[] = [];
   for (const item of raw) {
     const parsed = parseEvidenceReceipt(item);
@@ -33,7 +42,7 @@ export function readRunChain(raw: readonly unknown[]): RunChain | null {
     invalidSeqs.push(envelope.data.seq);
     folded.push({ ...envelope.data, type: `${envelope.data.type}.invalid` });
   }
-  return { receipts, invalidSeqs, view: foldRun(folded) };
+  return { receipts, invalidSeqs, view: fold(folded) };
 }
 
 /** A chain in which every receipt meets its contract. */

@@ -1,4 +1,4 @@
-import { ActorSchema, ApprovalIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
+import { ActorSchema, ApprovalIdSchema, ChainIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
 import { z } from 'zod';
 
 /*
@@ -39,11 +39,22 @@ export const ApproveRunCommandSchema = z.strictObject({
 });
 export type ApproveRunCommand = z.infer<typeof ApproveRunCommandSchema>;
 
+/** Ask intake to start an interactive sandbox session: its chain begins with `sandbox.requested`. */
+export const CreateSandboxCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  /** sha256 (hex) of the client's Idempotency-Key; absent: every request is a new sandbox. */
+  idempotency_key_sha256: Sha256HexSchema.optional(),
+  spec: SandboxSpecSchema,
+});
+export type CreateSandboxCommand = z.infer<typeof CreateSandboxCommandSchema>;
+
 /** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
 export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
   cancel: CancelRunCommandSchema,
   approve: ApproveRunCommandSchema,
+  sandbox_create: CreateSandboxCommandSchema,
 } as const;
 export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
 export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];
@@ -56,7 +67,8 @@ export function isCommandVerb(value: string): value is CommandVerb {
 /** What a handler answers when it did what was asked (or had done it before: `duplicate`). */
 export const CommandOkSchema = z.strictObject({
   ok: z.literal(true),
-  run_id: RunIdSchema,
+  /** The run's id, or the sandbox's (`sbx_…`) for `sandbox_create`. */
+  run_id: ChainIdSchema,
   /** True when the command had been carried out before and nothing new happened. */
   duplicate: z.boolean(),
 });

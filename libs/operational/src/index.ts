@@ -18,10 +18,11 @@ export {
   CommandFailedSchema,
   CommandOkSchema,
   CommandReplySchema,
+  CreateSandboxCommandSchema,
   isCommandVerb,
   SubmitRunCommandSchema,
 } from './commands.schema.js';
-export type { ApproveRunCommand, CancelRunCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
+export type { ApproveRunCommand, CancelRunCommand, CreateSandboxCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
 export { bucketStreamName } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';

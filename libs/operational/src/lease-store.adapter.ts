@@ -1,4 +1,4 @@
-import { CairnError, inputIssues, LeaseIdSchema, RunIdSchema, TimestampSchema, WorkerIdSchema } from '@cairn/contracts';
+import { CairnError, ChainIdSchema, inputIssues, LeaseIdSchema, TimestampSchema, WorkerIdSchema } from '@cairn/contracts';
 import { isExpired } from '@cairn/scheduling';
 import type { Lease } from '@cairn/scheduling';
 import type { KV } from '@nats-io/kv';
@@ -12,7 +12,8 @@ import { ReservationSchema } from './worker-record.schema.js';
 export const LeaseRecordSchema = z
   .strictObject({
     lease_id: LeaseIdSchema,
-    run_id: RunIdSchema,
+    // A run's or a sandbox session's (which holds its worker slot for its life).
+    run_id: ChainIdSchema,
     worker_id: WorkerIdSchema,
     attempt: z.number().int().min(1),
     granted_at: TimestampSchema,
@@ -112,7 +113,7 @@ export class LeaseStore {
 
   /** The run's lease, or null (none, or a value that does not validate). */
   async get(runId: string): Promise<LeaseRecord | null> {
-    if (!RunIdSchema.safeParse(runId).success) return null;
+    if (!ChainIdSchema.safeParse(runId).success) return null;
     const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
     return decodeEntry(entry, LeaseRecordSchema);
   }

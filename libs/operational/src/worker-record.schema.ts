@@ -1,4 +1,4 @@
-import { ImageRefSchema, RunIdSchema, WorkerIdSchema } from '@cairn/contracts';
+import { ChainIdSchema, ImageRefSchema, WorkerIdSchema } from '@cairn/contracts';
 import { workerStatus } from '@cairn/scheduling';
 import type { Reservation, WorkerRecord } from '@cairn/scheduling';
 import { z } from 'zod';
@@ -8,7 +8,7 @@ export const LocalImageTagSchema = ImageRefSchema.refine((ref) => !ref.includes(
 export const LocalImageDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a digest is sha256:<64 lower-case hex>');
 
 export const ReservationSchema = z.strictObject({
-  runId: RunIdSchema,
+  runId: ChainIdSchema,
   memoryMiB: z.number().int().min(0),
   cpus: z.number().min(0),
   diskMiB: z.number().int().min(0),

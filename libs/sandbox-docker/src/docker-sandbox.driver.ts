@@ -1,5 +1,6 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
 import {
+  containerName,
   LimitWatch,
   parseSandboxSpec,
   planReconcile,
@@ -86,6 +87,8 @@ interface WarmSandbox {
   probe: LimitProbe;
   pid: number;
   agent: AgentChannel | null;
+  /** What the engine reported once it started (config and host config do not change afterwards). */
+  info: Docker.ContainerInspectInfo;
 }
 
 /** A warm sandbox outlives the lifetime its profile's last run asked for by this much, idle. */
@@ -99,6 +102,10 @@ interface SandboxState {
   busy: boolean;
   /** Its exec agent's connection; null where steps go over `docker exec`. */
   agent: AgentChannel | null;
+  /** What the engine reported once it started; null for a sandbox this driver did not start. */
+  info: Docker.ContainerInspectInfo | null;
+  /** A warm sandbox's rename to its run's name, under way once it is claimed. */
+  renamed?: Promise<void>;
 }
 
 interface StepCommand {
@@ -129,6 +136,8 @@ const AGENT_BASE_ENV: Readonly<Record<string, string>> = Object.freeze({
   HOSTNAME: SANDBOX_HOSTNAME,
 });
 const LOOK_INSIDE_TIMEOUT_MS = 3000;
+/** An engine's image id (`sha256:` and 64 hex digits), as opposed to a name. */
+const IMAGE_ID = /^sha256:[0-9a-f]{64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const NUL = '\u0000';
 
@@ -192,7 +201,8 @@ export class DockerSandboxDriver implements SandboxDriver {
    */
   async create(input: SandboxSpecInput, createOptions: DockerCreateOptions = {}): Promise<SandboxHandle> {
     const spec = parseSandboxSpec(input);
-    const imageId = await this.resolveImage(spec.image);
+    // An image id names its content: nothing to resolve (a create from one that is gone fails as E_IMAGE_PULL).
+    const imageId = IMAGE_ID.test(spec.image) ? spec.image : await this.resolveImage(spec.image);
     if (createOptions.egress === undefined && this.pool.enabled && !this.poolClosed) {
       const claimed = await this.claimWarm(spec, imageId);
       if (claimed !== null) return claimed;
@@ -230,7 +240,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       });
       const probe = await this.openProbe(container.id, info.State.Pid);
       const agent = endpoint === null ? null : await endpoint.connected();
-      this.sandboxes.set(container.id, { handle, container, probe, busy: false, agent });
+      this.sandboxes.set(container.id, { handle, container, probe, busy: false, agent, info });
       started = true;
       this.warm();
       return handle;
@@ -251,6 +261,15 @@ export class DockerSandboxDriver implements SandboxDriver {
     return session === undefined ? null : { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl };
   }
 
+  /**
+   * What the engine reported of a sandbox this driver started (or handed over from its pool), as it
+   * started: its config and host config cannot change afterwards, so a caller checking them need
+   * not ask again. null for a sandbox this driver does not hold, or did not start.
+   */
+  startedInspection(handle: SandboxHandle): Docker.ContainerInspectInfo | null {
+    return this.sandboxes.get(handle.id)?.info ?? null;
+  }
+
   /** Where each cap of a sandbox is read from: the host's kernel counters, or a look from inside. */
   async coverage(handle: SandboxHandle): Promise<ProbeCoverage> {
     return (await this.state(handle)).probe.coverage;
@@ -260,7 +279,16 @@ export class DockerSandboxDriver implements SandboxDriver {
     checkExecRequest(handle, request);
     const stdout = new BoundedBuffer(request.maxOutputBytes);
     const stderr = new BoundedBuffer(request.maxOutputBytes);
-    const outcome = await this.runStep(handle, request, (stream, chunk) => (stream === 'stdout' ? stdout : stderr).push(chunk));
+    const onOutput = request.onOutput;
+    const outcome = await this.runStep(handle, request, (stream, chunk) => {
+      (stream === 'stdout' ? stdout : stderr).push(chunk);
+      if (onOutput === undefined) return;
+      try {
+        onOutput(stream, chunk);
+      } catch {
+        // The caller's listener failing must not break the step; what is kept is still returned.
+      }
+    });
     return {
       ...outcome,
       stdout: stdout.bytes(),
@@ -326,6 +354,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async destroy(handle: SandboxHandle): Promise<DestroyResult> {
+    await this.sandboxes.get(handle.id)?.renamed;
     this.sandboxes.delete(handle.id);
     await this.removeContainer(handle.id);
     const gone = await this.verifyGone(handle.id);
@@ -412,8 +441,13 @@ export class DockerSandboxDriver implements SandboxDriver {
       this.claiming.set(entry.id, spec.labels.chainId);
       let running: boolean;
       try {
-        const info = await entry.container.inspect().catch(() => null);
-        running = info?.State.Running === true && info.State.Pid === entry.pid && (entry.agent === null || entry.agent.isOpen);
+        // An open connection to its exec agent, which is its PID 1, already proves it runs; without
+        // one the engine is asked.
+        if (entry.agent !== null) running = entry.agent.isOpen;
+        else {
+          const info = await entry.container.inspect().catch(() => null);
+          running = info?.State.Running === true && info.State.Pid === entry.pid;
+        }
       } finally {
         this.claiming.delete(entry.id);
       }
@@ -421,15 +455,27 @@ export class DockerSandboxDriver implements SandboxDriver {
         void this.discardWarm(entry);
         continue;
       }
+      // The claimed container takes the run's name (`cairn-<chain id>-<n>`): labels cannot change,
+      // but the name can, so the engine, its tools and a reconcile after a restart all see whose it
+      // is (`planReconcile` reads the chain from the name of a pool container without a chain label).
+      // It is held as the run's from here on (`poolHolding` reads `sandboxes`), so the rename need
+      // not hold up the run: it goes on while the run records its start, and the run's first
+      // command (or its teardown) waits for it. Should it fail, the sandbox serves under its pool
+      // name: held here, it is the run's; after a restart a pool name naming no live chain is reaped.
+      const name = containerName(spec.labels.chainId, spec.instance);
+      const renamed = entry.container.rename({ name }).then(
+        () => undefined,
+        () => undefined,
+      );
       const handle: SandboxHandle = Object.freeze({
         id: entry.id,
-        name: entry.name,
+        name,
         chainId: spec.labels.chainId,
         workerId: spec.labels.workerId,
         imageId,
         caps: Object.freeze({ ...spec.caps }),
       });
-      this.sandboxes.set(entry.id, { handle, container: entry.container, probe: entry.probe, busy: false, agent: entry.agent });
+      this.sandboxes.set(entry.id, { handle, container: entry.container, probe: entry.probe, busy: false, agent: entry.agent, info: entry.info, renamed });
       this.warm();
       return handle;
     }
@@ -480,7 +526,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       const probe = await this.openProbe(container.id, info.State.Pid);
       const agent = endpoint === null ? null : await endpoint.connected();
       id = null;
-      return { item: { id: container.id, name, container, probe, pid: info.State.Pid, agent }, expiresAt };
+      return { item: { id: container.id, name, container, probe, pid: info.State.Pid, agent, info }, expiresAt };
     } finally {
       // I-8: a warm sandbox that did not come up is not left behind.
       if (id !== null) await this.removeContainer(id).catch(() => undefined);
@@ -514,6 +560,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (state.busy) throw new CairnError('E_CONFLICT', `sandbox ${handle.name} is already running a step`, { name: handle.name });
     state.busy = true;
     try {
+      await state.renamed;
       // An egress sandbox's commands name its proxy (whichever way they are started); a step's own env wins.
       const egress = this.egressSessions.get(handle.id);
       return await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
@@ -789,7 +836,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (!info.State.Running) throw this.gone(handle, new Error(`it is ${info.State.Status}`));
     const probe = await this.openProbe(info.Id, info.State.Pid);
     // Not created by this driver: its agent's connection (if it has one) was another process's.
-    const state: SandboxState = { handle, container, probe, busy: false, agent: null };
+    const state: SandboxState = { handle, container, probe, busy: false, agent: null, info: null };
     this.sandboxes.set(handle.id, state);
     return state;
   }

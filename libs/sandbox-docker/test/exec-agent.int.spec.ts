@@ -127,6 +127,39 @@ describe('the exec agent', () => {
     await plain.destroy(viaExec);
   });
 
+  it('hands output to onOutput as the program writes it, over the agent and over docker exec alike', async () => {
+    const viaExec = await plain.create(fx.spec());
+    for (const [on, handle] of [
+      [driver, sandbox],
+      [plain, viaExec],
+    ] as const) {
+      const heard: { at: number; stream: string; text: string }[] = [];
+      const t0 = performance.now();
+      const result = await on.exec(handle, {
+        argv: ['sh', '-c', 'echo first; sleep 1; echo second >&2'],
+        timeoutMs: 20_000,
+        maxOutputBytes: 1 << 20,
+        onOutput: (stream, chunk) => heard.push({ at: performance.now() - t0, stream, text: text(chunk) }),
+      });
+      const ended = performance.now() - t0;
+      expect(heard.map((h) => `${h.stream}:${h.text}`)).toEqual(['stdout:first\n', 'stderr:second\n']);
+      // Heard while the program slept, not once it had ended; the result is what it always was.
+      expect(ended - heard[0]!.at).toBeGreaterThan(700);
+      expect([text(result.stdout), text(result.stderr)]).toEqual(['first\n', 'second\n']);
+    }
+    // A listener that throws does not break the step.
+    const thrown = await plain.exec(viaExec, {
+      argv: ['echo', 'still'],
+      timeoutMs: 20_000,
+      maxOutputBytes: 1 << 20,
+      onOutput: () => {
+        throw new Error('listener failed');
+      },
+    });
+    expect(text(thrown.stdout)).toBe('still\n');
+    await plain.destroy(viaExec);
+  });
+
   it('leaves docker exec as the path when no agent is configured', async () => {
     const handle = await plain.create(fx.spec());
     const info = await fx.docker.getContainer(handle.id).inspect();

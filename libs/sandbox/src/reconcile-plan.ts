@@ -1,5 +1,5 @@
 import { ChainIdSchema } from '@cairn/contracts';
-import { LABEL_KEYS, MANAGED_LABEL_VALUE } from './sandbox-labels.js';
+import { LABEL_KEYS, MANAGED_LABEL_VALUE, parseContainerName } from './sandbox-labels.js';
 
 /** What a driver lists about a container: enough to decide, nothing engine-specific. */
 export interface ListedContainer {
@@ -25,8 +25,8 @@ export type PoolHolding = { kind: 'warm' } | { kind: 'claimed'; chainId: string 
  * Which of `containers` a worker reaps: only those labelled as Cairn's AND as this worker's
  * (checked here again, whatever the engine's filter returned), whose chain `keep` rejects.
  * Other workers', other tools' and unlabelled containers are never targets. A pool container is
- * kept while `pooled` says it is idle in this process's pool, judged by its run's chain once claimed,
- * and reaped otherwise.
+ * kept while `pooled` says it is idle in this process's pool, judged by its run's chain once claimed
+ * (known to this process, or named `cairn-<chain id>-<n>` by its claim), and reaped otherwise.
  */
 export function planReconcile(
   containers: readonly ListedContainer[],
@@ -43,6 +43,8 @@ export function planReconcile(
       const holding = pooled(container);
       if (holding?.kind === 'warm') continue;
       if (holding?.kind === 'claimed') label = holding.chainId;
+      // A claim is renamed to its run's `cairn-<chain id>-<n>`: after a restart, the name says whose it was.
+      else label = container.names.map((n) => parseContainerName(n)?.chainId).find((c) => c !== undefined);
     }
     const chainId = label !== undefined && ChainIdSchema.safeParse(label).success ? label : null;
     if (chainId !== null && keep(chainId)) continue;

@@ -58,4 +58,14 @@ describe('planReconcile', () => {
     // Without a holder (another process, a restart), every pool container goes.
     expect(planReconcile([pooled('warm')], 'w1', () => true)).toEqual([{ id: 'warm', name: 'cairn-pool-p1-warm', chainId: null }]);
   });
+
+  it('after a restart, judges a claimed pool container by the run its claim renamed it to', () => {
+    const claimed = (id: string, chainId: string): ListedContainer => ({
+      id,
+      names: [`/cairn-${chainId}-1`],
+      labels: { 'io.cairn.managed': '1', 'io.cairn.worker': 'w1', 'io.cairn.pool': 'p1' },
+    });
+    const plan = planReconcile([claimed('a', 'sbx_live'), claimed('b', 'run_dead')], 'w1', (chain) => chain === 'sbx_live');
+    expect(plan).toEqual([{ id: 'b', name: 'cairn-run_dead-1', chainId: 'run_dead' }]);
+  });
 });

@@ -66,6 +66,12 @@ export interface ExecRequest {
    * result says `outputBudgetHit`. Absent: no budget; output is only bounded by `maxOutputBytes`.
    */
   stopAfterOutputBytes?: number;
+  /**
+   * Told each piece of output as the program writes it (kept or not), while the step runs; what
+   * `exec` resolves with is unchanged. For live output: the listener must be quick and not throw
+   * (a throw is ignored).
+   */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Uint8Array) => void;
 }
 
 export interface DestroyResult {

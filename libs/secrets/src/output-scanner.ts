@@ -87,6 +87,26 @@ function needlesOf(secret: ScannedSecret): Needle[] {
   return needles;
 }
 
+/** Characters of every bounded key shape (KEY_PATTERNS), and a bound on how long one is. */
+const KEY_CHAR = /[A-Za-z0-9_\-+/=.:%]/;
+const KEY_SPAN = 512;
+/** The start of a private key's armour line at the end of a text, and a bound on its length. */
+const ARMOUR_TAIL = /-[-A-Z0-9 ]*$/;
+const ARMOUR_SPAN = 80;
+/** A private key block (the `private-key` key pattern) whose END line has not come yet, or not all of it. */
+const OPEN_KEY_BLOCK = /-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----END))*(?:-----END[^\n]{0,80})?$/;
+
+/**
+ * The length of the longest proper prefix of `needle` that `text` ends with, looked for only
+ * above `atLeast` (a longer hold is all that matters to the caller); 0 when none.
+ */
+function partialAtEnd(text: string, needle: string, atLeast: number): number {
+  for (let k = Math.min(needle.length - 1, text.length); k > atLeast; k--) {
+    if (text.endsWith(needle.slice(0, k))) return k;
+  }
+  return 0;
+}
+
 /** A stretch of the scanned text to replace. */
 interface Hit {
   readonly start: number;
@@ -183,6 +203,50 @@ export class OutputScanner {
     if (tally.size === 0) return { bytes: input, findings: [] };
     const findings = [...tally.values()].sort((a, b) => (a.secret ?? '').localeCompare(b.secret ?? '') || a.pattern.localeCompare(b.pattern));
     return { bytes: new Uint8Array(Buffer.from(text, 'latin1')), findings };
+  }
+
+  /**
+   * For output scanned while it streams: how many characters at the end of `text` (latin1, one per
+   * byte) could be the start of something `scan` replaces once more output follows — a spelling of
+   * one of the secrets (base64 and hex across line breaks too), a key's shape, a private key's
+   * armour. A streaming caller holds those back until it has seen what follows (or the end).
+   */
+  heldTail(text: string): number {
+    let hold = 0;
+    const wrapped: Needle[] = [];
+    for (const needle of this.needles) {
+      if (needle.wraps) wrapped.push(needle);
+      else hold = Math.max(hold, partialAtEnd(text, needle.text, hold));
+    }
+    if (wrapped.length > 0) {
+      // The tail without its line breaks, long enough for any wrapped spelling but its last character.
+      const longest = Math.max(...wrapped.map((n) => n.text.length));
+      const at: number[] = [];
+      for (let i = text.length - 1; i >= 0 && at.length < longest - 1; i--) {
+        const c = text.charCodeAt(i);
+        if (c !== 10 && c !== 13) at.push(i);
+      }
+      at.reverse();
+      const unwrapped = at.map((i) => text[i]).join('');
+      for (const needle of wrapped) {
+        const k = partialAtEnd(unwrapped, needle.text, 0);
+        if (k > 0) hold = Math.max(hold, text.length - (at[at.length - k] ?? 0));
+      }
+    }
+    if (this.keys !== null) {
+      // Every bounded key shape is made of these characters and is shorter than KEY_SPAN: a run of
+      // them at the end may be a key still being written.
+      let run = 0;
+      while (run < KEY_SPAN && run < text.length && KEY_CHAR.test(text[text.length - 1 - run]!)) run++;
+      hold = Math.max(hold, run);
+      // A private key's armour (`-----BEGIN … PRIVATE KEY-----`) has spaces in it.
+      const armour = ARMOUR_TAIL.exec(text.slice(-ARMOUR_SPAN));
+      if (armour !== null) hold = Math.max(hold, armour[0].length);
+      // A private key block not closed yet is replaced up to the end of the text: hold all of it.
+      const open = OPEN_KEY_BLOCK.exec(text);
+      if (open !== null) hold = Math.max(hold, text.length - open.index);
+    }
+    return Math.min(hold, text.length);
   }
 
   private redactSecrets(text: string, found: (needle: Needle) => void): string {

@@ -166,3 +166,28 @@ describe('OutputScanner: key patterns, without any secret', () => {
     expect(ms).toBeLessThan(1000);
   });
 });
+
+describe('OutputScanner.heldTail: what streamed output must hold back', () => {
+  const value = 'Zq9tok3nValue42';
+  const scanner = new OutputScanner([{ name: 'API_TOKEN', value: bytes(value) }]);
+  const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+
+  it('holds nothing after a finished line', () => {
+    expect(scanner.heldTail('all done\n')).toBe(0);
+  });
+
+  it('holds the start of a secret, in any spelling, also across a line break', () => {
+    expect(scanner.heldTail(`x ${value.slice(0, 5)}`)).toBe(5);
+    const hex = Buffer.from(value).toString('hex');
+    expect(scanner.heldTail(`x ${hex.slice(0, 6)}\n${hex.slice(6, 10)}\n`)).toBe(12);
+    expect(scanner.heldTail(latin1(`x=${encodeURIComponent(value).slice(0, 4)}`))).toBeGreaterThanOrEqual(4);
+  });
+
+  it('holds a key being written, the armour of a private key, and an open private key block', () => {
+    expect(scanner.heldTail(`token ${FAKE.github.slice(0, 12)}`)).toBe(12);
+    expect(scanner.heldTail('-----BEGIN RSA PRIV')).toBe(19);
+    const open = `before\n${FAKE.pem.slice(0, FAKE.pem.indexOf('-----END'))}`;
+    expect(scanner.heldTail(open)).toBe(open.length - 'before\n'.length);
+    expect(scanner.heldTail(`${FAKE.pem}\n`)).toBe(0);
+  });
+});

@@ -1,0 +1,59 @@
+import { CairnError } from '@cairn/contracts';
+import type { ExecResult } from '@cairn/sandbox';
+
+/*
+ * A session's file writes and reads run inside the sandbox, as its user: the path is checked
+ * there, where the links are — each component from the file up to its mount must not be a
+ * symbolic link, so neither a write nor a read ever leaves /work, /out or /tmp, whatever the
+ * workload made of them. Fixed scripts; the path travels as an argument, never inside the script (I-3).
+ */
+
+/** Exit codes of the scripts, each a precise refusal. */
+export const FILE_EXIT = { notFound: 2, outsideMounts: 3, symlink: 4, cannotWrite: 5, notRegular: 6 } as const;
+
+/** Walks from the path up to its mount; a link anywhere on the way refuses. */
+const NO_LINK_ON_PATH = [
+  'case "$p" in /work/*|/out/*|/tmp/*) ;; *) exit 3;; esac',
+  'd=$p',
+  'while :; do [ -L "$d" ] && exit 4; case "$d" in /work|/out|/tmp) break;; esac; d=${d%/*}; done',
+].join('\n');
+
+/** `sh -c <script> cairn-put-file <path> <mode>`: stdin becomes the file (its directories made), then its mode. */
+export function putFileCommand(path: string, mode: number): string[] {
+  const script = [
+    'p=$1; m=$2',
+    NO_LINK_ON_PATH,
+    '[ -e "$p" ] && [ ! -f "$p" ] && exit 6',
+    'mkdir -p "${p%/*}" || exit 5',
+    // The directories just made are checked again: nothing on the way may have become a link.
+    NO_LINK_ON_PATH,
+    'cat > "$p" || exit 5',
+    'chmod "$m" "$p" || exit 5',
+  ].join('\n');
+  return ['sh', '-c', script, 'cairn-put-file', path, mode.toString(8)];
+}
+
+/** `sh -c <script> cairn-get-file <path>`: the regular file's bytes on stdout. */
+export function getFileCommand(path: string): string[] {
+  const script = ['p=$1', NO_LINK_ON_PATH, '[ -e "$p" ] || exit 2', '[ -f "$p" ] || exit 6', 'exec cat "$p"'].join('\n');
+  return ['sh', '-c', script, 'cairn-get-file', path];
+}
+
+/** The refusal a file script's non-zero exit stands for. */
+export function fileCommandError(path: string, result: Pick<ExecResult, 'exitCode' | 'stderr'>): CairnError {
+  const details = { path };
+  switch (result.exitCode) {
+    case FILE_EXIT.notFound:
+      return new CairnError('E_NOT_FOUND', `${path} does not exist in the sandbox`, details);
+    case FILE_EXIT.outsideMounts:
+      return new CairnError('E_INPUT', `${path} is not under /work, /out or /tmp`, details);
+    case FILE_EXIT.symlink:
+      return new CairnError('E_INPUT', `${path}: a symbolic link is on the path inside the sandbox; links are refused`, details);
+    case FILE_EXIT.notRegular:
+      return new CairnError('E_INPUT', `${path} is not a regular file (a directory or a device)`, details);
+    default: {
+      const stderr = Buffer.from(result.stderr).toString('utf8').slice(0, 512);
+      return new CairnError('E_INPUT', `${path} could not be written or read in the sandbox (exit ${String(result.exitCode)}): ${stderr}`, details);
+    }
+  }
+}

@@ -1,0 +1,483 @@
+import { CairnError, isCairnError, parseEvidenceReceipt, SandboxIdSchema } from '@cairn/contracts';
+import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
+import { sha256Hex } from '@cairn/evidence';
+import type { EvidenceLog } from '@cairn/evidence-log';
+import { foldSandbox } from '@cairn/lifecycle';
+import type { SandboxView } from '@cairn/lifecycle';
+import type { CommandBus } from '@cairn/operational';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { createInbox, nuid } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import {
+  ChunkRequestSchema,
+  MAX_EXEC_STDIN_BYTES,
+  MAX_KEPT_OUTPUT_BYTES,
+  MAX_SANDBOX_FILE_BYTES,
+  OP_MESSAGE_HEADER,
+  OP_STREAM_HEADER,
+  OpEndSchema,
+  opSubject,
+  SANDBOX_CHUNK_BYTES,
+} from './sandbox-ops.schema.js';
+import type { OpEnd, SandboxOp } from './sandbox-ops.schema.js';
+import type { CreateSandboxInput, ExecCommand, ExecLimitHit, ExecOutcome, FileRead, FileWritten, OutputStream, SandboxReady, SandboxSessions } from './sandbox-sessions.port.js';
+
+export interface SandboxSessionsConfig {
+  /** The command bus' subject prefix (`cairn`): ops go to `<prefix>.cmd.sbxop.<worker id>`. */
+  commandSubjectPrefix?: string;
+  /** How long the intake command may take to answer; default 10 s. */
+  commandTimeoutMs?: number;
+  /** Added to an exec's own timeout (and the wait for its turn) before the caller gives up; default 5 min. */
+  opGraceMs?: number;
+  /**
+   * How long a sandbox whose create the caller stopped waiting for is still watched, to be deleted
+   * once ready; default 10 min (past it, its idle limit reaps it).
+   */
+  abandonedWatchMs?: number;
+}
+
+export interface SandboxSessionsDeps {
+  nc: NatsConnection;
+  log: EvidenceLog;
+  bus: CommandBus;
+  config?: SandboxSessionsConfig;
+}
+
+/** What a caller remembers of a sandbox once it has read its chain: it never changes for a live session. */
+interface KnownSandbox {
+  tenant: string;
+  workerId: string;
+}
+
+const LIMIT_CODES: readonly string[] = ['E_TIMEOUT', 'E_MEM_LIMIT', 'E_PROC_LIMIT', 'E_DISK_LIMIT'];
+/** Receipts after which a sandbox takes no operation. */
+const ENDING_TYPES: ReadonlySet<string> = new Set(['sandbox.destroyed', 'run.sealed', 'run.failed', 'sandbox.expired']);
+const DEFAULT_EXEC_TIMEOUT_SECONDS = 600;
+
+/**
+ * The NATS implementation of `SandboxSessions` (docs/adr/0006-sandbox-sessions.md): create goes
+ * through intake on the command bus and waits on the chain (an ordered consumer: stored receipts
+ * only) for `sandbox.created`; operations go to the worker holding the sandbox on its JetStream
+ * work-queue subject, and their answers — output chunks, then an `end` naming the op's receipt —
+ * come back on a core-NATS inbox. Every answer is checked against the receipt as stored.
+ */
+export async function openSandboxSessions(deps: SandboxSessionsDeps): Promise<SandboxSessions> {
+  const jsm = await jetstreamManager(deps.nc);
+  return new NatsSandboxSessions(deps, jsm, jsm.jetstream());
+}
+
+class NatsSandboxSessions implements SandboxSessions {
+  private readonly known = new Map<string, KnownSandbox>();
+  private readonly prefix: string;
+  private readonly commandTimeoutMs: number;
+  private readonly opGraceMs: number;
+  private readonly encoder = new TextEncoder();
+  private readonly pending = new Set<Subscription>();
+  private readonly abandonedWatchMs: number;
+  /** Ends the chain follows `close` must not wait out. */
+  private readonly closers = new Set<() => void>();
+  private closed = false;
+
+  constructor(
+    private readonly deps: SandboxSessionsDeps,
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+  ) {
+    this.prefix = deps.config?.commandSubjectPrefix ?? deps.bus.subjectPrefix;
+    this.commandTimeoutMs = deps.config?.commandTimeoutMs ?? 10_000;
+    this.opGraceMs = deps.config?.opGraceMs ?? 300_000;
+    this.abandonedWatchMs = deps.config?.abandonedWatchMs ?? 600_000;
+  }
+
+  async create(input: CreateSandboxInput, timeoutMs: number): Promise<SandboxReady> {
+    const deadline = Date.now() + timeoutMs;
+    const keySha = input.idempotencyKey === undefined ? undefined : sha256Hex(input.idempotencyKey);
+    const msgId = keySha === undefined ? `sbx-${nuid.next()}` : sha256Hex(`sandbox:${input.tenant}:${input.idempotencyKey}`);
+    const reply = await this.deps.bus.send(
+      'sandbox_create',
+      {
+        tenant: input.tenant,
+        requested_by: input.requestedBy,
+        spec: input.spec,
+        ...(keySha === undefined ? {} : { idempotency_key_sha256: keySha }),
+      },
+      // Not cut short by the caller's own wait: without intake's answer the sandbox would exist
+      // with nobody knowing its id (and so nobody to delete it when the caller has given up).
+      { msgId, timeoutMs: this.commandTimeoutMs },
+    );
+    if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
+    const sandboxId = reply.run_id;
+    const ready = await this.waitForReady(sandboxId, input, Math.max(0, deadline - Date.now()));
+    return { sandboxId, seq: ready };
+  }
+
+  /**
+   * Follows the chain from seq 1 (stored receipts only) until the sandbox is ready or ended. What
+   * the chain said of its placement is remembered, so the first operation need not read it again.
+   * A sandbox that is not ready in time, asked for without an idempotency key, is not left to its
+   * idle limit: once it is ready, it is deleted.
+   */
+  private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number): Promise<number> {
+    // An object, so the compiler does not narrow what the callback sets.
+    const placement: { workerId: string | null } = { workerId: null };
+    const outcome = await this.followChain(sandboxId, timeoutMs, (receipt) => {
+      if (receipt.type === 'run.scheduled') placement.workerId = receipt.worker_id;
+      return readinessOf(receipt);
+    });
+    if (outcome === null) {
+      // Under an idempotency key the caller may come back for it (a retry answers the same
+      // sandbox), so it is left to its idle limit; without one nobody will.
+      if (input.idempotencyKey === undefined) this.destroyOnceReady(sandboxId, input);
+      // Not ready in time: without a placement no runtime took it; with one, it did not start.
+      const code: ErrorCode = placement.workerId !== null ? 'E_SANDBOX_START' : 'E_RUNTIME_ABSENT';
+      throw new CairnError(code, `sandbox ${sandboxId} was not ready within ${timeoutMs} ms`, { sandboxId });
+    }
+    if (!outcome.ok) throw new CairnError(outcome.code, outcome.message, { sandboxId });
+    if (placement.workerId !== null) this.known.set(sandboxId, { tenant: input.tenant, workerId: placement.workerId });
+    return outcome.seq;
+  }
+
+  /**
+   * The caller gave up on a sandbox still starting: keep following its chain (for at most
+   * `abandonedWatchMs`) and delete it on the record the moment it is ready, so nothing nobody will
+   * use holds a worker slot until its idle limit. An ending before that needs nothing.
+   */
+  private destroyOnceReady(sandboxId: string, input: CreateSandboxInput): void {
+    if (this.closed) return;
+    void (async () => {
+      const ready = await this.followChain(sandboxId, this.abandonedWatchMs, readinessOf, () => this.closed);
+      if (ready?.ok !== true || this.closed) return;
+      await this.destroy(sandboxId, input.tenant, input.requestedBy);
+    })().catch(() => undefined);
+  }
+
+  /**
+   * An ordered consumer on the chain's subject from its first receipt: `decide` sees each stored
+   * receipt in order until it returns an answer. null when `timeoutMs` passes first.
+   */
+  private async followChain<T>(chainId: string, timeoutMs: number, decide: (receipt: EvidenceReceipt) => T | null, stopped?: () => boolean): Promise<T | null> {
+    const subject = this.deps.log.subjectFor(chainId);
+    const consumer = await this.js.consumers.get(this.deps.log.streamName, { filter_subjects: subject });
+    const messages = await consumer.consume({ max_messages: 64 });
+    const timer = setTimeout(() => void messages.close(), timeoutMs);
+    const closing = () => void messages.close();
+    if (stopped !== undefined) this.closers.add(closing);
+    try {
+      for await (const msg of messages) {
+        if (stopped?.() === true) return null;
+        const parsed = parseEvidenceReceipt(msg.json());
+        if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `an invalid receipt on ${chainId}: ${parsed.message}`, { sandboxId: chainId });
+        const answer = decide(parsed.receipt);
+        if (answer !== null) return answer;
+      }
+      return null;
+    } finally {
+      clearTimeout(timer);
+      this.closers.delete(closing);
+      await messages.close();
+    }
+  }
+
+  async exec(sandboxId: string, tenant: string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
+    if (command.argv.length === 0) throw new CairnError('E_INPUT', 'argv: at least one element', { sandboxId });
+    if (command.stdin !== undefined && command.stdin.byteLength > MAX_EXEC_STDIN_BYTES) {
+      throw new CairnError('E_TOO_LARGE', `stdin: at most ${MAX_EXEC_STDIN_BYTES} bytes`, { sandboxId });
+    }
+    const target = await this.liveSandbox(sandboxId, tenant);
+    const execId = `x${nuid.next().toLowerCase()}`;
+    const kept = { stdout: new ByteSink(MAX_KEPT_OUTPUT_BYTES), stderr: new ByteSink(MAX_KEPT_OUTPUT_BYTES) };
+    const timeoutSeconds = command.timeoutSeconds ?? DEFAULT_EXEC_TIMEOUT_SECONDS;
+    const { end, receipt } = await this.runOp(
+      target,
+      sandboxId,
+      tenant,
+      {
+        kind: 'exec',
+        exec_id: execId,
+        argv: command.argv,
+        ...(command.env === undefined ? {} : { env: command.env }),
+        ...(command.workdir === undefined ? {} : { workdir: command.workdir }),
+        ...(command.stdin === undefined ? {} : { stdin_b64: Buffer.from(command.stdin).toString('base64') }),
+        ...(command.timeoutSeconds === undefined ? {} : { timeout_seconds: command.timeoutSeconds }),
+      },
+      timeoutSeconds * 1000 + this.opGraceMs,
+      (msg) => {
+        const stream = msg.headers?.get(OP_STREAM_HEADER);
+        if (stream !== 'stdout' && stream !== 'stderr') return;
+        kept[stream].push(msg.data);
+        onOutput?.(stream, msg.data);
+      },
+    );
+    const completed = expectReceipt(receipt, 'sandbox.exec.completed', sandboxId);
+    if (completed.exec_id !== execId) throw new CairnError('E_INTERNAL', `the answer to exec ${execId} names ${completed.exec_id}`, { sandboxId });
+    checkChunks(end.chunks.stdout, kept.stdout.chunks, 'stdout', sandboxId);
+    checkChunks(end.chunks.stderr, kept.stderr.chunks, 'stderr', sandboxId);
+    const stdout = kept.stdout.bytes();
+    const stderr = kept.stderr.bytes();
+    if (sha256Hex(stdout) !== completed.stdout_sha256 || sha256Hex(stderr) !== completed.stderr_sha256) {
+      throw new CairnError('E_UNAVAILABLE', `the output of exec ${execId} does not match its receipt (seq ${completed.seq})`, { sandboxId, seq: completed.seq });
+    }
+    const errorCode = completed.error_code ?? null;
+    return {
+      execId,
+      exitCode: completed.exit_code,
+      stdout,
+      stderr,
+      stdoutBytes: completed.stdout_bytes,
+      stderrBytes: completed.stderr_bytes,
+      stdoutSha256: completed.stdout_sha256,
+      stderrSha256: completed.stderr_sha256,
+      truncated: completed.output_truncated,
+      durationMs: completed.duration_ms,
+      limitHit: errorCode !== null && LIMIT_CODES.includes(errorCode) ? (errorCode as ExecLimitHit) : null,
+      errorCode,
+      seq: completed.seq,
+      sandboxDestroyed: end.sandbox_destroyed,
+    };
+  }
+
+  async writeFile(sandboxId: string, tenant: string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten> {
+    if (content.byteLength > MAX_SANDBOX_FILE_BYTES) throw new CairnError('E_TOO_LARGE', `a file is at most ${MAX_SANDBOX_FILE_BYTES} bytes`, { sandboxId });
+    const target = await this.liveSandbox(sandboxId, tenant);
+    const sha256 = sha256Hex(content);
+    const chunks = Math.ceil(content.byteLength / SANDBOX_CHUNK_BYTES);
+    const dataSubject = createInbox();
+    // The runtime pulls the chunks, one request each, so nothing is sent that nobody reads.
+    const serving = this.deps.nc.subscribe(dataSubject, {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        const asked = ChunkRequestSchema.safeParse(safeJson(msg.data));
+        if (!asked.success || asked.data.index >= chunks) {
+          msg.respond(new Uint8Array(0));
+          return;
+        }
+        const from = asked.data.index * SANDBOX_CHUNK_BYTES;
+        msg.respond(content.subarray(from, Math.min(content.byteLength, from + SANDBOX_CHUNK_BYTES)));
+      },
+    });
+    this.pending.add(serving);
+    try {
+      const op = { kind: 'write' as const, path, bytes: content.byteLength, sha256, data_subject: dataSubject, chunks, ...(mode === undefined ? {} : { mode }) };
+      const { receipt } = await this.runOp(target, sandboxId, tenant, op, this.opGraceMs);
+      const written = expectReceipt(receipt, 'sandbox.file.written', sandboxId);
+      if (written.sha256 !== sha256 || written.bytes !== content.byteLength) {
+        throw new CairnError('E_UNAVAILABLE', `the file written to ${path} does not match what was sent (seq ${written.seq})`, { sandboxId, seq: written.seq });
+      }
+      return { path: written.path, bytes: written.bytes, sha256: written.sha256, seq: written.seq };
+    } finally {
+      serving.unsubscribe();
+      this.pending.delete(serving);
+    }
+  }
+
+  async readFile(sandboxId: string, tenant: string, path: string): Promise<FileRead> {
+    const target = await this.liveSandbox(sandboxId, tenant);
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    const { end, receipt } = await this.runOp(target, sandboxId, tenant, { kind: 'read', path }, this.opGraceMs, (msg) => {
+      if (msg.headers?.get(OP_MESSAGE_HEADER) !== 'data') return;
+      size += msg.data.byteLength;
+      if (size <= MAX_SANDBOX_FILE_BYTES) parts.push(msg.data);
+    });
+    const read = expectReceipt(receipt, 'sandbox.file.read', sandboxId);
+    checkChunks(end.chunks.data, parts.length, 'data', sandboxId);
+    const content = Buffer.concat(parts);
+    if (content.byteLength !== read.bytes || sha256Hex(content) !== read.sha256) {
+      throw new CairnError('E_UNAVAILABLE', `the file read from ${path} does not match its receipt (seq ${read.seq})`, { sandboxId, seq: read.seq });
+    }
+    return { path: read.path, content: new Uint8Array(content.buffer, content.byteOffset, content.byteLength), bytes: read.bytes, sha256: read.sha256, seq: read.seq };
+  }
+
+  async destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void> {
+    const view = await this.viewOf(sandboxId, tenant);
+    if (view.state !== 'READY' && view.state !== 'PENDING') return; // ended already: nothing to do
+    if (view.workerId === null) {
+      throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is not placed on a worker yet; delete it once it is ready`, { sandboxId, state: view.state });
+    }
+    try {
+      const { receipt } = await this.runOp({ tenant: view.tenant, workerId: view.workerId }, sandboxId, tenant, { kind: 'destroy', requested_by: requestedBy }, this.opGraceMs);
+      expectReceipt(receipt, 'sandbox.destroyed', sandboxId);
+    } catch (error) {
+      // Ended by something else meanwhile (a reap, a limit): deleting it again is not an error.
+      if (isCairnError(error) && error.code === 'E_CONFLICT') return;
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const sub of this.pending) sub.unsubscribe();
+    this.pending.clear();
+    // Watches of abandoned creates stop here; a delete already sent goes on without this instance.
+    for (const close of this.closers) close();
+    await Promise.resolve();
+  }
+
+  /** The sandbox's worker, once it is known to be this tenant's and ready (else 404 or 409). */
+  private async liveSandbox(sandboxId: string, tenant: string): Promise<KnownSandbox> {
+    const known = this.known.get(sandboxId);
+    if (known !== undefined && known.tenant === tenant) {
+      // The head alone says whether it still takes operations: one direct read.
+      const headType = await this.headType(sandboxId);
+      if (headType !== null && !ENDING_TYPES.has(headType)) return known;
+    }
+    const view = await this.viewOf(sandboxId, tenant);
+    if (view.state !== 'READY' || view.workerId === null || view.destroyReason !== null) {
+      throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${view.state === 'READY' ? 'ending' : view.state}: it takes no operation`, {
+        sandboxId,
+        state: view.state,
+      });
+    }
+    const live = { tenant: view.tenant, workerId: view.workerId };
+    this.known.set(sandboxId, live);
+    return live;
+  }
+
+  private async headType(sandboxId: string): Promise<string | null> {
+    const stored = await this.jsm.direct.getMessage(this.deps.log.streamName, { last_by_subj: this.deps.log.subjectFor(sandboxId) });
+    if (stored === null) return null;
+    const type = (safeJson(stored.data) as { type?: unknown } | null)?.type;
+    return typeof type === 'string' ? type : null;
+  }
+
+  /** The sandbox's view from its whole chain; another tenant's sandbox is not found, like an unknown one. */
+  private async viewOf(sandboxId: string, tenant: string): Promise<SandboxView> {
+    if (!SandboxIdSchema.safeParse(sandboxId).success) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
+    const receipts: unknown[] = [];
+    for await (const stored of this.deps.log.readChain(sandboxId)) receipts.push(stored.receipt);
+    const parsed = receipts.map((r) => {
+      const p = parseEvidenceReceipt(r);
+      return p.ok ? p.receipt : (r as EvidenceReceipt);
+    });
+    const view = foldSandbox(parsed);
+    if (view === null || view.tenant !== tenant) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
+    return view;
+  }
+
+  /**
+   * Publishes one op to the worker's work queue and waits for its `end` on a fresh inbox (every
+   * other message on it goes to `onMessage`, in order). Resolves with the op's receipt, read back
+   * from the stream by the sequence the `end` names.
+   */
+  private async runOp(
+    target: KnownSandbox,
+    sandboxId: string,
+    tenant: string,
+    op: SandboxOp['op'],
+    waitMs: number,
+    onMessage?: (msg: Msg) => void,
+  ): Promise<{ end: Extract<OpEnd, { ok: true }>; receipt: EvidenceReceipt }> {
+    const opId = nuid.next();
+    const replyTo = createInbox();
+    let sub: Subscription | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const ended = new Promise<OpEnd>((resolve, reject) => {
+      sub = this.deps.nc.subscribe(replyTo, {
+        callback: (error, msg) => {
+          if (error !== null) {
+            reject(new CairnError('E_UNAVAILABLE', `the answer to ${op.kind} on ${sandboxId} was lost: ${error.message}`, { sandboxId }));
+            return;
+          }
+          if (msg.headers?.get(OP_MESSAGE_HEADER) !== 'end') {
+            onMessage?.(msg);
+            return;
+          }
+          const parsed = OpEndSchema.safeParse(safeJson(msg.data));
+          if (parsed.success) resolve(parsed.data);
+          else reject(new CairnError('E_INTERNAL', `the answer to ${op.kind} on ${sandboxId} does not match its contract`, { sandboxId }));
+        },
+      });
+      timer = setTimeout(() => reject(new CairnError('E_UNAVAILABLE', `no answer to ${op.kind} on ${sandboxId} within ${waitMs} ms`, { sandboxId })), waitMs);
+    });
+    const payload: SandboxOp = { op_id: opId, sandbox_id: sandboxId, tenant, reply_to: replyTo, op };
+    try {
+      await this.js.publish(opSubject(this.prefix, target.workerId), this.encoder.encode(JSON.stringify(payload)), { msgID: opId, timeout: 5000 }).catch((error: unknown) => {
+        throw new CairnError('E_UNAVAILABLE', `cannot send ${op.kind} to ${sandboxId}'s worker: ${error instanceof Error ? error.message : String(error)}`, { sandboxId });
+      });
+      const end = await ended;
+      if (!end.ok) throw new CairnError(end.error.code, end.error.message, { ...end.error.details, sandboxId });
+      if (end.sandbox_destroyed) this.known.delete(sandboxId);
+      return { end, receipt: await this.storedReceipt(sandboxId, end.stream_seq, end.seq) };
+    } finally {
+      clearTimeout(timer);
+      sub?.unsubscribe();
+    }
+  }
+
+  /** The receipt at `streamSeq`, checked to be the chain's `seq`: an answer is only as good as what is stored. */
+  private async storedReceipt(sandboxId: string, streamSeq: number, seq: number): Promise<EvidenceReceipt> {
+    const stored = await this.jsm.direct.getMessage(this.deps.log.streamName, { seq: streamSeq });
+    const parsed = stored === null ? null : parseEvidenceReceipt(safeJson(stored.data));
+    if (stored === null || parsed === null || !parsed.ok || stored.subject !== this.deps.log.subjectFor(sandboxId) || parsed.receipt.seq !== seq) {
+      throw new CairnError('E_UNAVAILABLE', `the receipt ${sandboxId}:${seq} named by the runtime is not stored`, { sandboxId, seq });
+    }
+    return parsed.receipt;
+  }
+}
+
+type Readiness = { ok: true; seq: number } | { ok: false; code: ErrorCode; message: string };
+
+/** What one receipt of a new sandbox's chain says about its start; null while it is still starting. */
+function readinessOf(receipt: EvidenceReceipt): Readiness | null {
+  switch (receipt.type) {
+    case 'sandbox.created':
+      return { ok: true, seq: receipt.seq };
+    case 'policy.decided':
+      if (receipt.decision === 'allow') return null;
+      return { ok: false, code: receipt.error_code ?? 'E_POLICY_DENIED', message: `policy refused the sandbox: ${receipt.reasons.join('; ') || receipt.decision}` };
+    case 'run.failed':
+      return { ok: false, code: receipt.error_code, message: receipt.message };
+    case 'sandbox.destroyed':
+    case 'run.sealed':
+      return { ok: false, code: 'E_SANDBOX_START', message: `the sandbox ended before it was ready (${receipt.type})` };
+    default:
+      return null;
+  }
+}
+
+function expectReceipt<T extends 'sandbox.exec.completed' | 'sandbox.file.written' | 'sandbox.file.read' | 'sandbox.destroyed'>(
+  receipt: EvidenceReceipt,
+  type: T,
+  sandboxId: string,
+): EvidenceReceiptOf<T> {
+  if (receipt.type !== type || receipt.run_id !== sandboxId) {
+    throw new CairnError('E_INTERNAL', `expected ${type} on ${sandboxId}, the runtime named ${receipt.type} of ${receipt.run_id}`, { sandboxId });
+  }
+  return receipt as EvidenceReceiptOf<T>;
+}
+
+function checkChunks(sent: number, received: number, what: string, sandboxId: string): void {
+  if (sent !== received) throw new CairnError('E_UNAVAILABLE', `${received} of ${sent} ${what} chunks arrived`, { sandboxId });
+}
+
+function safeJson(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(data).toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Keeps the first `limit` bytes of a stream, as chunks arrive. */
+class ByteSink {
+  private readonly parts: Uint8Array[] = [];
+  private size = 0;
+  chunks = 0;
+
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Uint8Array): void {
+    this.chunks += 1;
+    const room = this.limit - this.size;
+    if (room <= 0) return;
+    const part = chunk.byteLength <= room ? chunk : chunk.subarray(0, room);
+    this.parts.push(part);
+    this.size += part.byteLength;
+  }
+
+  bytes(): Uint8Array {
+    const joined = Buffer.concat(this.parts);
+    return new Uint8Array(joined.buffer, joined.byteOffset, joined.byteLength);
+  }
+}

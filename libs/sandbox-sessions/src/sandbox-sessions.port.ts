@@ -1,0 +1,80 @@
+import type { SandboxSpec } from '@cairn/contracts';
+
+/*
+ * The seam between the sandbox-session backend and its callers (the REST gateway). Every
+ * method throws a CairnError with a taxonomy code, with details.sandboxId when one exists.
+ * Results are read back from the receipts on the sandbox's own chain (`sbx_…`).
+ */
+
+export interface SandboxReady {
+  sandboxId: string;
+  /** The seq of the sandbox.created receipt. */
+  seq: number;
+}
+
+export interface ExecCommand {
+  argv: string[];
+  env?: Record<string, string>;
+  workdir?: string;
+  stdin?: Uint8Array;
+  timeoutSeconds?: number;
+}
+
+export type ExecLimitHit = 'E_TIMEOUT' | 'E_MEM_LIMIT' | 'E_PROC_LIMIT' | 'E_DISK_LIMIT';
+
+export interface ExecOutcome {
+  execId: string;
+  exitCode: number | null;
+  /** At most 1 MiB kept per stream; stdoutBytes/stderrBytes count everything the program wrote. */
+  stdout: Uint8Array;
+  stderr: Uint8Array;
+  stdoutBytes: number;
+  stderrBytes: number;
+  stdoutSha256: string;
+  stderrSha256: string;
+  truncated: boolean;
+  durationMs: number;
+  limitHit: ExecLimitHit | null;
+  errorCode: string | null;
+  /** The seq of the sandbox.exec.completed receipt. */
+  seq: number;
+  /** True when this exec ended the sandbox (a limit hit destroys it). */
+  sandboxDestroyed: boolean;
+}
+
+export interface FileWritten {
+  path: string;
+  bytes: number;
+  sha256: string;
+  seq: number;
+}
+
+export interface FileRead {
+  path: string;
+  content: Uint8Array;
+  bytes: number;
+  sha256: string;
+  seq: number;
+}
+
+export interface CreateSandboxInput {
+  tenant: string;
+  /** The actor asking, e.g. `key:<key id>`. */
+  requestedBy: string;
+  spec: SandboxSpec;
+  idempotencyKey?: string;
+}
+
+export type OutputStream = 'stdout' | 'stderr';
+
+export interface SandboxSessions {
+  /** Appends through intake/policy/scheduler/runtime; resolves once sandbox.created is on the chain. */
+  create(input: CreateSandboxInput, timeoutMs: number): Promise<SandboxReady>;
+  exec(sandboxId: string, tenant: string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome>;
+  writeFile(sandboxId: string, tenant: string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten>;
+  readFile(sandboxId: string, tenant: string, path: string): Promise<FileRead>;
+  /** Idempotent: a destroyed sandbox resolves. */
+  destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void>;
+  /** Stops the subscriptions this instance holds (not the NATS connection, which the caller owns). */
+  close(): Promise<void>;
+}
