@@ -25,13 +25,14 @@ afterAll(async () => {
  * Every projection table, ordered, as JSON rows. Left out: `poison_events.recorded_at` and
  * `projection_positions.updated_at`, the wall-clock time a row was written, which differs
  * between a live write and a rebuild by nature. Every other column is compared, including
- * the receipt jsonb and the runs' times (those come from receipt `ts`, not the clock).
+ * the receipt jsonb and the runs' and sandboxes' times (those come from receipt `ts`, not the clock).
  */
 async function dump(dataSource: DataSource): Promise<Record<string, unknown[]>> {
   const rows = async (sql: string) => (await dataSource.query<{ row: unknown }[]>(sql)).map((r) => r.row);
   return {
     evidence_events: await rows('SELECT to_jsonb(t) AS row FROM evidence_events t ORDER BY stream_seq'),
     runs: await rows('SELECT to_jsonb(t) AS row FROM runs t ORDER BY run_id'),
+    sandboxes: await rows('SELECT to_jsonb(t) AS row FROM sandboxes t ORDER BY sandbox_id'),
     poison_events: await rows(`SELECT to_jsonb(t) - 'recorded_at' AS row FROM poison_events t ORDER BY stream_seq`),
     projection_positions: await rows(`SELECT to_jsonb(t) - 'updated_at' AS row FROM projection_positions t ORDER BY name`),
   };
@@ -73,12 +74,16 @@ describe('projections rebuilt from the stream (I-10)', () => {
     expect(live.evidence_events).toHaveLength(appended);
     expect(live.poison_events).toHaveLength(poisoned);
     expect(live.runs).toHaveLength(220);
+    // Every session folded past its first receipts: destroyed (an operation recorded), not a fault.
+    expect(live.sandboxes).toHaveLength(130);
+    const sessions = (live.sandboxes ?? []) as { state: string; operations: number }[];
+    expect(sessions.every((row) => row.state === 'DESTROYED' && row.operations === 3)).toBe(true);
 
     // Into a fresh database, by URL (it migrates itself).
     const fresh = await createTestDatabase('cairn_rebuild_fresh');
     try {
       const result = await rebuildProjections({ url: fresh.url, log: world.log });
-      expect(result).toMatchObject({ events: appended, poison: poisoned, runs: 220, lastStreamSeq: last });
+      expect(result).toMatchObject({ events: appended, poison: poisoned, runs: 220, sandboxes: 130, lastStreamSeq: last });
       const other = createDataSource(fresh.url, { poolSize: 1 });
       await other.initialize();
       try {
@@ -93,7 +98,7 @@ describe('projections rebuilt from the stream (I-10)', () => {
     // In place, over the live tables.
     const progress: number[] = [];
     const inPlace = await rebuildProjections({ dataSource: world.dataSource, log: world.log, progressEvery: 1000, onProgress: (p) => progress.push(p.streamSeq) });
-    expect(inPlace).toMatchObject({ events: appended, poison: poisoned, runs: 220, lastStreamSeq: last });
+    expect(inPlace).toMatchObject({ events: appended, poison: poisoned, runs: 220, sandboxes: 130, lastStreamSeq: last });
     expect(progress.length).toBeGreaterThanOrEqual(2);
     expect(await dump(world.dataSource)).toEqual(live);
   });

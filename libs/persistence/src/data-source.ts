@@ -3,12 +3,14 @@ import { EvidenceEventEntity } from './entities/evidence-event.entity.js';
 import { PoisonEventEntity } from './entities/poison-event.entity.js';
 import { ProjectionPositionEntity } from './entities/projection-position.entity.js';
 import { RunEntity } from './entities/run.entity.js';
+import { SandboxEntity } from './entities/sandbox.entity.js';
 import { EvidenceProjections1796004095823 } from './migrations/1796004095823-evidence-projections.migration.js';
 import { ReceiptAsJson1796007606211 } from './migrations/1796007606211-receipt-as-json.migration.js';
 import { RunBudgetColumns1796300000000 } from './migrations/1796300000000-run-budget-columns.migration.js';
+import { SandboxesProjection1796400000000 } from './migrations/1796400000000-sandboxes-projection.migration.js';
 
-export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, PoisonEventEntity, ProjectionPositionEntity];
-export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823, ReceiptAsJson1796007606211, RunBudgetColumns1796300000000];
+export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, SandboxEntity, PoisonEventEntity, ProjectionPositionEntity];
+export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823, ReceiptAsJson1796007606211, RunBudgetColumns1796300000000, SandboxesProjection1796400000000];
 export const MIGRATIONS_TABLE = 'cairn_migrations';
 
 export interface DataSourceOptions {

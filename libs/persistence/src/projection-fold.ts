@@ -1,9 +1,10 @@
 import { GENESIS_HASH } from '@cairn/contracts';
-import { evolveRun } from '@cairn/lifecycle';
+import { evolveRun, evolveSandbox } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
 import { POISON_RAW_LIMIT } from './poison-reason.constants.js';
 import type { PoisonReason } from './poison-reason.constants.js';
 import { checkReceipt } from './receipt-check.js';
+import type { SandboxRow } from './sandbox-row.mapper.js';
 
 /** One stream message as the projections read it (what `EvidenceLog.readAll` and a consumer yield). */
 export interface RawEvidenceMessage {
@@ -52,7 +53,7 @@ export interface RunRow {
 }
 
 export type FoldOutcome =
-  | { readonly kind: 'event'; readonly event: EvidenceEventRow; readonly run: RunRow | null }
+  | { readonly kind: 'event'; readonly event: EvidenceEventRow; readonly run: RunRow | null; readonly sandbox: SandboxRow | null }
   | { readonly kind: 'poison'; readonly poison: PoisonRow };
 
 /**
@@ -62,11 +63,12 @@ export type FoldOutcome =
  *
  * A message is projected only if it is a valid receipt that continues its chain (seq = head + 1,
  * prev_hash = head hash, same tenant). Anything else is poison: recorded, and it changes no chain,
- * so it never reaches `evidence_events` or `runs`.
+ * so it never reaches `evidence_events`, `runs` or `sandboxes`.
  */
 export class ProjectionFold {
   private readonly heads = new Map<string, ChainHead>();
   private readonly runs = new Map<string, RunRow>();
+  private readonly sandboxes = new Map<string, SandboxRow>();
 
   constructor(private readonly subjectPrefix: string) {}
 
@@ -78,12 +80,24 @@ export class ProjectionFold {
     this.runs.set(row.view.runId, row);
   }
 
+  seedSandbox(row: SandboxRow): void {
+    this.sandboxes.set(row.view.id, row);
+  }
+
   get runCount(): number {
     return this.runs.size;
   }
 
   allRuns(): IterableIterator<RunRow> {
     return this.runs.values();
+  }
+
+  get sandboxCount(): number {
+    return this.sandboxes.size;
+  }
+
+  allSandboxes(): IterableIterator<SandboxRow> {
+    return this.sandboxes.values();
   }
 
   apply(message: RawEvidenceMessage): FoldOutcome {
@@ -117,6 +131,15 @@ export class ProjectionFold {
       }
       this.runs.set(chainId, run);
     }
+    let sandbox: SandboxRow | null = null;
+    if (chainId.startsWith('sbx_')) {
+      try {
+        sandbox = { view: evolveSandbox(this.sandboxes.get(chainId)?.view ?? null, receipt), lastStreamSeq: message.streamSeq };
+      } catch (error) {
+        return poison(message, chainId, 'lifecycle_error', error instanceof Error ? error.message : String(error));
+      }
+      this.sandboxes.set(chainId, sandbox);
+    }
     this.heads.set(chainId, { seq: receipt.seq, hash: receipt.hash, tenant: receipt.tenant });
     const event: EvidenceEventRow = {
       streamSeq: message.streamSeq,
@@ -131,7 +154,7 @@ export class ProjectionFold {
       hash: receipt.hash,
       receiptJson: check.text,
     };
-    return { kind: 'event', event, run };
+    return { kind: 'event', event, run, sandbox };
   }
 }
 

@@ -12,6 +12,8 @@ import type { EvidenceEventRow, PoisonRow, RawEvidenceMessage, RunRow } from './
 import { EVIDENCE_PROJECTION, PROJECTION_LOCK_SQL } from './projection-lock.constants.js';
 import { RUN_COLUMNS, runValues } from './run-row.mapper.js';
 import { safeText } from './safe-text.js';
+import { SANDBOX_COLUMNS, sandboxValues } from './sandbox-row.mapper.js';
+import type { SandboxRow, SandboxValue } from './sandbox-row.mapper.js';
 
 /** What a rebuild reads: `EvidenceLog` from `@cairn/evidence-log` is one. */
 export interface ProjectionSource {
@@ -44,6 +46,8 @@ export interface RebuildResult {
   poison: number;
   /** Rows now in `runs`. */
   runs: number;
+  /** Rows now in `sandboxes`. */
+  sandboxes: number;
   /** The position the projections now stand at: the stream's last sequence when the rebuild began. */
   lastStreamSeq: number;
   durationMs: number;
@@ -87,7 +91,7 @@ function rebuildWith(dataSource: DataSource, options: RebuildOptions): Promise<R
       await client.query(`SET LOCAL cairn.projection_rebuild = 'on'`);
       // Read after the lock: whatever a live batch committed before us is on the stream by now.
       const lastStreamSeq = await options.log.lastStreamSeq();
-      await client.query('TRUNCATE evidence_events, runs, poison_events, projection_positions');
+      await client.query('TRUNCATE evidence_events, runs, sandboxes, poison_events, projection_positions');
 
       const fold = new ProjectionFold(options.log.subjectPrefix);
       const poison: PoisonRow[] = [];
@@ -100,12 +104,20 @@ function rebuildWith(dataSource: DataSource, options: RebuildOptions): Promise<R
       for (const create of indexes) await client.query(create);
       await copyInto(client, `COPY poison_events (${POISON_COLUMNS}) FROM STDIN FREEZE`, chunked(poison.map(poisonLine)));
       await copyInto(client, `COPY runs (${RUN_COLUMNS.join(', ')}) FROM STDIN FREEZE`, chunked(mapIterable(fold.allRuns(), runLine)));
+      await copyInto(client, `COPY sandboxes (${SANDBOX_COLUMNS.join(', ')}) FROM STDIN FREEZE`, chunked(mapIterable(fold.allSandboxes(), sandboxLine)));
       await client.query('INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, $3)', [
         EVIDENCE_PROJECTION,
         options.log.streamName,
         lastStreamSeq,
       ]);
-      return { events: counts.events, poison: poison.length, runs: fold.runCount, lastStreamSeq, durationMs: performance.now() - started };
+      return {
+        events: counts.events,
+        poison: poison.length,
+        runs: fold.runCount,
+        sandboxes: fold.sandboxCount,
+        lastStreamSeq,
+        durationMs: performance.now() - started,
+      };
     }),
   );
 }
@@ -191,14 +203,19 @@ function poisonLine(p: PoisonRow): string {
   ]);
 }
 
+function copyValue(value: SandboxValue): string {
+  if (typeof value === 'boolean') return copyBoolean(value);
+  if (typeof value === 'number') return copyNumber(value);
+  return copyText(value);
+}
+
 function runLine(run: RunRow): string {
-  return copyLine(
-    runValues(run).map((value) => {
-      if (typeof value === 'boolean') return copyBoolean(value);
-      if (typeof value === 'number') return copyNumber(value);
-      return copyText(value);
-    }),
-  );
+  return copyLine(runValues(run).map(copyValue));
+}
+
+/** jsonb columns go as their JSON text, which COPY parses like any other input. */
+function sandboxLine(sandbox: SandboxRow): string {
+  return copyLine(sandboxValues(sandbox).map(copyValue));
 }
 
 function* mapIterable<T, U>(items: Iterable<T>, map: (item: T) => U): Generator<U> {

@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDataSource, runMigrations } from './data-source.js';
 import { RunEntity } from './entities/run.entity.js';
+import { SandboxEntity } from './entities/sandbox.entity.js';
 import type { RawEvidenceMessage } from './projection-fold.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { checkSchemaMatchesEntities } from './schema-check.js';
@@ -61,16 +62,15 @@ describe('migrations', () => {
     const ds = createDataSource(scratch.url, { poolSize: 2 });
     try {
       await ds.initialize();
-      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000']);
+      const all = ['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000'];
+      expect(await runMigrations(ds)).toEqual(all);
       expect(await runMigrations(ds)).toEqual([]);
-      await ds.undoLastMigration();
-      await ds.undoLastMigration();
-      await ds.undoLastMigration();
+      for (let i = 0; i < all.length; i++) await ds.undoLastMigration();
       const left = await ds.query<{ n: number }[]>(
-        `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN ('evidence_events', 'runs', 'poison_events', 'projection_positions')`,
+        `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN ('evidence_events', 'runs', 'sandboxes', 'poison_events', 'projection_positions')`,
       );
       expect(left[0]!.n).toBe(0);
-      expect(await runMigrations(ds)).toEqual(['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000']);
+      expect(await runMigrations(ds)).toEqual(all);
       expect((await checkSchemaMatchesEntities(ds)).matches).toBe(true);
     } finally {
       await ds.destroy();
@@ -121,7 +121,7 @@ describe('ProjectionWriter', () => {
     expect(await count('evidence_events')).toBe(27);
   });
 
-  it('folds runs into the runs table and leaves sandbox chains out of it', async () => {
+  it('folds runs into the runs table and sandbox chains into the sandboxes table', async () => {
     const runs = await dataSource.getRepository(RunEntity).find({ order: { runId: 'ASC' } });
     expect(runs.map((r) => [r.runId, r.state, r.sealed, r.eventCount])).toEqual([
       ['run_w1', 'SEALED', true, 14],
@@ -129,6 +129,12 @@ describe('ProjectionWriter', () => {
     ]);
     expect(runs[0]!.lastStreamSeq).toBeGreaterThan(runs[1]!.lastStreamSeq);
     expect(runs[0]!.createdAt).toBeInstanceOf(Date);
+    // Written over two batches (20, then the rest): the second folded on from the stored row.
+    const sandboxes = await dataSource.getRepository(SandboxEntity).find();
+    expect(sandboxes.map((s) => [s.sandboxId, s.state, s.destroyReason, s.operations, s.headSeq, s.caps, s.network])).toEqual([
+      ['sbx_w1', 'DESTROYED', 'deleted', 3, 8, { wall_seconds: 600, memory_mib: 512, pids: 64, disk_mib: 256, cpus: 1 }, 'none'],
+    ]);
+    expect(sandboxes[0]!.readyAt).toBeInstanceOf(Date);
   });
 
   it('records poison with its reason and keeps projecting good messages after it', async () => {

@@ -8,6 +8,8 @@ import { EVIDENCE_PROJECTION, PROJECTION_LOCK_SQL } from './projection-lock.cons
 import { RUN_COLUMN_TYPES, RUN_COLUMNS, RUN_SELECT_COLUMNS, runRowFromDb, runValues } from './run-row.mapper.js';
 import type { RunDbRow } from './run-row.mapper.js';
 import { safeText } from './safe-text.js';
+import { SANDBOX_COLUMN_TYPES, SANDBOX_COLUMNS, SANDBOX_SELECT_COLUMNS, sandboxRowFromDb, sandboxValues } from './sandbox-row.mapper.js';
+import type { SandboxDbRow, SandboxRow } from './sandbox-row.mapper.js';
 
 export interface ProjectionWriterOptions {
   /** The JetStream stream the projections follow; the position row must name the same one. */
@@ -16,7 +18,7 @@ export interface ProjectionWriterOptions {
 }
 
 export interface BatchResult {
-  /** Receipts written to `evidence_events` (and `runs`). */
+  /** Receipts written to `evidence_events` (and `runs`, `sandboxes`). */
   projected: number;
   /** Messages written to `poison_events`. */
   poison: number;
@@ -80,17 +82,20 @@ export class ProjectionWriter {
     const events: EvidenceEventRow[] = [];
     const poison: PoisonRow[] = [];
     const runs = new Map<string, RunRow>();
+    const sandboxes = new Map<string, SandboxRow>();
     for (const message of contiguous) {
       const outcome = fold.apply(message);
       if (outcome.kind === 'poison') poison.push(outcome.poison);
       else {
         events.push(outcome.event);
         if (outcome.run !== null) runs.set(outcome.run.view.runId, outcome.run);
+        if (outcome.sandbox !== null) sandboxes.set(outcome.sandbox.view.id, outcome.sandbox);
       }
     }
     await insertEvents(client, events);
     await insertPoison(client, poison);
     await upsertRuns(client, [...runs.values()]);
+    await upsertSandboxes(client, [...sandboxes.values()]);
     const last = next - 1;
     await client.query('UPDATE projection_positions SET last_stream_seq = $2, updated_at = now() WHERE name = $1', [
       EVIDENCE_PROJECTION,
@@ -120,7 +125,7 @@ export class ProjectionWriter {
     return row.last;
   }
 
-  /** Loads the heads (every chain) and views (runs) of the chains the batch touches. */
+  /** Loads the heads (every chain) and views (runs, sandboxes) of the chains the batch touches. */
   private async seed(client: pg.PoolClient, fold: ProjectionFold, messages: readonly RawEvidenceMessage[]): Promise<void> {
     const prefix = `${this.options.subjectPrefix}.`;
     const chainIds = [...new Set(messages.map((m) => m.subject).filter((s) => s.startsWith(prefix)).map((s) => s.slice(prefix.length)))];
@@ -135,9 +140,15 @@ export class ProjectionWriter {
     );
     for (const head of heads.rows) fold.seedHead(head.chain_id, { seq: head.seq, hash: head.hash, tenant: head.tenant });
     const runIds = chainIds.filter((id) => id.startsWith('run_'));
-    if (runIds.length === 0) return;
-    const runs = await client.query<RunDbRow>(`SELECT ${RUN_SELECT_COLUMNS} FROM runs WHERE run_id = ANY($1::text[])`, [runIds]);
-    for (const row of runs.rows) fold.seedRun(runRowFromDb(row));
+    if (runIds.length > 0) {
+      const runs = await client.query<RunDbRow>(`SELECT ${RUN_SELECT_COLUMNS} FROM runs WHERE run_id = ANY($1::text[])`, [runIds]);
+      for (const row of runs.rows) fold.seedRun(runRowFromDb(row));
+    }
+    const sandboxIds = chainIds.filter((id) => id.startsWith('sbx_'));
+    if (sandboxIds.length > 0) {
+      const sandboxes = await client.query<SandboxDbRow>(`SELECT ${SANDBOX_SELECT_COLUMNS} FROM sandboxes WHERE sandbox_id = ANY($1::text[])`, [sandboxIds]);
+      for (const row of sandboxes.rows) fold.seedSandbox(sandboxRowFromDb(row));
+    }
   }
 }
 
@@ -191,6 +202,20 @@ async function upsertRuns(client: pg.PoolClient, runs: readonly RunRow[]): Promi
     .join(', ');
   await client.query(
     `INSERT INTO runs (${RUN_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT (run_id) DO UPDATE SET ${updates}`,
+    columns,
+  );
+}
+
+async function upsertSandboxes(client: pg.PoolClient, sandboxes: readonly SandboxRow[]): Promise<void> {
+  if (sandboxes.length === 0) return;
+  const values = sandboxes.map(sandboxValues);
+  const columns = SANDBOX_COLUMNS.map((_, i) => values.map((row) => row[i] ?? null));
+  const unnest = SANDBOX_COLUMNS.map((column, i) => `$${i + 1}::${SANDBOX_COLUMN_TYPES[column]}[]`).join(', ');
+  const updates = SANDBOX_COLUMNS.filter((c) => c !== 'sandbox_id')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
+  await client.query(
+    `INSERT INTO sandboxes (${SANDBOX_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT (sandbox_id) DO UPDATE SET ${updates}`,
     columns,
   );
 }

@@ -50,9 +50,10 @@ describe('the run budget columns', () => {
         ['run_bc2', null, 0.5, '2026-01-01T00:00:04.000Z', '2026-01-01T00:00:07.000Z'],
       ]);
 
-      // Down drops the columns; up adds them and backfills from evidence_events.
+      // Down (past the sandboxes projection, which came after) drops the columns; up adds them and backfills from evidence_events.
       await ds.undoLastMigration();
-      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000']);
+      await ds.undoLastMigration();
+      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000']);
       expect(await read()).toEqual(projected);
     } finally {
       await ds.destroy();

@@ -1,0 +1,137 @@
+import { CairnError, ErrorCodeSchema } from '@cairn/contracts';
+import type { SandboxSpec } from '@cairn/contracts';
+import { KeyedSerialQueue } from '@cairn/evidence-log';
+import type { ExecOutcome, OutputStream, SandboxSessions } from '@cairn/sandbox-sessions';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Principal } from '../auth/api-key.store.js';
+import { SandboxReadsRepository } from './sandbox-reads.repository.js';
+import { GATEWAY_SANDBOX_SESSIONS } from './sandbox-sessions.token.js';
+import type { ExecRequest, ExecResult, FileWrittenAnswer, Sandbox } from './sandboxes.schemas.js';
+
+/** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start). */
+export const CREATE_TIMEOUT_MS = 60_000;
+/** How long an answer waits for the projection to show what the operation appended. */
+const PROJECTION_WAIT_MS = 10_000;
+
+/** What an exec answers besides its output: the contract's ExecResult without stdout and stderr. */
+export type ExecSummary = Omit<ExecResult, 'stdout' | 'stderr'>;
+
+const LOSSY_UTF8 = new TextDecoder('utf-8');
+
+function actorOf(principal: Principal): string {
+  return `key:${principal.keyId}`;
+}
+
+/** The outcome of an exec as the REST answer summarises it (the bytes go out separately). */
+export function execSummary(outcome: ExecOutcome): ExecSummary {
+  return {
+    execId: outcome.execId,
+    exitCode: outcome.exitCode,
+    stdoutBytes: outcome.stdoutBytes,
+    stderrBytes: outcome.stderrBytes,
+    stdoutSha256: outcome.stdoutSha256,
+    stderrSha256: outcome.stderrSha256,
+    truncated: outcome.truncated,
+    durationMs: outcome.durationMs,
+    limitHit: outcome.limitHit,
+    errorCode: outcome.errorCode === null ? null : ErrorCodeSchema.parse(outcome.errorCode),
+    seq: outcome.seq,
+    sandboxState: outcome.sandboxDestroyed ? 'DESTROYED' : 'READY',
+  };
+}
+
+/** The whole JSON answer of an exec: its output as UTF-8 text (invalid bytes replaced). */
+export function execResult(outcome: ExecOutcome): ExecResult {
+  return { ...execSummary(outcome), stdout: LOSSY_UTF8.decode(outcome.stdout), stderr: LOSSY_UTF8.decode(outcome.stderr) };
+}
+
+/**
+ * The gateway's side of interactive sandbox sessions: each operation is checked against the
+ * caller's tenant and the sandbox's projected state, then handed to the sessions backend (which
+ * records it on the sandbox's chain). Operations on one sandbox run one at a time, in arrival
+ * order: a second request waits its turn rather than being refused.
+ */
+@Injectable()
+export class SandboxOperations {
+  private readonly perSandbox = new KeyedSerialQueue();
+
+  constructor(
+    @Inject(GATEWAY_SANDBOX_SESSIONS) private readonly sessions: SandboxSessions,
+    private readonly reads: SandboxReadsRepository,
+  ) {}
+
+  async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined): Promise<Sandbox> {
+    const ready = await this.sessions.create(
+      { tenant: principal.tenant, requestedBy: actorOf(principal), spec, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) },
+      CREATE_TIMEOUT_MS,
+    );
+    return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);
+  }
+
+  exec(principal: Principal, sandboxId: string, request: ExecRequest, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
+    return this.whenReady(principal.tenant, sandboxId, () =>
+      this.sessions.exec(
+        sandboxId,
+        principal.tenant,
+        {
+          argv: request.argv,
+          ...(request.env === undefined ? {} : { env: request.env }),
+          ...(request.workdir === undefined ? {} : { workdir: request.workdir }),
+          ...(request.stdin === undefined ? {} : { stdin: new TextEncoder().encode(request.stdin) }),
+          ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
+        },
+        onOutput,
+      ),
+    );
+  }
+
+  async writeFile(principal: Principal, sandboxId: string, path: string, content: Uint8Array, mode: number | undefined): Promise<FileWrittenAnswer> {
+    const written = await this.whenReady(principal.tenant, sandboxId, () => this.sessions.writeFile(sandboxId, principal.tenant, path, content, mode));
+    return { path: written.path, bytes: written.bytes, sha256: written.sha256, seq: written.seq };
+  }
+
+  readFile(principal: Principal, sandboxId: string, path: string) {
+    return this.whenReady(principal.tenant, sandboxId, () => this.sessions.readFile(sandboxId, principal.tenant, path));
+  }
+
+  /** Idempotent: a sandbox that has ended answers its view as it is. */
+  destroy(principal: Principal, sandboxId: string): Promise<Sandbox> {
+    return this.perSandbox.run(sandboxId, async () => {
+      const view = await this.reads.getSandbox(principal.tenant, sandboxId);
+      if (view.state !== 'READY' && view.state !== 'PENDING') return view;
+      await this.sessions.destroy(sandboxId, principal.tenant, actorOf(principal));
+      return this.viewEnded(principal.tenant, sandboxId);
+    });
+  }
+
+  /** Runs `operation` in the sandbox's turn, once it is known to be the tenant's and READY. */
+  private whenReady<T>(tenant: string, sandboxId: string, operation: () => Promise<T>): Promise<T> {
+    return this.perSandbox.run(sandboxId, async () => {
+      const view = await this.reads.getSandbox(tenant, sandboxId);
+      if (view.state !== 'READY') {
+        throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${view.state}, not READY`, { sandboxId, state: view.state });
+      }
+      return operation();
+    });
+  }
+
+  /** The view once the projection holds receipt `seq`: an answer reads its own write. */
+  private async viewAt(tenant: string, sandboxId: string, seq: number): Promise<Sandbox> {
+    const view = await this.reads.waitForSeq(tenant, sandboxId, seq, PROJECTION_WAIT_MS);
+    if (view === null) throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is ready but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });
+    return view;
+  }
+
+  /** The view once the projection shows the sandbox ended. */
+  private async viewEnded(tenant: string, sandboxId: string): Promise<Sandbox> {
+    const deadline = Date.now() + PROJECTION_WAIT_MS;
+    for (;;) {
+      const view = await this.reads.getSandbox(tenant, sandboxId);
+      if (view.state !== 'READY' && view.state !== 'PENDING') return view;
+      if (Date.now() > deadline) {
+        throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is destroyed but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}

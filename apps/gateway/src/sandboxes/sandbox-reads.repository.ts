@@ -1,0 +1,99 @@
+import { CairnError, ImageRefSchema, SandboxIdSchema } from '@cairn/contracts';
+import { SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from '@cairn/persistence';
+import type { SandboxDbRow } from '@cairn/persistence';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { decodePageCursor, encodePageCursor } from '../runs/run-cursor.codec.js';
+import { queryProjections } from '../runs/run-reads.repository.js';
+import { SandboxDestroyReasonSchema, SandboxStateSchema } from './sandboxes.schemas.js';
+import type { Sandbox, SandboxList, SandboxState } from './sandboxes.schemas.js';
+
+/** A row as the REST view (the projector's own mapping, then the API's shapes); an unknown value fails loudly. */
+export function toSandbox(row: SandboxDbRow): Sandbox {
+  const { view } = sandboxRowFromDb(row);
+  return {
+    id: SandboxIdSchema.parse(view.id),
+    tenant: view.tenant,
+    state: SandboxStateSchema.parse(view.state),
+    image: view.image === null ? null : ImageRefSchema.parse(view.image),
+    imageId: view.imageId,
+    caps: view.caps,
+    network: view.network,
+    workerId: view.workerId,
+    createdAt: view.createdAt,
+    readyAt: view.readyAt,
+    expiresAt: view.expiresAt,
+    idleSeconds: view.idleSeconds,
+    lastActivityAt: view.lastActivityAt,
+    operations: view.operations,
+    destroyReason: view.destroyReason === null ? null : SandboxDestroyReasonSchema.parse(view.destroyReason),
+    errorCode: view.errorCode,
+    headSeq: view.headSeq,
+    headHash: view.headHash,
+    sealed: view.sealed,
+  };
+}
+
+/**
+ * Reads of the `sandboxes` projection the projector writes: plain SQL, read only, every read
+ * scoped to the caller's tenant (another tenant's sandbox is not there: 404).
+ */
+@Injectable()
+export class SandboxReadsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** The sandbox, or null when it is unknown or another tenant's (the caller answers 404 for both). */
+  async findSandbox(tenant: string, sandboxId: string): Promise<Sandbox | null> {
+    const [row] = await queryProjections<SandboxDbRow>(this.dataSource, `SELECT ${SANDBOX_SELECT_COLUMNS} FROM sandboxes WHERE sandbox_id = $1 AND tenant = $2`, [
+      sandboxId,
+      tenant,
+    ]);
+    return row === undefined ? null : toSandbox(row);
+  }
+
+  async getSandbox(tenant: string, sandboxId: string): Promise<Sandbox> {
+    const sandbox = await this.findSandbox(tenant, sandboxId);
+    if (sandbox === null) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
+    return sandbox;
+  }
+
+  /** Newest first, by (created_at, sandbox_id) — the order of the `ix_sandboxes_tenant_created` index. */
+  async listSandboxes(tenant: string, options: { limit: number; cursor?: string | undefined; state?: SandboxState | undefined }): Promise<SandboxList> {
+    const parameters: unknown[] = [tenant];
+    const where = ['tenant = $1'];
+    if (options.state !== undefined) {
+      parameters.push(options.state);
+      where.push(`state = $${parameters.length}`);
+    }
+    if (options.cursor !== undefined) {
+      const cursor = decodePageCursor(options.cursor, SandboxIdSchema);
+      parameters.push(cursor.createdAt, cursor.id);
+      where.push(`(created_at, sandbox_id) < ($${parameters.length - 1}::timestamptz, $${parameters.length})`);
+    }
+    parameters.push(options.limit + 1);
+    const rows = await queryProjections<SandboxDbRow>(
+      this.dataSource,
+      `SELECT ${SANDBOX_SELECT_COLUMNS} FROM sandboxes WHERE ${where.join(' AND ')} ORDER BY created_at DESC, sandbox_id DESC LIMIT $${parameters.length}`,
+      parameters,
+    );
+    const items = rows.slice(0, options.limit).map(toSandbox);
+    const last = items.at(-1);
+    const more = rows.length > options.limit;
+    return { items, nextCursor: more && last !== undefined ? encodePageCursor({ createdAt: last.createdAt, id: last.id }) : null };
+  }
+
+  /**
+   * Waits (polling, at most `timeoutMs`) until the projection holds the sandbox's receipt `seq`
+   * (the one an operation just appended), so the answer that follows reads its own write. Null
+   * when it did not get there in time.
+   */
+  async waitForSeq(tenant: string, sandboxId: string, seq: number, timeoutMs: number, intervalMs = 10): Promise<Sandbox | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const sandbox = await this.findSandbox(tenant, sandboxId);
+      if (sandbox !== null && sandbox.headSeq >= seq) return sandbox;
+      if (Date.now() + intervalMs > deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  }
+}
