@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure what Cairn and its tests need is installed and answering on this machine:
 # NATS with JetStream (127.0.0.1:4222), PostgreSQL (127.0.0.1:5432, role and database `cairn`),
-# and a Docker engine (/var/run/docker.sock). Starts what it can; installs from Debian's
-# packages what is absent (needs root). A no-op when everything already answers.
+# a Docker engine (/var/run/docker.sock), and Chromium for the dashboard's browser tests. Starts
+# what it can; installs from Debian's packages what is absent (needs root). A no-op when
+# everything already answers.
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -60,4 +61,12 @@ if ! dpkg -s busybox-static >/dev/null 2>&1; then
   apt_install busybox-static
 fi
 
-log "NATS, PostgreSQL and Docker are answering"
+# --- Chromium -------------------------------------------------------------------------------
+# The dashboard's browser tests (apps/dashboard/test) drive Debian's Chromium with playwright-core;
+# no browser is ever downloaded by a tool of its own.
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/lib/chromium/chromium ]; then
+  log "installing chromium"
+  apt_install chromium
+fi
+
+log "NATS, PostgreSQL, Docker and Chromium are there"

@@ -27,6 +27,10 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
     /** Event streams open at once; past it a new one is E_RATE_LIMITED. */
     CAIRN_GATEWAY_MAX_STREAMS: z.coerce.number().int().min(1).max(100_000).default(256),
+    /** The dashboard's build (index.html and assets/); absent: the `dist/` of the @cairn/dashboard workspace. */
+    CAIRN_DASHBOARD_DIR: z.string().min(1).optional(),
+    /** The policy document the policy service runs with (the same variable); absent: the built-in default. Read by GET /v1/policy. */
+    CAIRN_POLICY_FILE: z.string().min(1).optional(),
   });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

@@ -1,5 +1,6 @@
 import { CommandBus, WorkerRegistry } from '@cairn/operational';
 import { JsonLogger } from '@cairn/service-kit';
+import type { SandboxSessions } from '@cairn/sandbox-sessions';
 import type { SecretStore } from '@cairn/secret-store';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Module } from '@nestjs/common';
@@ -13,12 +14,17 @@ import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
 import { HealthService } from './health/health.service.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
+import { PolicyController } from './policy/policy.controller.js';
 import { RunApprovalsController } from './runs/run-approvals.controller.js';
 import { RunApprovals } from './runs/run-approvals.service.js';
 import { RunCommands } from './runs/run-commands.service.js';
 import { RunEventStreams } from './runs/run-event-streams.service.js';
 import { RunReadsRepository } from './runs/run-reads.repository.js';
 import { RunsController } from './runs/runs.controller.js';
+import { SandboxOperations } from './sandboxes/sandbox-operations.service.js';
+import { SandboxReadsRepository } from './sandboxes/sandbox-reads.repository.js';
+import { GATEWAY_SANDBOX_SESSIONS } from './sandboxes/sandbox-sessions.token.js';
+import { SandboxesController } from './sandboxes/sandboxes.controller.js';
 import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
 import { SecretsController } from './secrets/secrets.controller.js';
 import { WorkersController } from './workers/workers.controller.js';
@@ -35,6 +41,8 @@ export interface GatewayResources {
   logger: JsonLogger;
   /** The secret store; null when the gateway has no key file (its routes answer E_UNAVAILABLE). */
   secrets: SecretStore | null;
+  /** Interactive sandbox sessions (`/v1/sandboxes…`). */
+  sandboxes: SandboxSessions;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -43,7 +51,7 @@ export class GatewayModule {
   static forRoot(resources: GatewayResources): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [RunsController, RunApprovalsController, WorkersController, SecretsController, WebhooksController, HealthController, OpenApiController],
+      controllers: [RunsController, SandboxesController, RunApprovalsController, WorkersController, SecretsController, WebhooksController, HealthController, OpenApiController, PolicyController],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
         { provide: GATEWAY_NATS, useValue: resources.nc },
@@ -52,12 +60,15 @@ export class GatewayModule {
         { provide: WorkerRegistry, useValue: resources.registry },
         { provide: JsonLogger, useValue: resources.logger },
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
+        { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },
         { provide: GatewayWebhooks, useFactory: () => GatewayWebhooks.open(resources.config, resources.logger) },
         ApiKeyRepository,
         RunReadsRepository,
         RunCommands,
         RunApprovals,
         RunEventStreams,
+        SandboxReadsRepository,
+        SandboxOperations,
         HealthService,
         { provide: APP_GUARD, useClass: ApiKeyGuard },
       ],

@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '@cairn/contracts';
+import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, WorkerRegistry } from '@cairn/operational';
+import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -10,13 +12,15 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { DataSource } from 'typeorm';
 import { ensureApiKey } from './auth/api-key.store.js';
+import { dashboardDir, registerDashboard } from './dashboard/dashboard.routes.js';
 import { CairnExceptionFilter } from './errors/cairn-exception.filter.js';
 import { createGatewayDataSource, runGatewayMigrations } from './gateway-data-source.js';
 import { BODY_LIMIT_BYTES } from './gateway.config.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GatewayModule } from './gateway.module.js';
-import { handleClientError } from './http/client-error.handler.js';
+import { handleBadUrl, handleClientError } from './http/client-error.handler.js';
 import { InputValidationPipe } from './http/input-validation.pipe.js';
+import { registerFileBodyParser } from './sandboxes/file-body.parser.js';
 import { openGatewaySecrets } from './secrets/open-gateway-secrets.js';
 import { parseStrictJsonBody } from './http/strict-json-body.js';
 
@@ -78,9 +82,14 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
     const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+    // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
+    const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
+    cleanups.push(() => log.close());
+    const sandboxes = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS } });
+    cleanups.push(() => sandboxes.close());
 
-    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128 }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets }), adapter, {
+    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets, sandboxes }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,
@@ -95,8 +104,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     });
     // A secret's value (PUT /v1/secrets/:name) arrives as text/plain and stays bytes: checked as UTF-8, never decoded loosely.
     app.useBodyParser<Server>('text/plain', { bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
+    // A sandbox file's bytes (PUT /v1/sandboxes/:id/files, up to 16 MiB on that route only) stay bytes.
+    registerFileBodyParser(fastify, BODY_LIMIT_BYTES);
     app.useGlobalFilters(new CairnExceptionFilter(logger));
     app.useGlobalPipes(new InputValidationPipe());
+    // The admin dashboard's static files (apps/dashboard), outside the API's route table.
+    registerDashboard(fastify, dashboardDir(config.CAIRN_DASHBOARD_DIR), logger);
     await app.listen(config.CAIRN_GATEWAY_PORT, config.CAIRN_GATEWAY_HOST);
 
     const address = fastify.server.address() as AddressInfo | null;

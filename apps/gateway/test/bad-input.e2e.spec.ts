@@ -52,17 +52,25 @@ interface Footprint {
   commands: number;
   evidence: number;
   runs: number;
+  sandboxes: number;
   events: number;
 }
 
 /** Everything a request could have changed: the command and evidence streams, the projections. */
 async function footprint(): Promise<Footprint> {
   const lastSeq = async (stream: string) => (await jsm.streams.info(stream).catch(() => null))?.state.last_seq ?? 0;
-  const [[runs], [events]] = await Promise.all([
+  const [[runs], [sandboxes], [events]] = await Promise.all([
     keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM runs'),
+    keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM sandboxes'),
     keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM evidence_events'),
   ]);
-  return { commands: await lastSeq(config.CAIRN_COMMAND_STREAM), evidence: await lastSeq(config.CAIRN_EVIDENCE_STREAM), runs: runs!.n, events: events!.n };
+  return {
+    commands: await lastSeq(config.CAIRN_COMMAND_STREAM),
+    evidence: await lastSeq(config.CAIRN_EVIDENCE_STREAM),
+    runs: runs!.n,
+    sandboxes: sandboxes!.n,
+    events: events!.n,
+  };
 }
 
 /**
@@ -433,5 +441,147 @@ describe('API keys: expired, forged, malformed, revoked, another tenant’s', ()
     await expectRefused(() => http(base, 'POST', `/v1/runs/${liveRunId}/cancel`, { key: keys.other, body: { reason: 'not mine' } }), 404, 'E_NOT_FOUND', undefined, true);
     const run = await http(base, 'GET', `/v1/runs/${liveRunId}`, { key: keys.writer });
     expect(run.body).toMatchObject({ state: 'SUBMITTED', eventCount: 1 });
+  });
+});
+
+describe('sandbox routes: every bad request refused before anything is asked of a sandbox', () => {
+  // A well-formed id nobody created: the request is judged (400) before the sandbox is looked up (404).
+  const SBX = 'sbx_nosuchsandbox';
+  const sandboxJson = (body: unknown, headers: Record<string, string> = {}) => http(base, 'POST', '/v1/sandboxes', { key: keys.writer, body, headers });
+  const sandboxRaw = (path: string, rawBody: string) => http(base, 'POST', path, { key: keys.writer, rawBody });
+  const execJson = (body: unknown) => http(base, 'POST', `/v1/sandboxes/${SBX}/exec`, { key: keys.writer, body });
+  const putBytes = (query: string, bytes: Uint8Array | string = 'x') =>
+    http(base, 'PUT', `/v1/sandboxes/${SBX}/files${query}`, { key: keys.writer, rawBody: bytes, headers: { 'content-type': 'application/octet-stream' } });
+
+  it.each([
+    ['privileged', { privileged: true }, 'privileged: unknown field'],
+    ['network host', { network: 'host' }, 'network:'],
+    ['binds', { binds: ['/var/run/docker.sock:/var/run/docker.sock'] }, 'binds: unknown field'],
+    ['a zero TTL', { ttlSeconds: 0 }, 'ttlSeconds:'],
+    ['a TTL over a day', { ttlSeconds: 86_401 }, 'ttlSeconds:'],
+    ['an image that is the Docker socket', { image: 'unix:///var/run/docker.sock' }, 'image:'],
+    ['an input file over /etc/passwd', { files: [{ path: '/etc/passwd', content: 'root::0:0::/:/bin/sh' }] }, 'files[0].path:'],
+    ['a Cyrillic letter in a secret name', { secrets: ['\u0410PI_KEY'] }, 'secrets[0]:'],
+    ['an array', [1, 2], '(root)'],
+  ])('E_INPUT for a sandbox spec with %s', async (_what, body, mentions) => {
+    await expectRefused(() => sandboxJson(body), 400, 'E_INPUT', mentions);
+  });
+
+  it('E_INPUT for a sandbox spec with a duplicate key, and for an Idempotency-Key with a tab', async () => {
+    await expectRefused(() => sandboxRaw('/v1/sandboxes', '{"image":"cairn/sandbox-busybox:1","image":"evil/image:1"}'), 400, 'E_INPUT', 'image: duplicate key');
+    await expectRefused(() => sandboxJson({}, { 'idempotency-key': 'key\twith-tab' }), 400, 'E_INPUT', 'Idempotency-Key');
+  });
+
+  it.each([
+    ['no argv', { env: { A: '1' } }, 'argv'],
+    ['argv as a shell string', { argv: 'rm -rf /work' }, 'not a shell string'],
+    ['an empty argv', { argv: [] }, 'argv'],
+    ['a NUL byte in an argument', { argv: ['sh', '-c\u0000id'] }, 'argv[1]'],
+    ['a NUL byte in an environment value', { argv: ['id'], env: { A: 'x\u0000y' } }, 'env.A'],
+    ['a Cyrillic letter in an environment name', { argv: ['id'], env: { ['P\u0410TH']: '/tmp' } }, 'env'],
+    ['workdir /proc/self/fd/3', { argv: ['id'], workdir: '/proc/self/fd/3' }, 'workdir'],
+    ['workdir climbing out of /work', { argv: ['id'], workdir: '/work/../proc' }, 'workdir'],
+    ['a shell flag', { argv: ['id'], shell: true }, 'shell: unknown field'],
+    ['stdin over 512 KiB', { argv: ['cat'], stdin: 'x'.repeat(512 * 1024 + 1) }, 'stdin'],
+    ['a timeout of zero', { argv: ['id'], timeoutSeconds: 0 }, 'timeoutSeconds'],
+  ])('E_INPUT for an exec with %s', async (_what, body, mentions) => {
+    await expectRefused(() => execJson(body), 400, 'E_INPUT', mentions);
+  });
+
+  it('E_INPUT for an exec with argv twice, or with no body at all', async () => {
+    await expectRefused(() => sandboxRaw(`/v1/sandboxes/${SBX}/exec`, '{"argv":["true"],"argv":["rm","-rf","/work"]}'), 400, 'E_INPUT', 'argv: duplicate key');
+    await expectRefused(() => http(base, 'POST', `/v1/sandboxes/${SBX}/exec`, { key: keys.writer }), 400, 'E_INPUT');
+  });
+
+  it.each([
+    ['no path', ''],
+    ['a relative path', '?path=work/a.txt'],
+    ['a path climbing out with ..', '?path=/work/../etc/passwd'],
+    ['a path outside /work, /out and /tmp', '?path=/etc/passwd'],
+    ['the directory /work itself', '?path=/work'],
+    ['a NUL byte in the path', '?path=/work/a%00b'],
+    ['a newline in the path', '?path=/work/a%0Ab'],
+    ['a mode that is not octal', '?path=/work/a&mode=rwx'],
+    ['a mode past 07777', '?path=/work/a&mode=17777'],
+    ['an unknown parameter', '?path=/work/a&owner=root'],
+  ])('E_INPUT for a file written with %s', async (_what, query) => {
+    await expectRefused(() => putBytes(query), 400, 'E_INPUT');
+  });
+
+  it.each([
+    ['a path climbing out with ..', '?path=/tmp/../proc/self/environ'],
+    ['a path at the Docker socket', '?path=/var/run/docker.sock'],
+  ])('E_INPUT for a file read with %s', async (_what, query) => {
+    await expectRefused(() => http(base, 'GET', `/v1/sandboxes/${SBX}/files${query}`, { key: keys.writer }), 400, 'E_INPUT', 'path');
+  });
+
+  it('413 E_TOO_LARGE for a file over 16 MiB; E_INPUT for a file sent as JSON, and for octet-stream anywhere else', async () => {
+    await expectRefused(() => putBytes('?path=/work/big.bin', new Uint8Array(16 * 1024 * 1024 + 1)), 413, 'E_TOO_LARGE');
+    await expectRefused(() => http(base, 'PUT', `/v1/sandboxes/${SBX}/files?path=/work/a`, { key: keys.writer, body: { content: 'x' } }), 400, 'E_INPUT', 'application/octet-stream');
+    await expectRefused(
+      () => http(base, 'POST', '/v1/runs', { key: keys.writer, rawBody: JSON.stringify(SPEC), headers: { 'idempotency-key': uniqueName('idem'), 'content-type': 'application/octet-stream' } }),
+      400,
+      'E_INPUT',
+      'application/octet-stream',
+    );
+    // Past the gateway's own 1 MiB, octet-stream elsewhere is refused for its size before it is read.
+    await expectRefused(
+      () => http(base, 'POST', `/v1/sandboxes/${SBX}/exec`, { key: keys.writer, rawBody: new Uint8Array(2 * 1024 * 1024), headers: { 'content-type': 'application/octet-stream' } }),
+      413,
+      'E_TOO_LARGE',
+    );
+  });
+
+  const lookAlike = `sbx_${CYRILLIC_A}bc123`;
+  it.each([
+    ['GET', `/v1/sandboxes/${encodeURIComponent(lookAlike)}`],
+    ['DELETE', `/v1/sandboxes/${encodeURIComponent(lookAlike)}`],
+    ['GET', `/v1/sandboxes/${encodeURIComponent(lookAlike)}/events`],
+    ['GET', `/v1/sandboxes/${encodeURIComponent(lookAlike)}/bundle`],
+    ['GET', `/v1/sandboxes/${encodeURIComponent(lookAlike)}/files?path=/work/a`],
+    ['GET', '/v1/sandboxes/sbx_abc%0Adef'],
+    ['GET', '/v1/sandboxes/run_abcdef'],
+    ['DELETE', '/v1/sandboxes/sbx_abc%2F..%2F..%2Fv1%2Fruns'],
+  ] as const)('E_INPUT for a sandbox id with a look-alike or control character, or of a run: %s %s', async (method, path) => {
+    await expectRefused(() => http(base, method, path, { key: keys.writer }), 400, 'E_INPUT', 'id');
+  });
+
+  it('E_INPUT for a look-alike id on exec and on a file write, before their bodies are judged', async () => {
+    await expectRefused(() => http(base, 'POST', `/v1/sandboxes/${encodeURIComponent(lookAlike)}/exec`, { key: keys.writer, body: { argv: ['id'] } }), 400, 'E_INPUT', 'id');
+    await expectRefused(
+      () => http(base, 'PUT', `/v1/sandboxes/${encodeURIComponent(lookAlike)}/files?path=/work/a`, { key: keys.writer, rawBody: 'x', headers: { 'content-type': 'application/octet-stream' } }),
+      400,
+      'E_INPUT',
+      'id',
+    );
+  });
+
+  it.each([
+    ['a forged cursor', '/v1/sandboxes?cursor=bm90IGEgY3Vyc29y', 'cursor'],
+    ['a state sandboxes do not have', '/v1/sandboxes?state=SEALED', 'state'],
+    ['a limit of zero', '/v1/sandboxes?limit=0', 'limit'],
+  ])('E_INPUT for a list with %s', async (_what, path, mentions) => {
+    await expectRefused(() => http(base, 'GET', path, { key: keys.writer }), 400, 'E_INPUT', mentions);
+  });
+
+  it('404 E_NOT_FOUND for a well-formed sandbox nobody created, on every route', async () => {
+    for (const [method, path] of [
+      ['GET', `/v1/sandboxes/${SBX}`],
+      ['DELETE', `/v1/sandboxes/${SBX}`],
+      ['GET', `/v1/sandboxes/${SBX}/events`],
+      ['GET', `/v1/sandboxes/${SBX}/bundle`],
+      ['GET', `/v1/sandboxes/${SBX}/files?path=/work/a`],
+    ] as const) {
+      await expectRefused(() => http(base, method, path, { key: keys.writer }), 404, 'E_NOT_FOUND');
+    }
+    await expectRefused(() => execJson({ argv: ['id'] }), 404, 'E_NOT_FOUND');
+    await expectRefused(() => putBytes('?path=/work/a'), 404, 'E_NOT_FOUND');
+  });
+
+  it.each([
+    ['no key at all', {}],
+    ['a malformed key', { authorization: 'Bearer not-a-key' }],
+  ])('401 E_UNAUTHORIZED to create a sandbox with %s, and nothing is published', async (_what, headers) => {
+    await expectRefused(() => http(base, 'POST', '/v1/sandboxes', { body: {}, headers }), 401, 'E_UNAUTHORIZED');
   });
 });

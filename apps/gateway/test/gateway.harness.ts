@@ -46,13 +46,13 @@ export interface HttpAnswer {
 /** One request to the gateway; the body is parsed as JSON when it is JSON. */
 export async function http(
   baseUrl: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   path: string,
-  options: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  options: { key?: string | null; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined && options.key !== null) headers.authorization = `Bearer ${options.key}`;
-  let body: string | undefined;
+  let body: string | Uint8Array | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['content-type'] ??= 'application/json';

@@ -1,8 +1,21 @@
-import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SecretNameSchema } from '@cairn/contracts';
+import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretNameSchema } from '@cairn/contracts';
 import type { ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
 import type { ApiKeyScope } from '../auth/api-key.codec.js';
+import { PolicyInForceSchema } from '../policy/policy.schemas.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
+import {
+  ExecRequestSchema,
+  ExecResultSchema,
+  ExecStreamLineSchema,
+  FileBytesSchema,
+  FileWrittenSchema,
+  GetFileQuerySchema,
+  ListSandboxesQuerySchema,
+  PutFileQuerySchema,
+  SandboxListSchema,
+  SandboxSchema,
+} from '../sandboxes/sandboxes.schemas.js';
 import { SecretDeletedSchema, SecretListSchema, SecretStoredSchema, SecretValueSchema } from '../secrets/secrets.schemas.js';
 import {
   DeliveryIdSchema,
@@ -47,6 +60,7 @@ export const API_COMPONENTS = {
   ApprovalRequest: ApprovalRequestSchema,
   ApprovalAccepted: ApprovalAcceptedSchema,
   WorkerList: WorkerListSchema,
+  PolicyInForce: PolicyInForceSchema,
   SecretValue: SecretValueSchema,
   SecretStored: SecretStoredSchema,
   SecretList: SecretListSchema,
@@ -57,6 +71,14 @@ export const API_COMPONENTS = {
   WebhookDeleted: WebhookDeletedSchema,
   Delivery: DeliverySchema,
   DeliveryList: DeliveryListSchema,
+  SandboxSpec: SandboxSpecSchema,
+  Sandbox: SandboxSchema,
+  SandboxList: SandboxListSchema,
+  ExecRequest: ExecRequestSchema,
+  ExecResult: ExecResultSchema,
+  ExecStreamLine: ExecStreamLineSchema,
+  FileBytes: FileBytesSchema,
+  FileWritten: FileWrittenSchema,
   Health: HealthSchema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
@@ -71,10 +93,12 @@ export interface ApiRoute {
   /** The scope a key needs; null for a public route (no key). */
   scope: ApiKeyScope | null;
   status: number;
-  /** A component; `sse` for a text/event-stream of receipts; `openapi` for this API's own document. */
-  response: ApiComponent | 'sse' | 'openapi';
-  /** JSON unless `contentType` says otherwise (a secret's value is `text/plain`). */
-  requestBody?: { component: ApiComponent; required: boolean; contentType?: 'application/json' | 'text/plain' };
+  /** A component; `sse` for a text/event-stream of receipts; `openapi` for this API's own document; `bytes` for raw octets. */
+  response: ApiComponent | 'sse' | 'openapi' | 'bytes';
+  /** Also answered, with `Accept: application/x-ndjson`, as a stream of these objects, one per line. */
+  ndjson?: ApiComponent;
+  /** JSON unless `contentType` says otherwise (a secret's value is `text/plain`, a sandbox file's bytes `application/octet-stream`). */
+  requestBody?: { component: ApiComponent; required: boolean; contentType?: 'application/json' | 'text/plain' | 'application/octet-stream' };
   pathParams?: Readonly<Record<string, z.ZodType>>;
   query?: z.ZodObject;
   headers?: Readonly<Record<string, { schema: z.ZodType; required: boolean; description: string }>>;
@@ -84,6 +108,7 @@ export interface ApiRoute {
 }
 
 const RUN_ID = { id: RunIdSchema } as const;
+const SANDBOX_ID = { id: SandboxIdSchema } as const;
 const SECRET_NAME = { name: SecretNameSchema } as const;
 const WEBHOOK_ID = { id: WebhookIdSchema } as const;
 
@@ -111,7 +136,7 @@ export const API_ROUTES = {
     operationId: 'listRuns',
     method: 'GET',
     path: '/v1/runs',
-    summary: "The tenant's runs, newest first, a page at a time.",
+    summary: "The tenant's runs, newest first, a page at a time; filtered by state and by a window on their creation time (`createdAfter` inclusive, `createdBefore` exclusive).",
     scope: 'runs:read',
     status: 200,
     response: 'RunList',
@@ -292,6 +317,146 @@ export const API_ROUTES = {
     status: 200,
     response: 'WorkerList',
     errors: ['E_UNAVAILABLE'],
+  },
+  getPolicy: {
+    operationId: 'getPolicy',
+    method: 'GET',
+    path: '/v1/policy',
+    summary:
+      "The policy document in force (CAIRN_POLICY_FILE, or the built-in default) with its version (sha256 of its canonical JSON, as `policy.decided` receipts name it), and the version the newest decision on one of the tenant's runs named.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'PolicyInForce',
+    errors: ['E_UNAVAILABLE'],
+  },
+  createSandbox: {
+    operationId: 'createSandbox',
+    method: 'POST',
+    path: '/v1/sandboxes',
+    summary:
+      'Start an interactive sandbox session: the spec goes through policy, the scheduler and a runtime like a run, and the answer waits (at most 60 s) until the sandbox is READY. Every operation on it is a receipt on its own chain (`sbx_…`). An empty body asks for the defaults.',
+    scope: 'runs:write',
+    status: 201,
+    response: 'Sandbox',
+    requestBody: { component: 'SandboxSpec', required: false },
+    headers: {
+      'Idempotency-Key': { schema: IdempotencyKeySchema, required: false, description: 'The same key with the same body answers the same sandbox; with another body 422.' },
+    },
+    responseHeaders: { Location: '/v1/sandboxes/<sandbox id>' },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_POLICY_DENIED', 'E_BUDGET', 'E_SANDBOX_START', 'E_RUNTIME_ABSENT', 'E_TIMEOUT', 'E_UNAVAILABLE'],
+  },
+  listSandboxes: {
+    operationId: 'listSandboxes',
+    method: 'GET',
+    path: '/v1/sandboxes',
+    summary: "The tenant's sandboxes, newest first, a page at a time, as projected from their chains.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'SandboxList',
+    query: ListSandboxesQuerySchema,
+    errors: ['E_INPUT', 'E_UNAVAILABLE'],
+  },
+  getSandbox: {
+    operationId: 'getSandbox',
+    method: 'GET',
+    path: '/v1/sandboxes/:id',
+    summary: 'A sandbox as projected from its chain.',
+    scope: 'runs:read',
+    status: 200,
+    response: 'Sandbox',
+    pathParams: SANDBOX_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  deleteSandbox: {
+    operationId: 'deleteSandbox',
+    method: 'DELETE',
+    path: '/v1/sandboxes/:id',
+    summary:
+      'Destroy a sandbox (its chain is then sealed); answers its view, DESTROYED. A sandbox that has already ended answers its view as it is; one not yet placed on a worker is 409 E_CONFLICT.',
+    scope: 'runs:write',
+    status: 200,
+    response: 'Sandbox',
+    pathParams: SANDBOX_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  execSandbox: {
+    operationId: 'execSandbox',
+    method: 'POST',
+    path: '/v1/sandboxes/:id/exec',
+    summary:
+      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. A limit hit destroys the sandbox (`limitHit`, `sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT.",
+    scope: 'runs:write',
+    status: 200,
+    response: 'ExecResult',
+    ndjson: 'ExecStreamLine',
+    pathParams: SANDBOX_ID,
+    requestBody: { component: 'ExecRequest', required: true },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  putSandboxFile: {
+    operationId: 'putSandboxFile',
+    method: 'PUT',
+    path: '/v1/sandboxes/:id/files',
+    summary:
+      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT.',
+    scope: 'runs:write',
+    status: 200,
+    response: 'FileWritten',
+    pathParams: SANDBOX_ID,
+    query: PutFileQuerySchema,
+    requestBody: { component: 'FileBytes', required: true, contentType: 'application/octet-stream' },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  getSandboxFile: {
+    operationId: 'getSandboxFile',
+    method: 'GET',
+    path: '/v1/sandboxes/:id/files',
+    summary: 'Read a file of a READY sandbox as raw bytes (its read is a receipt too). A missing file is 404; a directory or a symlink E_INPUT.',
+    scope: 'runs:read',
+    status: 200,
+    response: 'bytes',
+    pathParams: SANDBOX_ID,
+    query: GetFileQuerySchema,
+    responseHeaders: { 'X-Cairn-Sha256': 'sha256 (hex) of the bytes', 'X-Cairn-Seq': 'the seq of the sandbox.file.read receipt' },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  listSandboxEvents: {
+    operationId: 'listSandboxEvents',
+    method: 'GET',
+    path: '/v1/sandboxes/:id/events',
+    summary: "A sandbox's receipts in chain order, exactly as stored, after a seq.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'EventPage',
+    pathParams: SANDBOX_ID,
+    query: ListEventsQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  streamSandboxEvents: {
+    operationId: 'streamSandboxEvents',
+    method: 'GET',
+    path: '/v1/sandboxes/:id/events/stream',
+    summary: "A sandbox's receipts as Server-Sent Events, as for a run (`id: <sandbox id>:<seq>`); closed after run.sealed.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'sse',
+    pathParams: SANDBOX_ID,
+    query: StreamEventsQuerySchema,
+    headers: {
+      'Last-Event-ID': { schema: LastEventIdSchema, required: false, description: 'Resume after this event (wins over `after`).' },
+    },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_RATE_LIMITED', 'E_UNAVAILABLE'],
+  },
+  getSandboxBundle: {
+    operationId: 'getSandboxBundle',
+    method: 'GET',
+    path: '/v1/sandboxes/:id/bundle',
+    summary: "The sandbox chain's proof bundle (cairn.bundle/v1, `runId` naming the sandbox): receipts and the hashes of every exec's output and file written; verifiable offline.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'ProofBundle',
+    pathParams: SANDBOX_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   health: {
     operationId: 'health',

@@ -1,4 +1,5 @@
 import {
+  ChainIdSchema,
   ErrorCodeSchema,
   EvidenceReceiptSchema,
   RunIdSchema,
@@ -67,9 +68,13 @@ export type Grade = z.infer<typeof GradeSchema>;
 
 export const ProofBundleSchema = z.strictObject({
   format: z.literal(BUNDLE_FORMAT),
-  runId: RunIdSchema,
+  /** The chain's id: a run's (`run_…`) or a sandbox session's (`sbx_…`). */
+  runId: ChainIdSchema,
   receipts: z.array(ReceiptSchema),
-  /** `/out/…` → sha256 of a collected file; `steps[i].stdout` / `steps[i].stderr` → sha256 of the step's (redacted) output. */
+  /**
+   * `/out/…` → sha256 of a collected file; `steps[i].stdout` / `steps[i].stderr` → sha256 of the step's (redacted) output.
+   * A sandbox's: `execs[<exec id>].stdout|stderr` → sha256 of an exec's output; a path → sha256 of the last file written there.
+   */
   artifacts: z.record(z.string(), Sha256HexSchema),
   verdict: VerdictSchema.nullable(),
   grade: GradeSchema.nullable(),
@@ -144,12 +149,25 @@ export type Health = z.infer<typeof HealthSchema>;
 
 /* Query and path parameters. */
 
+/** An instant as receipts write it, and a real one (no 13th month): PostgreSQL never sees a bad one. */
+const InstantSchema = TimestampSchema.refine((text) => {
+  const time = Date.parse(text);
+  return !Number.isNaN(time) && new Date(time).toISOString() === text;
+}, 'a real instant, such as 2026-01-31T00:00:00.000Z');
+
 export const ListRunsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).optional(),
   cursor: z.string().min(1).max(512).optional(),
   state: RunStateSchema.optional(),
+  /** Runs created at or after this instant (RFC 3339 UTC, as receipts write times). */
+  createdAfter: InstantSchema.optional(),
+  /** Runs created before this instant. */
+  createdBefore: InstantSchema.optional(),
 });
 export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
+
+/** Receipts per page of `…/events` when `limit` is absent. */
+export const DEFAULT_EVENTS_PAGE = 100;
 
 export const ListEventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).max(2_147_483_647).optional(),
@@ -169,5 +187,5 @@ export const IdempotencyKeySchema = z
   .max(200)
   .regex(/^[\x20-\x7E]+$/, 'printable ASCII only');
 
-/** `Last-Event-ID`: `<run id>:<seq>`, as the stream sent it. */
-export const LastEventIdSchema = z.string().regex(/^(run_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <run id>:<seq>');
+/** `Last-Event-ID`: `<chain id>:<seq>` (a run's or a sandbox's chain), as the stream sent it. */
+export const LastEventIdSchema = z.string().regex(/^((?:run|sbx)_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <chain id>:<seq>');

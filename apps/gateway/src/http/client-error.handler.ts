@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { HTTP_STATUS_BY_CODE } from '@cairn/contracts';
 import type { ErrorBody } from '@cairn/contracts';
@@ -31,4 +32,15 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
     );
   }
   socket.destroy(error);
+}
+
+/**
+ * The router's `onBadUrl`: a path whose percent-encoding does not decode (`/v1/runs/%E0%A4%A`)
+ * is 400 E_INPUT in the contract's shape, not Fastify's own `{ statusCode, error }` body.
+ */
+export function handleBadUrl(_path: string, _request: IncomingMessage, response: ServerResponse): void {
+  const body: ErrorBody = { code: 'E_INPUT', message: 'the request path is not valid percent-encoded UTF-8' };
+  const text = JSON.stringify(body);
+  response.writeHead(HTTP_STATUS_BY_CODE[body.code], { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  response.end(text);
 }

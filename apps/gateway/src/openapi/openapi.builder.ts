@@ -94,8 +94,14 @@ function successResponse(route: ApiRoute): Record<string, unknown> {
       };
     case 'openapi':
       return { ...base, description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } };
-    default:
-      return { ...base, description: route.summary, content: { 'application/json': { schema: ref(route.response) } } };
+    case 'bytes':
+      return { ...base, description: 'The raw bytes.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } };
+    default: {
+      const content: Record<string, unknown> = { 'application/json': { schema: ref(route.response) } };
+      // Asked for with `Accept: application/x-ndjson`: one JSON object per line, as they happen.
+      if (route.ndjson !== undefined) content['application/x-ndjson'] = { schema: ref(route.ndjson) };
+      return { ...base, description: route.summary, content };
+    }
   }
 }
 

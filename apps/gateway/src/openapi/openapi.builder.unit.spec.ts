@@ -37,6 +37,7 @@ describe('the OpenAPI document', () => {
       [
         '/openapi.json',
         '/v1/health',
+        '/v1/policy',
         '/v1/runs',
         '/v1/runs/{id}',
         '/v1/runs/{id}/approvals',
@@ -44,6 +45,13 @@ describe('the OpenAPI document', () => {
         '/v1/runs/{id}/cancel',
         '/v1/runs/{id}/events',
         '/v1/runs/{id}/events/stream',
+        '/v1/sandboxes',
+        '/v1/sandboxes/{id}',
+        '/v1/sandboxes/{id}/bundle',
+        '/v1/sandboxes/{id}/events',
+        '/v1/sandboxes/{id}/events/stream',
+        '/v1/sandboxes/{id}/exec',
+        '/v1/sandboxes/{id}/files',
         '/v1/secrets',
         '/v1/secrets/{name}',
         '/v1/webhooks',
@@ -61,6 +69,20 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(put?.requestBody?.content ?? {})).toEqual(['text/plain']);
     expect(put?.['x-cairn-scope']).toBe('secrets:write');
     for (const name of ['SecretStored', 'SecretList', 'SecretDeleted']) expect(JSON.stringify(doc.components.schemas[name])).not.toMatch(/"value"/);
+  });
+
+  it('takes a sandbox file as octet-stream and answers it as octet-stream; exec answers JSON or NDJSON; writes need runs:write', () => {
+    const doc = buildOpenApi() as Doc;
+    type Op = { requestBody?: { content: Record<string, unknown> }; responses: Record<string, { content?: Record<string, unknown> }>; 'x-cairn-scope'?: unknown };
+    const files = doc.paths['/v1/sandboxes/{id}/files'] as unknown as Record<string, Op>;
+    expect(Object.keys(files.put?.requestBody?.content ?? {})).toEqual(['application/octet-stream']);
+    expect(Object.keys(files.get?.responses['200']?.content ?? {})).toEqual(['application/octet-stream']);
+    const exec = (doc.paths['/v1/sandboxes/{id}/exec'] as unknown as Record<string, Op>).post;
+    expect(Object.keys(exec?.responses['200']?.content ?? {}).sort()).toEqual(['application/json', 'application/x-ndjson']);
+    const scopes = Object.values(API_ROUTES)
+      .filter((route) => route.path.startsWith('/v1/sandboxes'))
+      .map((route) => [route.method, route.scope]);
+    for (const [method, scope] of scopes) expect(scope).toBe(method === 'GET' ? 'runs:read' : 'runs:write');
   });
 
   it('resolves every reference inside the document', () => {

@@ -30,4 +30,10 @@ describe('event stream resume', () => {
     expect(codeOf(() => resumeAfter(RUN, `${RUN}:-1`, undefined))).toBe('E_INPUT');
     expect(codeOf(() => resumeAfter(RUN, `${RUN}:07`, undefined))).toBe('E_INPUT');
   });
+
+  it("resumes a sandbox's stream by its own chain id, and refuses a run's id there", () => {
+    expect(resumeAfter('sbx_abc', 'sbx_abc:4', undefined)).toBe(4);
+    expect(codeOf(() => resumeAfter('sbx_abc', 'run_abc:4', undefined))).toBe('E_INPUT');
+    expect(codeOf(() => resumeAfter('run_abc', 'sbx_abc:4', undefined))).toBe('E_INPUT');
+  });
 });

@@ -13,17 +13,22 @@ const StepOutputs = z.object({
 const Collected = z.object({ artifact_hashes: ArtifactHashesSchema });
 const Verification = z.object({ verdict: VerdictSchema });
 const GradeFields = z.object({ score: z.number(), max_score: z.number(), upper_bound: z.number() });
+const ExecOutputs = z.object({ exec_id: z.string(), stdout_sha256: Sha256HexSchema, stderr_sha256: Sha256HexSchema });
+const FileWritten = z.object({ path: z.string(), sha256: Sha256HexSchema });
 
 /**
- * A run's proof bundle (`cairn.bundle/v1`) from its receipts in chain order. Everything in it
- * comes from the receipts, so it says nothing the chain does not: artifact hashes from each
- * `step.completed` (outputs as `steps[i].stdout|stderr`, files by path) and from `run.executed`
- * (the collected files, which win); the verdict of the last `verification.completed`; the first
- * `grade.recorded` (the first grade wins, I-11); the head hash of the last receipt.
+ * A chain's proof bundle (`cairn.bundle/v1`) from its receipts in chain order: a run's or a
+ * sandbox session's (the format names the chain `runId` either way). Everything in it comes from
+ * the receipts, so it says nothing the chain does not: artifact hashes from each `step.completed`
+ * (outputs as `steps[i].stdout|stderr`, files by path) and from `run.executed` (the collected
+ * files, which win), from each `sandbox.exec.completed` (`execs[<id>].stdout|stderr`) and
+ * `sandbox.file.written` (the last write of a path); the verdict of the last
+ * `verification.completed`; the first `grade.recorded` (the first grade wins, I-11); the head
+ * hash of the last receipt.
  */
-export function buildProofBundle(runId: string, receipts: readonly Receipt[]): ProofBundle {
+export function buildProofBundle(chainId: string, receipts: readonly Receipt[]): ProofBundle {
   const last = receipts.at(-1);
-  if (last === undefined) throw new CairnError('E_NOT_FOUND', `run ${runId} has no receipts yet`, { runId });
+  if (last === undefined) throw new CairnError('E_NOT_FOUND', `chain ${chainId} has no receipts yet`, { chainId });
   const stepFiles = new Map<string, string>();
   const collected = new Map<string, string>();
   let verdict: ProofBundle['verdict'] = null;
@@ -43,6 +48,18 @@ export function buildProofBundle(runId: string, receipts: readonly Receipt[]): P
         if (executed.success) for (const [path, hash] of Object.entries(executed.data.artifact_hashes)) collected.set(path, hash);
         break;
       }
+      case 'sandbox.exec.completed': {
+        const exec = ExecOutputs.safeParse(receipt);
+        if (!exec.success) break;
+        stepFiles.set(`execs[${exec.data.exec_id}].stdout`, exec.data.stdout_sha256);
+        stepFiles.set(`execs[${exec.data.exec_id}].stderr`, exec.data.stderr_sha256);
+        break;
+      }
+      case 'sandbox.file.written': {
+        const written = FileWritten.safeParse(receipt);
+        if (written.success) stepFiles.set(written.data.path, written.data.sha256);
+        break;
+      }
       case 'verification.completed': {
         const verification = Verification.safeParse(receipt);
         if (verification.success) verdict = verification.data.verdict;
@@ -59,5 +76,5 @@ export function buildProofBundle(runId: string, receipts: readonly Receipt[]): P
   }
   const merged = new Map([...stepFiles, ...collected]);
   const artifacts = Object.fromEntries([...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return { format: BUNDLE_FORMAT, runId, receipts: [...receipts], artifacts, verdict, grade, headHash: last.hash };
+  return { format: BUNDLE_FORMAT, runId: chainId, receipts: [...receipts], artifacts, verdict, grade, headHash: last.hash };
 }

@@ -1,5 +1,5 @@
 import { verifyChain } from '@cairn/evidence';
-import { FixtureChain, runLifecycleEvents } from '@cairn/persistence/testing';
+import { FixtureChain, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
 import { describe, expect, it } from 'vitest';
 import { ProofBundleSchema } from '../http/api.schemas.js';
 import type { Receipt } from '../http/api.schemas.js';
@@ -54,5 +54,17 @@ describe('buildProofBundle', () => {
 
   it('refuses an empty chain', () => {
     expect(() => buildProofBundle(RUN, [])).toThrow(/no receipts/);
+  });
+
+  it("bundles a sandbox session's chain: named by its id, with each exec's output hashes and the last write of each path", () => {
+    const SBX = 'sbx_bundle1';
+    const chain = new FixtureChain(SBX);
+    const receipts = sandboxSessionEvents(SBX, 2).map((event) => chain.next(event) as Receipt);
+    const bundle = buildProofBundle(SBX, receipts);
+    expect(ProofBundleSchema.parse(bundle)).toEqual(bundle);
+    expect(bundle.runId).toBe(SBX);
+    expect(Object.keys(bundle.artifacts)).toEqual(['/work/a.txt', 'execs[x0].stderr', 'execs[x0].stdout', 'execs[x1].stderr', 'execs[x1].stdout']);
+    expect(bundle.artifacts['/work/a.txt']).toBe(sha('1'));
+    expect(verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: SBX })).toMatchObject({ ok: true, headHash: bundle.headHash });
   });
 });

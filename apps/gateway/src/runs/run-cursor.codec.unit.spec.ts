@@ -1,6 +1,7 @@
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { decodeRunCursor, encodeRunCursor } from './run-cursor.codec.js';
+import { SandboxIdSchema } from '@cairn/contracts';
+import { decodePageCursor, decodeRunCursor, encodePageCursor, encodeRunCursor } from './run-cursor.codec.js';
 
 function codeOf(fn: () => unknown): string | null {
   try {
@@ -29,6 +30,15 @@ describe('run cursors', () => {
       Buffer.from("['2026-11-30T01:02:03.456Z', 'run_x']").toString('base64url'),
     ];
     for (const text of forged) expect(codeOf(() => decodeRunCursor(text))).toBe('E_INPUT');
+  });
+
+  it('page sandboxes the same way, and a cursor of one kind is not taken for the other', () => {
+    const cursor = { createdAt: '2026-11-30T01:02:03.456Z', id: 'sbx_01jabcdefgh' };
+    const text = encodePageCursor(cursor);
+    expect(decodePageCursor(text, SandboxIdSchema)).toEqual(cursor);
+    expect(codeOf(() => decodeRunCursor(text))).toBe('E_INPUT');
+    const runCursor = encodeRunCursor({ createdAt: cursor.createdAt, runId: 'run_01jabcdefgh' });
+    expect(codeOf(() => decodePageCursor(runCursor, SandboxIdSchema))).toBe('E_INPUT');
   });
 });
 

@@ -150,7 +150,10 @@ export class RunEventStreams implements OnModuleDestroy {
     return this.open.size;
   }
 
-  /** Takes the reply over (Nest sends nothing more) and streams the run's receipts after `after`. */
+  /**
+   * Takes the reply over (Nest sends nothing more) and streams the chain's receipts after `after`:
+   * a run's, or a sandbox session's (`sbx_…`, which also ends with `run.sealed`).
+   */
   start(reply: FastifyReply, runId: string, after: number): void {
     if (this.open.size >= this.config.CAIRN_GATEWAY_MAX_STREAMS) {
       throw new CairnError('E_RATE_LIMITED', `too many event streams are open (${this.open.size}); try again later`, { limit: this.config.CAIRN_GATEWAY_MAX_STREAMS });

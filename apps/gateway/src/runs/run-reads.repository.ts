@@ -2,7 +2,7 @@ import { CairnError, ErrorCodeSchema, RunStateSchema, VerdictSchema } from '@cai
 import type { RunState } from '@cairn/contracts';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { Receipt, Run, RunList } from '../http/api.schemas.js';
+import type { EventPage, Receipt, Run, RunList } from '../http/api.schemas.js';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor.codec.js';
 
 interface RunDbRow {
@@ -39,6 +39,17 @@ const RUN_COLUMNS = `run_id, tenant, name, state, error_code, verdict, score, ma
 /** PostgreSQL's "undefined table": the projections have not been migrated into this database. */
 const UNDEFINED_TABLE = '42P01';
 
+/** A read of the projections; a database that cannot answer is E_UNAVAILABLE, saying why. */
+export async function queryProjections<T>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<T[]> {
+  try {
+    return await dataSource.query<T[]>(sql, parameters);
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+    if (code === UNDEFINED_TABLE) throw new CairnError('E_UNAVAILABLE', 'the projections are not migrated in this database yet (start the projector)');
+    throw new CairnError('E_UNAVAILABLE', `the projections cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 function toRun(row: RunDbRow): Run {
   return {
     runId: row.run_id,
@@ -66,14 +77,8 @@ function toRun(row: RunDbRow): Run {
 export class RunReadsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  private async query<T>(sql: string, parameters: unknown[]): Promise<T[]> {
-    try {
-      return await this.dataSource.query<T[]>(sql, parameters);
-    } catch (error) {
-      const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
-      if (code === UNDEFINED_TABLE) throw new CairnError('E_UNAVAILABLE', 'the projections are not migrated in this database yet (start the projector)');
-      throw new CairnError('E_UNAVAILABLE', `the projections cannot be read: ${error instanceof Error ? error.message : String(error)}`);
-    }
+  private query<T>(sql: string, parameters: unknown[]): Promise<T[]> {
+    return queryProjections<T>(this.dataSource, sql, parameters);
   }
 
   /** The run, or null when it is unknown or another tenant's (the caller answers 404 for both). */
@@ -89,12 +94,24 @@ export class RunReadsRepository {
   }
 
   /** Newest first, by (created_at, run_id) — the order of the `ix_runs_tenant_created` index. */
-  async listRuns(tenant: string, options: { limit: number; cursor?: string | undefined; state?: RunState | undefined }): Promise<RunList> {
+  async listRuns(
+    tenant: string,
+    options: { limit: number; cursor?: string | undefined; state?: RunState | undefined; createdAfter?: string | undefined; createdBefore?: string | undefined },
+  ): Promise<RunList> {
     const parameters: unknown[] = [tenant];
     const where = ['tenant = $1'];
     if (options.state !== undefined) {
       parameters.push(options.state);
       where.push(`state = $${parameters.length}`);
+    }
+    // A time window on created_at (inclusive from, exclusive to): still served by ix_runs_tenant_created.
+    if (options.createdAfter !== undefined) {
+      parameters.push(options.createdAfter);
+      where.push(`created_at >= $${parameters.length}::timestamptz`);
+    }
+    if (options.createdBefore !== undefined) {
+      parameters.push(options.createdBefore);
+      where.push(`created_at < $${parameters.length}::timestamptz`);
     }
     if (options.cursor !== undefined) {
       const cursor = decodeRunCursor(options.cursor);
@@ -112,25 +129,51 @@ export class RunReadsRepository {
     return { items, nextCursor: more && last !== undefined ? encodeRunCursor({ createdAt: last.createdAt, runId: last.runId }) : null };
   }
 
-  /** Up to `limit` receipts of the run after `after`, in chain order, exactly as stored. */
-  receiptsAfter(runId: string, after: number, limit: number): Promise<ReceiptRow[]> {
+  /*
+   * Receipt reads by chain id: a run's chain and a sandbox's alike (`run_…`, `sbx_…`). The caller
+   * checks first that the chain is the caller's tenant's (getRun, or the sandbox's read).
+   */
+
+  /** Up to `limit` receipts of the chain after `after`, in chain order, exactly as stored. */
+  receiptsAfter(chainId: string, after: number, limit: number): Promise<ReceiptRow[]> {
     return this.query<ReceiptRow>('SELECT seq, type, receipt FROM evidence_events WHERE chain_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [
-      runId,
+      chainId,
       after,
       limit,
     ]);
   }
 
-  /** Every receipt of the run, in chain order. */
-  async allReceipts(runId: string): Promise<Receipt[]> {
-    const rows = await this.query<{ receipt: Receipt }>('SELECT receipt FROM evidence_events WHERE chain_id = $1 ORDER BY seq', [runId]);
+  /** One page of the chain's receipts after `after`, and where the next page starts (null: none projected yet). */
+  async eventPage(chainId: string, after: number, limit: number): Promise<EventPage> {
+    const rows = await this.receiptsAfter(chainId, after, limit + 1);
+    const items = rows.slice(0, limit).map((row) => row.receipt);
+    return { items, nextAfter: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
+  }
+
+  /** Every receipt of the chain, in chain order. */
+  async allReceipts(chainId: string): Promise<Receipt[]> {
+    const rows = await this.query<{ receipt: Receipt }>('SELECT receipt FROM evidence_events WHERE chain_id = $1 ORDER BY seq', [chainId]);
     return rows.map((row) => row.receipt);
   }
 
-  /** The seq of the run's `run.sealed`, or null while it is not sealed. */
-  async sealSeq(runId: string): Promise<number | null> {
-    const [row] = await this.query<{ seq: number }>(`SELECT seq FROM evidence_events WHERE chain_id = $1 AND type = 'run.sealed' ORDER BY seq LIMIT 1`, [runId]);
+  /** The seq of the chain's `run.sealed` (a sandbox's chain ends with one too), or null while it is not sealed. */
+  async sealSeq(chainId: string): Promise<number | null> {
+    const [row] = await this.query<{ seq: number }>(`SELECT seq FROM evidence_events WHERE chain_id = $1 AND type = 'run.sealed' ORDER BY seq LIMIT 1`, [chainId]);
     return row?.seq ?? null;
+  }
+
+  /**
+   * The policy version named by the newest decision on one of the tenant's runs (newest run first,
+   * through ix_runs_tenant_created; each run's receipts through its (chain_id, seq) key), or null.
+   */
+  async lastPolicyDecision(tenant: string): Promise<{ version: string; runId: string; at: string } | null> {
+    const [row] = await this.query<{ version: string; run_id: string; at: string }>(
+      `SELECT e.receipt->>'policy_version' AS version, e.chain_id AS run_id, to_char(e.ts AT TIME ZONE 'UTC', ${ISO}) AS at
+         FROM runs r JOIN evidence_events e ON e.chain_id = r.run_id AND e.type = 'policy.decided'
+        WHERE r.tenant = $1 ORDER BY r.created_at DESC, r.run_id DESC, e.seq DESC LIMIT 1`,
+      [tenant],
+    );
+    return row === undefined ? null : { version: row.version, runId: row.run_id, at: row.at };
   }
 
   /** Waits (polling, at most `timeoutMs`) until the run is projected; true when it is. */

@@ -9,6 +9,7 @@ import { ApiRoute } from '../http/api-route.decorator.js';
 import { API_ROUTES } from '../http/api-routes.js';
 import {
   CancelRequestSchema,
+  DEFAULT_EVENTS_PAGE,
   IdempotencyKeySchema,
   ListEventsQuerySchema,
   ListRunsQuerySchema,
@@ -34,7 +35,6 @@ import { RunReadsRepository } from './run-reads.repository.js';
 
 const RUN_ID = { schema: RunIdSchema };
 const DEFAULT_RUNS_PAGE = 50;
-const DEFAULT_EVENTS_PAGE = 100;
 
 function idempotencyKey(header: string | undefined): string {
   const parsed = IdempotencyKeySchema.safeParse(header);
@@ -71,7 +71,13 @@ export class RunsController {
 
   @ApiRoute(API_ROUTES.listRuns)
   list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListRunsQuerySchema }) query: ListRunsQuery): Promise<RunList> {
-    return this.reads.listRuns(principal.tenant, { limit: query.limit ?? DEFAULT_RUNS_PAGE, cursor: query.cursor, state: query.state });
+    return this.reads.listRuns(principal.tenant, {
+      limit: query.limit ?? DEFAULT_RUNS_PAGE,
+      cursor: query.cursor,
+      state: query.state,
+      createdAfter: query.createdAfter,
+      createdBefore: query.createdBefore,
+    });
   }
 
   @ApiRoute(API_ROUTES.getRun)
@@ -86,10 +92,7 @@ export class RunsController {
     @Query({ schema: ListEventsQuerySchema }) query: ListEventsQuery,
   ): Promise<EventPage> {
     await this.reads.getRun(principal.tenant, runId);
-    const limit = query.limit ?? DEFAULT_EVENTS_PAGE;
-    const rows = await this.reads.receiptsAfter(runId, query.after ?? 0, limit + 1);
-    const items = rows.slice(0, limit).map((row) => row.receipt);
-    return { items, nextAfter: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
+    return this.reads.eventPage(runId, query.after ?? 0, query.limit ?? DEFAULT_EVENTS_PAGE);
   }
 
   @ApiRoute(API_ROUTES.streamEvents)

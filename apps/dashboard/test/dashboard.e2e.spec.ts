@@ -1,0 +1,315 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { uniqueName } from '@cairn/testing';
+import { parsePolicy, policyVersion } from '@cairn/policy';
+import { chromium } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumPath, DashboardStack } from './dashboard-stack.harness.js';
+import type { Key } from './dashboard-stack.harness.js';
+
+/*
+ * The admin dashboard in a real browser (Debian's Chromium driven by playwright-core) against a
+ * whole isolated stack on the real NATS, PostgreSQL and Docker engine: sign in, watch a run go
+ * from SUBMITTED to SEALED live, read its timeline, approve a held run from the queue, see a
+ * tampered chain turn the badge red, move through the runs table with the keyboard.
+ * CAIRN_DASHBOARD_SCREENSHOTS=<dir> saves a screenshot of each main page there (docs/dashboard/).
+ */
+
+const exec = promisify(execFile);
+const SMALL = { wallSeconds: 30, memoryMiB: 64, pids: 32, diskMiB: 16, cpus: 0.5 };
+const HELD = `cairn/sandbox-busybox:held-${uniqueName('d').toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+const SCREENSHOTS = process.env.CAIRN_DASHBOARD_SCREENSHOTS;
+const POLICY = {
+  version: 1,
+  defaultImage: 'cairn/sandbox-busybox:1',
+  images: { allow: [{ name: 'cairn/sandbox-busybox:1' }, { name: HELD }] },
+  caps: { defaults: { wallSeconds: 60, memoryMiB: 256, pids: 64, diskMiB: 256, cpus: 1 }, max: { wallSeconds: 600, memoryMiB: 4096, pids: 256, diskMiB: 8192, cpus: 4 } },
+  network: { egress: 'deny' },
+  approvals: { rules: [{ when: 'apply_step', timeoutSeconds: 300 }, { when: { image: HELD }, timeoutSeconds: 300 }] },
+  budgets: { runsPerJob: 6, jobMinutes: 90 },
+};
+
+let stack: DashboardStack;
+let policyDir: string;
+let submitter: Key;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const requestUrls: string[] = [];
+const cspViolations: string[] = [];
+/** The run watched live: its id, once sealed. */
+let liveRunId = '';
+
+async function screenshot(name: string, fullPage = false): Promise<void> {
+  if (SCREENSHOTS === undefined || SCREENSHOTS === '') return;
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
+}
+
+const dashboard = (path = '') => `${stack.url}/dashboard/${path}`;
+/** How long a page may take to show something (a shared CI machine can be slow; vitest's default is 1 s). */
+const SOON = { timeout: 15_000, interval: 100 };
+
+/** An attribute of every element a locator matches, in document order. */
+async function attributes(locator: Locator, name: string): Promise<(string | null)[]> {
+  return Promise.all((await locator.all()).map((element) => element.getAttribute(name)));
+}
+
+beforeAll(async () => {
+  policyDir = await mkdtemp(join(tmpdir(), 'cairn-dashboard-policy-'));
+  const policyFile = join(policyDir, 'policy.json');
+  await writeFile(policyFile, JSON.stringify(POLICY));
+  stack = await DashboardStack.create('dashboard-e2e', { CAIRN_POLICY_FILE: policyFile, CAIRN_HEARTBEAT_MS: '500', CAIRN_APPROVAL_SCAN_INTERVAL_MS: '200', CAIRN_GRADER_TEARDOWN_GRACE_MS: '3000' });
+  await stack.up();
+  // The held image is the busybox image under another tag: the worker reports it at its next heartbeat.
+  await exec('docker', ['tag', 'cairn/sandbox-busybox:1', HELD]);
+  submitter = await stack.mintKey('default', ['runs:read', 'runs:write']);
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light', reducedMotion: 'reduce' });
+  page = await context.newPage();
+  page.on('request', (request) => requestUrls.push(request.url()));
+  page.on('console', (message) => {
+    if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close().catch(() => undefined);
+  await stack?.dispose();
+  await exec('docker', ['rmi', HELD]).catch(() => undefined);
+  if (policyDir !== undefined) await rm(policyDir, { recursive: true, force: true });
+}, 120_000);
+
+describe('the admin dashboard in Chromium', () => {
+  it('is served by the gateway with a strict CSP, and signs in with an API key kept in sessionStorage only', async () => {
+    const response = await page.goto(dashboard());
+    expect(response?.status()).toBe(200);
+    const headers = response?.headers() ?? {};
+    expect(headers['content-security-policy']).toContain("script-src 'self'");
+    expect(headers['content-security-policy']).not.toContain('unsafe-inline');
+    expect(headers['content-type']).toBe('text/html; charset=utf-8');
+
+    const field = page.getByLabel('API key');
+    await expect.poll(() => field.isVisible(), SOON).toBe(true);
+    await screenshot('sign-in');
+    await field.fill('not-a-key');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('alert').textContent(), SOON).toContain('not a Cairn API key');
+    // Well formed but unknown: the gateway's own answer is shown.
+    await field.fill(`cairn_abcdefgh_${'A'.repeat(43)}`);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('alert').textContent(), SOON).toContain('E_UNAUTHORIZED');
+
+    await field.fill(stack.admin.key);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('heading', { name: 'Runs' }).isVisible(), SOON).toBe(true);
+    expect(await page.evaluate('sessionStorage.getItem("cairn.apiKey")')).toBe(stack.admin.key);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
+  });
+
+  it('shows a run go from SUBMITTED to SEALED live, with the chain verified in the browser', async () => {
+    const runId = await stack.submit(stack.admin, {
+      name: 'dashboard: live run',
+      image: 'cairn/sandbox-busybox:1',
+      steps: [{ argv: ['sh', '-c', 'sleep 3; echo hello | tee /out/hello.txt'] }, { argv: ['sh', '-c', 'echo bye; exit 3'] }],
+      outputs: ['/out'],
+      caps: SMALL,
+      network: 'none',
+      checks: [{ id: 'greets', source: 'steps[0].stdout', op: 'contains', value: 'hello', weight: 1 }],
+    });
+    let navigations = 0;
+    const count = (frame: { parentFrame(): unknown }) => {
+      if (frame.parentFrame() === null) navigations += 1;
+    };
+    page.on('framenavigated', count);
+    await page.goto(dashboard(`runs/${runId}`));
+    // The page opened while the run was still going: what follows arrived over the stream.
+    await expect.poll(() => page.locator('[data-opened-unsealed]').getAttribute('data-opened-unsealed'), SOON).toBe('true');
+    await expect.poll(() => page.locator('[data-live]').getAttribute('data-live'), { timeout: 60_000 }).toBe('ended');
+    page.off('framenavigated', count);
+    expect(navigations).toBe(1);
+
+    const states = await attributes(page.locator('.lifecycle li'), 'data-state');
+    expect(states[0]).toBe('SUBMITTED');
+    expect(states.at(-1)).toBe('SEALED');
+    for (const state of ['SCHEDULED', 'RUNNING', 'EXECUTED', 'VERIFIED']) expect(states).toContain(state);
+    await expect.poll(() => page.locator('.page-header [data-state]').first().getAttribute('data-state'), SOON).toBe('SEALED');
+
+    const run = (await (await stack.api(stack.admin, `/v1/runs/${runId}`)).json()) as { headHash: string; eventCount: number };
+    const badge = page.locator('[data-chain]');
+    await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('verified');
+    expect(await badge.getAttribute('title')).toBe(`head ${run.headHash}`);
+    expect(await badge.textContent()).toContain(`${run.eventCount} receipts`);
+    liveRunId = runId;
+    await screenshot('run', true);
+  });
+
+  it("opens the run's timeline: argv, exit codes, durations, artifacts", async () => {
+    expect(liveRunId).not.toBe('');
+    const receipts = await stack.receipts(stack.admin, liveRunId);
+    const items = page.locator('.timeline [data-type]');
+    expect(await attributes(items, 'data-type')).toEqual(receipts.map((r) => r.type));
+
+    const first = page.locator('tr[data-step="0"]');
+    const second = page.locator('tr[data-step="1"]');
+    expect(await first.locator('.argv').textContent()).toBe("sh -c 'sleep 3; echo hello | tee /out/hello.txt'");
+    expect(await first.locator('[data-exit-code]').getAttribute('data-exit-code')).toBe('0');
+    expect(await second.locator('[data-exit-code]').getAttribute('data-exit-code')).toBe('3');
+    const completed = receipts.filter((r) => r.type === 'step.completed');
+    // The first step slept 3 s: its duration reads in seconds, as its receipt says.
+    expect(completed[0]?.duration_ms).toBeGreaterThanOrEqual(3000);
+    expect(await first.locator('td').nth(3).textContent()).toMatch(/^\d+\.\d+ s$/);
+    expect(await page.getByRole('table', { name: 'Artifacts' }).textContent()).toContain('/out/hello.txt');
+
+    // A receipt's fields open on demand, not as a wall of JSON.
+    const sealed = page.locator('.timeline [data-type="run.sealed"]');
+    await sealed.locator('summary').click();
+    expect(await sealed.locator('dl').textContent()).toContain('final_state');
+  });
+
+  it('approves a held run from the approvals queue', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1200)); // the worker reports the held tag at its next heartbeat
+    const runId = await stack.submit(submitter, { name: 'dashboard: held run', image: HELD, steps: [{ argv: ['echo', 'approved'] }], caps: SMALL, network: 'none' });
+    await stack.waitForRun(submitter, runId, (run) => run.state === 'AWAITING_APPROVAL');
+
+    await page.goto(dashboard('approvals'));
+    const item = page.locator(`li[data-run-id="${runId}"]`);
+    await expect.poll(() => item.isVisible(), { timeout: 15_000 }).toBe(true);
+    expect(await item.textContent()).toContain('image');
+    await screenshot('approvals');
+    await item.getByPlaceholder('Comment (optional)').fill('looks fine');
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('.notices').textContent(), SOON).toContain(`Approved image of ${runId}`);
+
+    await stack.waitForRun(submitter, runId, (run) => run.sealed);
+    const granted = (await stack.receipts(submitter, runId)).find((r) => r.type === 'approval.granted');
+    expect(granted).toMatchObject({ approved_by: `key:${stack.admin.id}`, comment: 'looks fine' });
+    // The queue refreshes by itself: the decided run leaves it.
+    await expect.poll(() => item.count(), { timeout: 15_000 }).toBe(0);
+  });
+
+  it('turns the chain badge red when a receipt was changed on its way to the browser', async () => {
+    expect(liveRunId).not.toBe('');
+    const receipts = await stack.receipts(stack.admin, liveRunId);
+    const target = receipts.find((r) => r.type === 'step.completed' && r.exit_code === 3);
+    expect(target).toBeDefined();
+    // Between the gateway and the page, one field of one receipt is rewritten: exit 3 becomes 0.
+    await page.route(
+      (url) => url.pathname === `/v1/runs/${liveRunId}/events`,
+      async (route) => {
+        const response = await route.fetch();
+        const page = (await response.json()) as { items: Record<string, unknown>[] };
+        for (const receipt of page.items) if (receipt.seq === target?.seq) receipt.exit_code = 0;
+        await route.fulfill({ response, json: page });
+      },
+    );
+    try {
+      await page.goto(dashboard(`runs/${liveRunId}`));
+      const badge = page.locator('[data-chain]');
+      await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('broken');
+      expect(await badge.textContent()).toContain(`receipt #${target?.seq}: hash mismatch`);
+      // The page shows the forged value it was given; only the badge tells it is not what was recorded.
+      expect(await page.locator('tr[data-step="1"] [data-exit-code]').getAttribute('data-exit-code')).toBe('0');
+      await screenshot('tampered');
+    } finally {
+      await page.unrouteAll();
+    }
+    await page.reload();
+    await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+  });
+
+  it('moves through the runs table with the keyboard and opens a run with Enter', async () => {
+    await page.goto(dashboard('runs'));
+    const rows = page.locator('tr[data-run-id]');
+    await expect.poll(() => rows.count(), SOON).toBeGreaterThanOrEqual(2);
+    await screenshot('runs');
+    const ids = await attributes(rows, 'data-run-id');
+    await page.getByLabel('Created').focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.dataset.runId')).toBe(ids[0]);
+    await page.keyboard.press('ArrowDown');
+    expect(await page.evaluate('document.activeElement.dataset.runId')).toBe(ids[1]);
+    await page.keyboard.press('k');
+    expect(await page.evaluate('document.activeElement.dataset.runId')).toBe(ids[0]);
+    await page.keyboard.press('End');
+    expect(await page.evaluate('document.activeElement.dataset.runId')).toBe(ids.at(-1));
+    await page.keyboard.press('Enter');
+    await expect.poll(() => new URL(page.url()).pathname, SOON).toBe(`/dashboard/runs/${ids.at(-1)}`);
+    await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+
+    // Filtered by state, through the API's own filter.
+    await page.goto(dashboard('runs?state=AWAITING_APPROVAL'));
+    await expect.poll(() => page.getByText('No runs match').isVisible(), SOON).toBe(true);
+  });
+
+  it('shows the workers with their capacity, the policy in force, and the sandboxes (or their absence) without an error', async () => {
+    await page.goto(dashboard('workers'));
+    const worker = page.locator(`tr[data-worker-id="${stack.workerId}"]`);
+    await expect.poll(() => worker.isVisible(), SOON).toBe(true);
+    expect(await worker.textContent()).toContain('healthy');
+    await screenshot('workers');
+
+    await page.goto(dashboard('policy'));
+    const version = policyVersion(parsePolicy(POLICY));
+    await expect.poll(() => page.locator(`[title="${version}"]`).isVisible(), SOON).toBe(true);
+    expect(await page.locator('[data-policy-match]').getAttribute('data-policy-match')).toBe('true');
+    expect(await page.getByRole('table', { name: 'Approval rules' }).textContent()).toContain(HELD);
+    await screenshot('policy');
+
+    await page.goto(dashboard('sandboxes'));
+    await expect.poll(async () => (await page.locator('.empty').count()) + (await page.getByRole('table', { name: 'Sandboxes' }).count()), SOON).toBe(1);
+    expect(await page.locator('.banner-bad').count()).toBe(0);
+  });
+
+  it("opens an interactive sandbox: its execs and files, its chain verified in the browser, its end followed live", async () => {
+    const created = await stack.api(stack.admin, '/v1/sandboxes', { method: 'POST', body: JSON.stringify({ image: 'cairn/sandbox-busybox:1', caps: { memoryMiB: 64, pids: 32, diskMiB: 16, cpus: 0.5 }, ttlSeconds: 300 }) });
+    const sandbox = (await created.json()) as { id: string; state: string };
+    if (created.status === 404) {
+      // A gateway built without sandbox sessions: the page says so, as an empty state, not an error.
+      await page.goto(dashboard('sandboxes'));
+      await expect.poll(() => page.getByText('This gateway serves no interactive sandboxes').isVisible(), SOON).toBe(true);
+      expect(await page.locator('.banner-bad').count()).toBe(0);
+      return;
+    }
+    expect(created.status, JSON.stringify(sandbox)).toBe(201);
+    const exec = async (argv: string[]) => {
+      const answer = await stack.api(stack.admin, `/v1/sandboxes/${sandbox.id}/exec`, { method: 'POST', body: JSON.stringify({ argv }) });
+      expect(answer.status).toBe(200);
+    };
+    await exec(['echo', 'hello from the sandbox']);
+    await exec(['sh', '-c', 'exit 4']);
+    const put = await fetch(`${stack.url}/v1/sandboxes/${sandbox.id}/files?path=/work/note.txt`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${stack.admin.key}`, 'content-type': 'application/octet-stream' },
+      body: 'a note',
+    });
+    expect(put.status).toBe(200);
+
+    await page.goto(dashboard('sandboxes'));
+    const row = page.locator(`tr[data-sandbox-id="${sandbox.id}"]`);
+    await expect.poll(() => row.isVisible(), SOON).toBe(true);
+    await screenshot('sandboxes');
+    await row.getByRole('link').click();
+    await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+    expect(await attributes(page.locator('[data-exec-id] [data-exit-code]'), 'data-exit-code')).toEqual(['0', '4']);
+    expect(await page.getByRole('table', { name: 'Files' }).textContent()).toContain('/work/note.txt');
+    expect(await page.locator('[data-live]').getAttribute('data-live')).toBe('live');
+    await screenshot('sandbox', true);
+
+    // Destroyed elsewhere: the open page follows its chain to the seal.
+    expect((await stack.api(stack.admin, `/v1/sandboxes/${sandbox.id}`, { method: 'DELETE' })).status).toBe(200);
+    await expect.poll(() => page.locator('[data-live]').getAttribute('data-live'), { timeout: 30_000 }).toBe('ended');
+    await expect.poll(() => page.locator('.page-header [data-state]').first().getAttribute('data-state'), SOON).toBe('DESTROYED');
+    await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+  });
+
+  it('never put the key in a URL, and the page broke no Content-Security-Policy rule', () => {
+    expect(requestUrls.length).toBeGreaterThan(10);
+    expect(requestUrls.filter((url) => url.includes(stack.admin.key))).toEqual([]);
+    expect(cspViolations).toEqual([]);
+  });
+});
