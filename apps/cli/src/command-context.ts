@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { ExitCode } from './exit-codes.js';
 import { Output } from './output.js';
 import type { CliStreams } from './output.js';
 
@@ -11,8 +10,9 @@ export interface CommandContext {
   /**
    * A command whose result is itself a failure (a run that ended ROLLBACK) reports it as its
    * result and sets the exit code here, rather than throwing a second error document.
+   * One of exit-codes.ts, or — `cairn sandbox exec` — the program's own exit status (0–255), passed through.
    */
-  exitCode: ExitCode | null;
+  exitCode: number | null;
 }
 
 export function createCommandContext(streams: CliStreams): CommandContext {

@@ -60,6 +60,11 @@ export type Health = z.infer<typeof HealthSchema>;
 
 export const WorkersSchema = z.object({ items: z.array(z.looseObject({ workerId: z.string() })) });
 
+/** Where a chain's resources live: a run's under /v1/runs, a sandbox session's under /v1/sandboxes. */
+export function chainPath(chainId: string): string {
+  return `/v1/${chainId.startsWith('sbx_') ? 'sandboxes' : 'runs'}/${encodeURIComponent(chainId)}`;
+}
+
 const START_HINT = 'start the stack with `npx --no-install cairn up` (or set CAIRN_URL and CAIRN_API_KEY)';
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -80,6 +85,8 @@ export interface RequestOptions {
   body?: unknown;
   /** Sent as it is, `text/plain` (a secret's value), instead of a JSON `body`. */
   text?: Uint8Array;
+  /** Sent as it is, `application/octet-stream` (a file for a sandbox), instead of a JSON `body`. */
+  bytes?: Uint8Array;
   headers?: Record<string, string>;
   /** Default 30 s; null for none (streams). */
   timeoutMs?: number | null;
@@ -97,7 +104,7 @@ export class GatewayClient {
   }
 
   /** A gateway error body as a CairnError; anything else as E_INTERNAL naming the status. */
-  private async failure(response: Response, what: string): Promise<CairnError> {
+  async failure(response: Response, what: string): Promise<CairnError> {
     const text = await response.text().catch(() => '');
     let body: unknown = undefined;
     try {
@@ -117,6 +124,9 @@ export class GatewayClient {
     if (options.text !== undefined) {
       headers['content-type'] = 'text/plain; charset=utf-8';
       body = options.text;
+    } else if (options.bytes !== undefined) {
+      headers['content-type'] = 'application/octet-stream';
+      body = options.bytes;
     } else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(options.body);
@@ -176,14 +186,16 @@ export class GatewayClient {
     return this.json(`/v1/runs${qs === '' ? '' : `?${qs}`}`, RunPageSchema);
   }
 
+  /** A chain's receipts after `after`: a run's (`run_…`) or a sandbox session's (`sbx_…`). */
   events(runId: string, after: number, limit?: number): Promise<EventPage> {
     const params = new URLSearchParams({ after: String(after) });
     if (limit !== undefined) params.set('limit', String(limit));
-    return this.json(`/v1/runs/${encodeURIComponent(runId)}/events?${params.toString()}`, EventPageSchema);
+    return this.json(`${chainPath(runId)}/events?${params.toString()}`, EventPageSchema);
   }
 
-  bundle(runId: string): Promise<Bundle> {
-    return this.json(`/v1/runs/${encodeURIComponent(runId)}/bundle`, BundleSchema, { timeoutMs: 120_000 });
+  /** The proof bundle of a chain: a run's (`run_…`) or a sandbox session's (`sbx_…`). */
+  bundle(chainId: string): Promise<Bundle> {
+    return this.json(`${chainPath(chainId)}/bundle`, BundleSchema, { timeoutMs: 120_000 });
   }
 
   cancel(runId: string): Promise<z.infer<typeof CancelledSchema>> {
@@ -195,7 +207,7 @@ export class GatewayClient {
    * returns when the server closes the stream (it does after `run.sealed`).
    */
   async *streamOnce(runId: string, after: number, signal?: AbortSignal): AsyncGenerator<Receipt> {
-    const path = `/v1/runs/${encodeURIComponent(runId)}/events/stream?after=${after}`;
+    const path = `${chainPath(runId)}/events/stream?after=${after}`;
     const response = await this.fetch(path, {
       headers: { accept: 'text/event-stream', 'last-event-id': `${runId}:${after}` },
       timeoutMs: null,

@@ -12,12 +12,12 @@ import { registerImagesCommand } from './commands/images.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
 import { registerRunCommand } from './commands/run.command.js';
+import { registerSandboxCommand } from './commands/sandbox.command.js';
 import { registerSecretsCommand } from './commands/secrets.command.js';
 import { registerStatusCommand } from './commands/status.command.js';
 import { registerUpCommand } from './commands/up.command.js';
 import { registerVerifyCommand } from './commands/verify.command.js';
 import { EXIT_OK, EXIT_USAGE, toCliFailure } from './exit-codes.js';
-import type { ExitCode } from './exit-codes.js';
 import { Output } from './output.js';
 import type { CliStreams } from './output.js';
 
@@ -61,6 +61,7 @@ export function buildProgram(context: CommandContext): Command {
   registerSecretsCommand(program, context);
   registerApproveCommand(program, context);
   registerVerifyCommand(program, context);
+  registerSandboxCommand(program, context);
   registerMcpCommand(program, context);
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
@@ -79,8 +80,11 @@ function usageFailure(error: CommanderError): CairnError {
   return new CairnError('E_INPUT', error.message.replace(/^error: /, ''), { reason: error.code.replace(/^commander\./, '') });
 }
 
-/** Runs one command line and returns its exit code; never throws, never exits the process. */
-export async function runCli(argv: readonly string[], streams: CliStreams): Promise<ExitCode> {
+/**
+ * Runs one command line and returns its exit code (exit-codes.ts, or the status of a program that
+ * `cairn sandbox exec` ran); never throws, never exits the process.
+ */
+export async function runCli(argv: readonly string[], streams: CliStreams): Promise<number> {
   const context = createCommandContext(streams);
   const program = buildProgram(context);
   try {

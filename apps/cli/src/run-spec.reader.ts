@@ -50,29 +50,35 @@ export function parseSpecText(text: string, path: string): unknown {
 }
 
 /**
- * The file's text, if it is a regular file of at most MAX_SPEC_BYTES: a FIFO or a device
- * (`/dev/zero`) would block or never end, so it is refused before anything is read.
+ * The bytes of a regular file of at most `maxBytes`: a FIFO or a device (`/dev/zero`) would block
+ * or never end, so it is refused before anything is read. Also used by `cairn sandbox cp`.
  */
-async function readSpecFile(path: string): Promise<string> {
+export async function readBoundedRegularFile(path: string, maxBytes: number): Promise<Buffer> {
   const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const info = await file.stat();
     if (!info.isFile()) throw usageError(`${path} is not a regular file`, { path });
-    const buffer = Buffer.alloc(MAX_SPEC_BYTES + 1);
+    const buffer = Buffer.alloc(maxBytes + 1);
     let length = 0;
     while (length < buffer.length) {
       const { bytesRead } = await file.read(buffer, length, buffer.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    if (length > MAX_SPEC_BYTES) throw usageError(`${path} is larger than ${MAX_SPEC_BYTES} bytes`, { path });
-    try {
-      return UTF8.decode(buffer.subarray(0, length));
-    } catch {
-      throw usageError(`${path} is not valid UTF-8`, { path });
-    }
+    if (length > maxBytes) throw usageError(`${path} is larger than ${maxBytes} bytes`, { path });
+    return buffer.subarray(0, length);
   } finally {
     await file.close();
+  }
+}
+
+/** The file's text, if it is a regular file of at most MAX_SPEC_BYTES of valid UTF-8. */
+async function readSpecFile(path: string): Promise<string> {
+  const bytes = await readBoundedRegularFile(path, MAX_SPEC_BYTES);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw usageError(`${path} is not valid UTF-8`, { path });
   }
 }
 

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCairn } from './cli.harness.js';
+import { CAIRN_BIN, runCairn } from './cli.harness.js';
 import type { CliRun } from './cli.harness.js';
 
 /*
@@ -60,7 +60,9 @@ async function specFile(name: string, content: string | Buffer): Promise<string>
 
 /** Exit 2, one JSON error E_INPUT naming `mentions`, and nothing sent. */
 async function expectInputError(args: string[], mentions: string | RegExp): Promise<void> {
-  const { cli, sent } = await cairn([...args, '--json']);
+  // Before a `--` (what follows it is a program's argv, not the CLI's options).
+  const end = args.indexOf('--');
+  const { cli, sent } = await cairn(end === -1 ? [...args, '--json'] : [...args.slice(0, end), '--json', ...args.slice(end)]);
   expect(cli.code, cli.stdout + cli.stderr).toBe(2);
   const printed = JSON.parse(cli.stdout) as { ok: boolean; error: { code: string; message: string } };
   expect(printed).toMatchObject({ ok: false, error: { code: 'E_INPUT' } });
@@ -169,5 +171,82 @@ describe('ids and keys on the command line: look-alike and control characters', 
       args.map((arg) => (arg === '@valid' ? valid : arg)),
       new RegExp(mentions.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, '\\$&'), 'i'),
     );
+  });
+});
+
+describe('cairn sandbox …: exit 2, E_INPUT naming the field, nothing sent (no sandbox created, no exec run)', () => {
+  it('the recorder hears a valid create (and its 503 is E_UNAVAILABLE, exit 1)', async () => {
+    const { cli, sent } = await cairn(['sandbox', 'create', '--ttl', '60', '--json']);
+    expect(cli.code, cli.stdout + cli.stderr).toBe(1);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE' } });
+    expect(sent.map((r) => `${r.method} ${r.url.replace(/^\/case-\d+/, '')}`)).toEqual(['POST /v1/sandboxes']);
+  });
+
+  it.concurrent.each([
+    ['create: an image reference with a shell in it', ['sandbox', 'create', '--image', 'busybox; rm -rf /'], 'image'],
+    ['create: an upper-case image', ['sandbox', 'create', '--image', 'Cairn/Sandbox:1'], 'image'],
+    ['create: a TTL of 0', ['sandbox', 'create', '--ttl', '0'], '--ttl'],
+    ['create: a TTL over a day', ['sandbox', 'create', '--ttl', '86401'], '--ttl'],
+    ['create: an idle limit with a unit', ['sandbox', 'create', '--idle', '10s'], '--idle'],
+    ['create: memory with a unit', ['sandbox', 'create', '--memory', '64MiB'], '--memory'],
+    ['create: no CPU at all', ['sandbox', 'create', '--cpus', '0'], '--cpus'],
+    ['create: a secret name in lower case', ['sandbox', 'create', '--secret', 'api_token'], '--secret'],
+    ['create: an idempotency key with a control character', ['sandbox', 'create', '--idempotency-key', 'k\u001b[2J'], '--idempotency-key'],
+    ['exec: a look-alike sandbox id', ['sandbox', 'exec', `sbx_${CYRILLIC_A}bc`, '--', 'ls'], 'sandbox id'],
+    ['exec: a run id for a sandbox id', ['sandbox', 'exec', 'run_abc', '--', 'ls'], 'sandbox id'],
+    ['exec: no program', ['sandbox', 'exec', 'sbx_abc'], 'argv'],
+    ['exec: an empty program', ['sandbox', 'exec', 'sbx_abc', '--', ''], 'argv[0]'],
+    ['exec: a workdir outside /work, /out, /tmp', ['sandbox', 'exec', 'sbx_abc', '--workdir', '/proc/self/fd/3', '--', 'ls'], 'workdir'],
+    ['exec: a workdir climbing out with ..', ['sandbox', 'exec', 'sbx_abc', '--workdir', '/work/../etc', '--', 'ls'], 'workdir'],
+    ['exec: an env name in lower case', ['sandbox', 'exec', 'sbx_abc', '--env', 'path=/x', '--', 'ls'], '--env'],
+    ['exec: an env pair without =', ['sandbox', 'exec', 'sbx_abc', '--env', 'PATH', '--', 'ls'], '--env'],
+    ['exec: a timeout of 0', ['sandbox', 'exec', 'sbx_abc', '--timeout', '0', '--', 'ls'], '--timeout'],
+    ['cp: no sandbox side', ['sandbox', 'cp', '/etc/hostname', '/tmp/elsewhere'], 'sandbox side'],
+    ['cp: two sandboxes', ['sandbox', 'cp', 'sbx_abc:/work/a', 'sbx_def:/work/b'], 'one sandbox'],
+    ['cp: into /etc', ['sandbox', 'cp', '/etc/hostname', 'sbx_abc:/etc/passwd'], 'invalid sandbox path'],
+    ['cp: climbing out with ..', ['sandbox', 'cp', '/etc/hostname', 'sbx_abc:/work/../etc/shadow'], 'invalid sandbox path'],
+    ['cp: a relative sandbox path', ['sandbox', 'cp', '/etc/hostname', 'sbx_abc:work/a'], 'invalid sandbox path'],
+    ['cp: a directory as the sandbox file', ['sandbox', 'cp', 'sbx_abc:/work', '-'], 'invalid sandbox path'],
+    ['cp: a control character in the sandbox path', ['sandbox', 'cp', '/etc/hostname', 'sbx_abc:/work/a\u001b[2Jb'], 'invalid sandbox path'],
+    ['cp: setuid bits', ['sandbox', 'cp', '--mode', '4755', '/etc/hostname', 'sbx_abc:/work/a'], '--mode'],
+    ['cp: /dev/zero (never ends)', ['sandbox', 'cp', '/dev/zero', 'sbx_abc:/work/zero'], 'not a regular file'],
+    ['cp: a file that does not exist', ['sandbox', 'cp', '/nonexistent/file', 'sbx_abc:/work/a'], 'cannot read /nonexistent/file'],
+    ['show: an id with a newline', ['sandbox', 'show', 'sbx_abc\nsbx_def'], 'sandbox id'],
+    ['rm: one bad id among good ones (none is removed)', ['sandbox', 'rm', 'sbx_abc', `sbx_${CYRILLIC_A}bc`, 'sbx_def'], 'sandbox id'],
+    ['ls: a state sandboxes do not have', ['sandbox', 'ls', '--state', 'SEALED'], '--state'],
+  ])('%s', async (_what, args, mentions) => {
+    await expectInputError(args, new RegExp(mentions.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, '\\$&'), 'i'));
+  });
+
+  it('exec: stdin that is not UTF-8 text, or over 512 KiB, is refused before anything is sent', async () => {
+    const withStdin = async (input: Buffer): Promise<{ code: number | null; stdout: string; sent: unknown[] }> => {
+      const prefix = `/case-${(cases += 1)}`;
+      const child = spawn(process.execPath, [CAIRN_BIN, 'sandbox', 'exec', 'sbx_abc', '--json', '--', 'cat'], {
+        env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', CAIRN_URL: `${recorderUrl}${prefix}`, CAIRN_API_KEY: KEY, CAIRN_HOME: join(dir, 'home') },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const out: Buffer[] = [];
+      child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(input);
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      return { code, stdout: Buffer.concat(out).toString('utf8'), sent: requests.filter((r) => r.url.startsWith(`${prefix}/`)) };
+    };
+    const latin = await withStdin(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    expect(latin.code).toBe(2);
+    expect(JSON.parse(latin.stdout)).toMatchObject({ ok: false, error: { code: 'E_INPUT', message: expect.stringContaining('not valid UTF-8') as string } });
+    expect(latin.sent).toEqual([]);
+    const big = await withStdin(Buffer.alloc(512 * 1024 + 1, 0x61));
+    expect(big.code).toBe(2);
+    expect(JSON.parse(big.stdout)).toMatchObject({ ok: false, error: { code: 'E_INPUT', message: expect.stringContaining('larger than 524288 bytes') as string } });
+    expect(big.sent).toEqual([]);
+  });
+
+  it('cp: a FIFO is refused without blocking on it, and a file over 16 MiB without sending it', async () => {
+    const fifo = join(dir, 'upload.fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expectInputError(['sandbox', 'cp', fifo, 'sbx_abc:/work/a'], 'is not a regular file');
+    const big = await specFile('big.bin', Buffer.alloc(16 * 1024 * 1024 + 1, 0x61));
+    await expectInputError(['sandbox', 'cp', big, 'sbx_abc:/work/big.bin'], 'is larger than 16777216 bytes');
   });
 });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
@@ -32,21 +32,6 @@ let stack: TestStack;
 let mcpUrl: string;
 /** A key of another tenant, minted straight into the stack's key table (only its hash is stored). */
 let otherTenantKey: string;
-
-async function mintKey(tenant: string, scopes: string[]): Promise<string> {
-  const { createDataSource } = await import('@cairn/persistence');
-  const ds = createDataSource(stack.database.url, { poolSize: 1 });
-  await ds.initialize();
-  try {
-    const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
-    const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
-    const sha = createHash('sha256').update(key).digest('hex');
-    await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [randomUUID(), prefix, sha, tenant, scopes]);
-    return key;
-  } finally {
-    await ds.destroy();
-  }
-}
 
 /** A key of the right form that the stack never issued. */
 function unknownKey(): string {
@@ -121,12 +106,104 @@ function rawPost(url: string, headers: Record<string, string>, body: unknown): P
   });
 }
 
+const ALL_TOOLS = [
+  'run_events',
+  'run_status',
+  'run_submit',
+  'run_verify',
+  'sandbox_create',
+  'sandbox_destroy',
+  'sandbox_exec',
+  'sandbox_list',
+  'sandbox_read_file',
+  'sandbox_verify',
+  'sandbox_write_file',
+];
+
+/**
+ * The sandbox session the issue asks for, on one connected client: create a sandbox, write a
+ * file, run a program on it, read the result, destroy it — every step a receipt on the
+ * sandbox's chain, which verifies (here through the tool, and from the evidence log offline).
+ */
+async function sandboxSession(client: Client, label: string): Promise<void> {
+  const created = await call(client, 'sandbox_create', { image: 'cairn/sandbox-busybox:1', caps: { memoryMiB: 64, cpus: 0.5 }, network: 'none', ttlSeconds: 600, idempotencyKey: `${label}-${uniqueName('s')}` });
+  expect(created.isError, JSON.stringify(created)).toBeFalsy();
+  const { id } = structured(created) as { id: string };
+  expect(id).toMatch(/^sbx_/);
+  expect(structured(created)).toMatchObject({ state: 'READY' });
+  expect(JSON.parse((created.content[0] as { text: string }).text)).toMatchObject({ id, state: 'READY' });
+
+  const input = 'banana\napple\ncherry\n';
+  const written = await call(client, 'sandbox_write_file', { sandboxId: id, path: '/work/fruit.txt', content: input });
+  expect(written.isError, JSON.stringify(written)).toBeFalsy();
+  expect(structured(written)).toMatchObject({ path: '/work/fruit.txt', bytes: input.length, sha256: createHash('sha256').update(input).digest('hex') });
+  const script = await call(client, 'sandbox_write_file', { sandboxId: id, path: '/work/sort.sh', content: '#!/bin/sh\nsort "$1" > /out/sorted.txt\necho "sorted $(wc -l < "$1") lines"\n', mode: '0755' });
+  expect(script.isError).toBeFalsy();
+
+  const ran = await call(client, 'sandbox_exec', { sandboxId: id, argv: ['/work/sort.sh', '/work/fruit.txt'], env: { LC_ALL: 'C' } });
+  expect(ran.isError, JSON.stringify(ran)).toBeFalsy();
+  expect(structured(ran)).toMatchObject({ exitCode: 0, stdout: 'sorted 3 lines\n', stderr: '', limitHit: null, sandboxState: 'READY' });
+  const failing = structured(await call(client, 'sandbox_exec', { sandboxId: id, argv: ['sh', '-c', 'echo nope >&2; exit 7'] }));
+  expect(failing).toMatchObject({ exitCode: 7, stderr: 'nope\n' });
+
+  const read = await call(client, 'sandbox_read_file', { sandboxId: id, path: '/out/sorted.txt' });
+  expect(read.isError, JSON.stringify(read)).toBeFalsy();
+  expect(structured(read)).toMatchObject({ encoding: 'utf8', content: 'apple\nbanana\ncherry\n', bytes: 20 });
+
+  // Bad input is E_INPUT naming the field, and nothing reaches the sandbox.
+  const outside = await call(client, 'sandbox_write_file', { sandboxId: id, path: '/etc/passwd', content: 'x' });
+  expect(structured(outside)).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining('path') as string } });
+  const shell = await call(client, 'sandbox_exec', { sandboxId: id, argv: 'rm -rf /work' });
+  expect(structured(shell)).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining('argv') as string } });
+  const missing = await call(client, 'sandbox_read_file', { sandboxId: id, path: '/work/none.txt' });
+  expect(structured(missing)).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
+
+  const listed = structured(await call(client, 'sandbox_list', { state: 'READY' })) as { items: { id: string }[] };
+  expect(listed.items.map((s) => s.id)).toContain(id);
+
+  // Another tenant's key sees none of it.
+  const other = label === 'http' ? await httpClient(otherTenantKey) : (await stdioClient(otherTenantKey)).client;
+  try {
+    for (const [name, args] of [
+      ['sandbox_exec', { sandboxId: id, argv: ['true'] }],
+      ['sandbox_read_file', { sandboxId: id, path: '/out/sorted.txt' }],
+      ['sandbox_destroy', { sandboxId: id }],
+      ['sandbox_verify', { sandboxId: id }],
+    ] as const) {
+      const refused = await call(other, name, args);
+      expect(refused.isError, name).toBe(true);
+      expect(structured(refused), name).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
+    }
+  } finally {
+    await other.close();
+  }
+
+  const destroyed = await call(client, 'sandbox_destroy', { sandboxId: id });
+  expect(structured(destroyed)).toMatchObject({ id, state: 'DESTROYED' });
+  const after = await call(client, 'sandbox_exec', { sandboxId: id, argv: ['true'] });
+  expect(structured(after)).toMatchObject({ error: { code: 'E_CONFLICT' } });
+
+  // Every step is on the chain, sealed, and the chain verifies.
+  const verified = await call(client, 'sandbox_verify', { sandboxId: id });
+  expect(verified.isError, JSON.stringify(verified)).toBeFalsy();
+  expect(structured(verified)).toMatchObject({ ok: true, sandboxId: id, sealed: true });
+  const response = await stack.api(`/v1/sandboxes/${id}/events?after=0&limit=1000`);
+  const types = ((await response.json()) as { items: { type: string }[] }).items.map((r) => r.type);
+  expect(types[0]).toBe('sandbox.requested');
+  expect(types.filter((t) => t === 'sandbox.file.written')).toHaveLength(2);
+  expect(types.filter((t) => t === 'sandbox.exec.completed')).toHaveLength(2);
+  expect(types.filter((t) => t === 'sandbox.file.read')).toHaveLength(1);
+  expect(types.slice(-2)).toEqual(['sandbox.destroyed', 'run.sealed']);
+  expect(structured(verified)).toMatchObject({ count: types.length });
+  await stack.expectCleanAndVerifiable(id);
+}
+
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 
 /** The whole agent session the brief asks for, on one connected client. */
 async function agentSession(client: Client, label: string): Promise<void> {
   const { tools } = await client.listTools();
-  expect(tools.map((t) => t.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify']);
+  expect(tools.map((t) => t.name).sort()).toEqual(ALL_TOOLS);
 
   const key = `${label}-${uniqueName('k')}`;
   const submitted = await call(client, 'run_submit', { spec: { ...ECHO, name: `mcp echo over ${label}` }, idempotencyKey: key });
@@ -189,7 +266,7 @@ beforeAll(async () => {
   stack.apiKey = result.apiKey;
   expect(result.mcpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
   mcpUrl = result.mcpUrl ?? '';
-  otherTenantKey = await mintKey('globex', ['runs:read', 'runs:write']);
+  otherTenantKey = await stack.mintKey('globex', ['runs:read', 'runs:write']);
 });
 
 afterAll(async () => {
@@ -201,6 +278,15 @@ describe('MCP over Streamable HTTP (the endpoint cairn up started)', () => {
     const client = await httpClient(stack.apiKey);
     try {
       await agentSession(client, 'http');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a sandbox session: create, write a file, run a program on it, read the result, destroy; the chain verifies', async () => {
+    const client = await httpClient(stack.apiKey);
+    try {
+      await sandboxSession(client, 'http');
     } finally {
       await client.close();
     }
@@ -233,7 +319,7 @@ describe('MCP over Streamable HTTP (the endpoint cairn up started)', () => {
       expect(sessionId).not.toBe('');
       const stolen = await rawPost(mcpUrl, { authorization: `Bearer ${otherTenantKey}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
       expect(stolen.status).toBe(404);
-      expect((await owner.listTools()).tools).toHaveLength(4);
+      expect((await owner.listTools()).tools).toHaveLength(ALL_TOOLS.length);
     } finally {
       await owner.close();
     }
@@ -245,6 +331,17 @@ describe('MCP over stdio (cairn mcp)', () => {
     const { client, stderr } = await stdioClient();
     try {
       await agentSession(client, 'stdio');
+    } catch (error) {
+      throw new Error(`${String(error)}\nstderr of cairn mcp:\n${stderr()}`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a sandbox session: create, write a file, run a program on it, read the result, destroy; the chain verifies', async () => {
+    const { client, stderr } = await stdioClient();
+    try {
+      await sandboxSession(client, 'stdio');
     } catch (error) {
       throw new Error(`${String(error)}\nstderr of cairn mcp:\n${stderr()}`);
     } finally {

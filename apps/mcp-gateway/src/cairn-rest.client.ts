@@ -41,6 +41,63 @@ export const BundleSchema = z.looseObject({
 });
 export type Bundle = z.infer<typeof BundleSchema>;
 
+/** A sandbox session as the REST gateway shows it (`GET /v1/sandboxes/:id`). */
+export const SandboxSchema = z.looseObject({
+  id: z.string(),
+  tenant: z.string(),
+  state: z.string(),
+  image: z.string().nullable(),
+  createdAt: z.string(),
+  expiresAt: z.string().nullable().optional(),
+  operations: z.number().optional(),
+  destroyReason: z.string().nullable().optional(),
+  errorCode: z.string().nullable().optional(),
+  headSeq: z.number().nullable().optional(),
+  headHash: z.string().nullable().optional(),
+  sealed: z.boolean().optional(),
+});
+export type Sandbox = z.infer<typeof SandboxSchema>;
+
+export const SandboxPageSchema = z.object({ items: z.array(SandboxSchema), nextCursor: z.string().nullable() });
+export type SandboxPage = z.infer<typeof SandboxPageSchema>;
+
+/** `POST /v1/sandboxes/:id/exec` answered as JSON: the output whole (bounded), and what the receipt says. */
+export const ExecResultSchema = z.looseObject({
+  execId: z.string(),
+  exitCode: z.number().int().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdoutBytes: z.number(),
+  stderrBytes: z.number(),
+  stdoutSha256: z.string(),
+  stderrSha256: z.string(),
+  truncated: z.boolean(),
+  durationMs: z.number(),
+  limitHit: z.string().nullable(),
+  errorCode: z.string().nullable(),
+  seq: z.number().int(),
+  sandboxState: z.string(),
+});
+export type ExecResult = z.infer<typeof ExecResultSchema>;
+
+export const FileWrittenSchema = z.looseObject({ path: z.string(), bytes: z.number(), sha256: z.string(), seq: z.number() });
+export type FileWritten = z.infer<typeof FileWrittenSchema>;
+
+export interface FileRead {
+  bytes: Uint8Array;
+  /** What the gateway recorded for these bytes (`X-Cairn-Sha256`), and the receipt's seq. */
+  sha256: string | null;
+  seq: number | null;
+}
+
+export interface ExecRequest {
+  argv: string[];
+  env?: Record<string, string>;
+  workdir?: string;
+  stdin?: string;
+  timeoutSeconds?: number;
+}
+
 const RunListSchema = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() });
 const ErrorResponseSchema = z.object({ code: ErrorCodeSchema, message: z.string(), details: z.record(z.string(), z.unknown()).optional() });
 
@@ -54,7 +111,24 @@ export interface CairnRuns {
   bundle(runId: string): Promise<Bundle>;
 }
 
-export class CairnRestClient implements CairnRuns {
+/** What the sandbox tools need from Cairn; a port like CairnRuns. */
+export interface CairnSandboxes {
+  createSandbox(spec: unknown, idempotencyKey?: string): Promise<Sandbox>;
+  getSandbox(sandboxId: string): Promise<Sandbox>;
+  listSandboxes(query: { state?: string; cursor?: string; limit?: number }): Promise<SandboxPage>;
+  exec(sandboxId: string, request: ExecRequest): Promise<ExecResult>;
+  writeFile(sandboxId: string, path: string, bytes: Uint8Array, mode?: number): Promise<FileWritten>;
+  readFile(sandboxId: string, path: string): Promise<FileRead>;
+  destroySandbox(sandboxId: string): Promise<Sandbox>;
+  /** The proof bundle of the sandbox's chain (the format names the chain `runId`). */
+  sandboxBundle(sandboxId: string): Promise<Bundle>;
+}
+
+/** `POST /v1/sandboxes` waits (bounded) for the sandbox to be ready; an exec lasts as long as its program. */
+const CREATE_TIMEOUT_MS = 120_000;
+const EXEC_TIMEOUT_MS = 24 * 3600 * 1000;
+
+export class CairnRestClient implements CairnRuns, CairnSandboxes {
   private readonly baseUrl: string;
 
   constructor(
@@ -64,22 +138,54 @@ export class CairnRestClient implements CairnRuns {
     this.baseUrl = url.replace(/\/+$/, '');
   }
 
-  private async request<S extends z.ZodType>(path: string, schema: S, init: { method?: 'GET' | 'POST'; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<z.infer<S>> {
+  private async send(
+    path: string,
+    init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; body?: unknown; bytes?: Uint8Array; headers?: Record<string, string>; timeoutMs?: number },
+  ): Promise<Response> {
     const method = init.method ?? 'GET';
     const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${this.apiKey}`, ...init.headers };
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    let body: string | Uint8Array | undefined;
+    if (init.bytes !== undefined) {
+      headers['content-type'] = 'application/octet-stream';
+      body = init.bytes;
+    } else if (init.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.body);
+    }
     let response: Response;
     try {
       response = await fetch(`${this.baseUrl}${path}`, {
         method,
         headers,
-        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+        ...(body === undefined ? {} : { body }),
         signal: AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
       const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
       throw new CairnError('E_UNAVAILABLE', `cannot reach the Cairn REST gateway at ${this.baseUrl}: ${cause}`);
     }
+    if (!response.ok) {
+      const text = await response.text().catch(() => '');
+      let parsed: unknown = undefined;
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        // not JSON: judged below
+      }
+      const failure = ErrorResponseSchema.safeParse(parsed);
+      if (failure.success) throw new CairnError(failure.data.code, failure.data.message, failure.data.details);
+      throw new CairnError('E_INTERNAL', `${method} ${path.split('?')[0] ?? path}: the Cairn REST gateway answered HTTP ${response.status}`, { status: response.status });
+    }
+    return response;
+  }
+
+  private async request<S extends z.ZodType>(
+    path: string,
+    schema: S,
+    init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; body?: unknown; bytes?: Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
+  ): Promise<z.infer<S>> {
+    const method = init.method ?? 'GET';
+    const response = await this.send(path, init);
     const text = await response.text().catch(() => '');
     let body: unknown = undefined;
     try {
@@ -87,13 +193,8 @@ export class CairnRestClient implements CairnRuns {
     } catch {
       // not JSON: judged below
     }
-    if (!response.ok) {
-      const failure = ErrorResponseSchema.safeParse(body);
-      if (failure.success) throw new CairnError(failure.data.code, failure.data.message, failure.data.details);
-      throw new CairnError('E_INTERNAL', `${method} ${path}: the Cairn REST gateway answered HTTP ${response.status}`, { status: response.status });
-    }
     const parsed = schema.safeParse(body);
-    if (!parsed.success) throw new CairnError('E_INTERNAL', `${method} ${path}: the Cairn REST gateway's answer does not match the REST contract`);
+    if (!parsed.success) throw new CairnError('E_INTERNAL', `${method} ${path.split('?')[0] ?? path}: the Cairn REST gateway's answer does not match the REST contract`);
     return parsed.data;
   }
 
@@ -125,5 +226,55 @@ export class CairnRestClient implements CairnRuns {
 
   bundle(runId: string): Promise<Bundle> {
     return this.request(`/v1/runs/${encodeURIComponent(runId)}/bundle`, BundleSchema, { timeoutMs: 120_000 });
+  }
+
+  createSandbox(spec: unknown, idempotencyKey?: string): Promise<Sandbox> {
+    return this.request('/v1/sandboxes', SandboxSchema, {
+      method: 'POST',
+      body: spec,
+      ...(idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKey } }),
+      timeoutMs: CREATE_TIMEOUT_MS,
+    });
+  }
+
+  getSandbox(sandboxId: string): Promise<Sandbox> {
+    return this.request(`/v1/sandboxes/${encodeURIComponent(sandboxId)}`, SandboxSchema);
+  }
+
+  listSandboxes(query: { state?: string; cursor?: string; limit?: number }): Promise<SandboxPage> {
+    const params = new URLSearchParams();
+    if (query.state !== undefined) params.set('state', query.state);
+    if (query.cursor !== undefined) params.set('cursor', query.cursor);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    const qs = params.toString();
+    return this.request(`/v1/sandboxes${qs === '' ? '' : `?${qs}`}`, SandboxPageSchema);
+  }
+
+  exec(sandboxId: string, request: ExecRequest): Promise<ExecResult> {
+    return this.request(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/exec`, ExecResultSchema, { method: 'POST', body: request, timeoutMs: EXEC_TIMEOUT_MS });
+  }
+
+  writeFile(sandboxId: string, path: string, bytes: Uint8Array, mode?: number): Promise<FileWritten> {
+    const query = new URLSearchParams({ path });
+    if (mode !== undefined) query.set('mode', mode.toString(8).padStart(4, '0'));
+    return this.request(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/files?${query.toString()}`, FileWrittenSchema, { method: 'PUT', bytes, timeoutMs: CREATE_TIMEOUT_MS });
+  }
+
+  async readFile(sandboxId: string, path: string): Promise<FileRead> {
+    const response = await this.send(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/files?${new URLSearchParams({ path }).toString()}`, {
+      headers: { accept: 'application/octet-stream' },
+      timeoutMs: CREATE_TIMEOUT_MS,
+    });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const seq = Number(response.headers.get('x-cairn-seq'));
+    return { bytes, sha256: response.headers.get('x-cairn-sha256'), seq: Number.isInteger(seq) && seq > 0 ? seq : null };
+  }
+
+  destroySandbox(sandboxId: string): Promise<Sandbox> {
+    return this.request(`/v1/sandboxes/${encodeURIComponent(sandboxId)}`, SandboxSchema, { method: 'DELETE', timeoutMs: CREATE_TIMEOUT_MS });
+  }
+
+  sandboxBundle(sandboxId: string): Promise<Bundle> {
+    return this.request(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/bundle`, BundleSchema, { timeoutMs: 120_000 });
   }
 }

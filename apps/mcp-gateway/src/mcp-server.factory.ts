@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { CairnError } from '@cairn/contracts';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { CairnRuns } from './cairn-rest.client.js';
-import { callRunTool, findRunTool, RUN_TOOLS } from './run-tools.js';
-import { toolError } from './tool-errors.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CairnRuns, CairnSandboxes } from './cairn-rest.client.js';
+import { RUN_TOOLS } from './run-tools.js';
+import { SANDBOX_TOOLS } from './sandbox-tools.js';
+import { toolError, toolResult } from './tool-errors.js';
 
 export const MCP_SERVER_NAME = 'cairn';
 
@@ -19,7 +21,20 @@ const VERSION = packageVersion();
 const INSTRUCTIONS =
   'Cairn runs untrusted work in hardened sandboxes and keeps a hash-chained evidence log of every step. ' +
   'Submit a RunSpec with run_submit (steps are argv arrays), poll run_status until sealed is true, read the receipts with ' +
-  'run_events, and check the evidence yourself with run_verify. Errors carry Cairn error codes (E_INPUT, E_NOT_FOUND, …).';
+  'run_events, and check the evidence yourself with run_verify. For interactive work, sandbox_create starts a sandbox; then ' +
+  'sandbox_write_file, sandbox_exec (argv arrays) and sandbox_read_file, and sandbox_destroy when done — every operation a ' +
+  "receipt on the sandbox's own chain. Errors carry Cairn error codes (E_INPUT, E_NOT_FOUND, …).";
+
+/** What the server's tools act on: the REST gateway with the caller's key. */
+export type CairnApi = CairnRuns & CairnSandboxes;
+
+interface AnyTool {
+  definition: Tool;
+  call(cairn: CairnApi, args: unknown): Promise<Record<string, unknown>>;
+}
+
+const TOOLS: readonly AnyTool[] = [...RUN_TOOLS, ...SANDBOX_TOOLS];
+const TOOLS_BY_NAME = new Map(TOOLS.map((tool) => [tool.definition.name, tool]));
 
 /**
  * One MCP server (one session) acting for one Cairn API key. The low-level `Server` rather than
@@ -27,16 +42,20 @@ const INSTRUCTIONS =
  * themselves, so bad input comes back as a tool error carrying E_INPUT (McpServer would answer
  * its own validation error, without Cairn's code).
  */
-export function createMcpServer(runs: CairnRuns): Server {
+export function createMcpServer(cairn: CairnApi): Server {
   const server = new Server({ name: MCP_SERVER_NAME, title: 'Cairn', version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: RUN_TOOLS.map((tool) => tool.definition) }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOLS.map((tool) => tool.definition) }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const tool = findRunTool(request.params.name);
+    const tool = TOOLS_BY_NAME.get(request.params.name);
     // As the SDK's McpServer does: an unknown tool is a tool error the model can read and act on.
     if (tool === undefined) {
-      return toolError(new CairnError('E_INPUT', `unknown tool ${JSON.stringify(request.params.name)}; the tools are ${RUN_TOOLS.map((t) => t.definition.name).join(', ')}`));
+      return toolError(new CairnError('E_INPUT', `unknown tool ${JSON.stringify(request.params.name)}; the tools are ${TOOLS.map((t) => t.definition.name).join(', ')}`));
     }
-    return callRunTool(tool, runs, request.params.arguments);
+    try {
+      return toolResult(await tool.call(cairn, request.params.arguments));
+    } catch (error) {
+      return toolError(error);
+    }
   });
   return server;
 }

@@ -2,7 +2,7 @@ import { CairnError, formatIssuePath, parseRunSpec, RunIdSchema, RunSpecSchema }
 import { verifyChain } from '@cairn/evidence';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CairnRuns } from './cairn-rest.client.js';
+import type { Bundle, CairnRuns } from './cairn-rest.client.js';
 import { toolError, toolResult } from './tool-errors.js';
 
 /*
@@ -27,13 +27,13 @@ const EventsArgsSchema = z.strictObject({
 });
 
 /** The advertised JSON Schema of a tool's arguments (MCP wants `type: object`). */
-function inputSchemaOf(schema: z.ZodType): Tool['inputSchema'] {
+export function inputSchemaOf(schema: z.ZodType): Tool['inputSchema'] {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
   return { ...json, type: 'object' };
 }
 
 /** Arguments checked against `schema`; E_INPUT naming the first fields that are wrong. */
-function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.infer<S> {
+export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.infer<S> {
   const parsed = schema.safeParse(args ?? {});
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: issue.message }));
@@ -47,7 +47,14 @@ export interface RunTool {
 
 /** Verifies a run's proof bundle locally: every hash from genesis, and the bundle's own claims. */
 export async function verifyRun(runs: CairnRuns, runId: string): Promise<Record<string, unknown>> {
-  const bundle = await runs.bundle(runId);
+  return verifyBundle(await runs.bundle(runId), runId);
+}
+
+/**
+ * Verifies a chain's proof bundle (a run's or a sandbox session's) here, not trusting the
+ * server: every hash from genesis, the chain id, and the head the bundle names.
+ */
+export function verifyBundle(bundle: Bundle, runId: string): Record<string, unknown> {
   const result = verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: runId });
   if (!result.ok) {
     throw new CairnError('E_CHAIN_BROKEN', `the chain of ${runId} is broken at seq ${result.firstBadSeq} (${result.reason}): ${result.message}`, {
@@ -58,7 +65,7 @@ export async function verifyRun(runs: CairnRuns, runId: string): Promise<Record<
     });
   }
   if (bundle.runId !== runId) {
-    throw new CairnError('E_CHAIN_BROKEN', `the bundle names run ${bundle.runId}, not ${runId}`, { runId, reason: 'run_id_mismatch' });
+    throw new CairnError('E_CHAIN_BROKEN', `the bundle names chain ${bundle.runId}, not ${runId}`, { runId, reason: 'run_id_mismatch' });
   }
   if (bundle.headHash !== null && bundle.headHash !== result.headHash) {
     throw new CairnError('E_CHAIN_BROKEN', `the bundle names head ${bundle.headHash}, but its receipts recompute to ${result.headHash}`, {

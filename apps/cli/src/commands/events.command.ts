@@ -1,10 +1,19 @@
+import { ChainIdSchema } from '@cairn/contracts';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
+import { chainPath } from '../gateway-client.js';
 import type { Receipt } from '../gateway-client.js';
 import { formatEventLine } from '../run-report.js';
 import { resolveTarget } from '../stack/stack-target.js';
-import { parseRunId } from './status.command.js';
+
+/** A run id, or a sandbox session's (its chain is read the same way); anything else before a request. */
+function parseEventsChainId(value: string): string {
+  const parsed = ChainIdSchema.safeParse(value);
+  if (!parsed.success) throw usageError(`invalid run id ${JSON.stringify(value)}: a run id is run_… (a sandbox's sbx_…) in [a-z0-9_-]`, { runId: value });
+  return parsed.data;
+}
 
 function parseAfter(value: string): number {
   const after = Number(value);
@@ -15,8 +24,8 @@ function parseAfter(value: string): number {
 export function registerEventsCommand(program: Command, context: CommandContext): void {
   program
     .command('events')
-    .description("a run's receipts, one per line; with --follow, live until the run is sealed")
-    .argument('<run>', 'a run id (run_…)')
+    .description("a run's (or a sandbox session's) receipts, one per line; with --follow, live until it is sealed")
+    .argument('<run>', 'a run id (run_…) or a sandbox id (sbx_…)')
     .option('-f, --follow', 'keep printing receipts as they are appended, until run.sealed (server-sent events, resumed if dropped)')
     .option('--after <seq>', 'only receipts after this seq', '0')
     .addHelpText(
@@ -27,7 +36,7 @@ export function registerEventsCommand(program: Command, context: CommandContext)
     )
     .action(async (rawRun: string, options: { follow?: boolean; after: string }, command: Command) => {
       const output = context.output(command);
-      const runId = parseRunId(rawRun);
+      const runId = parseEventsChainId(rawRun);
       const after = parseAfter(options.after);
       const { client } = await resolveTarget(context.env);
       const print = (receipt: Receipt) => context.streams.stdout.write(output.json ? `${JSON.stringify(receipt)}\n` : `${formatEventLine(receipt)}\n`);
@@ -35,8 +44,8 @@ export function registerEventsCommand(program: Command, context: CommandContext)
         for await (const receipt of client.follow(runId, after)) print(receipt);
         return;
       }
-      // Fails with E_NOT_FOUND for an unknown run, also when it has no events after `after`.
-      await client.getRun(runId);
+      // Fails with E_NOT_FOUND for an unknown run or sandbox, also when it has no events after `after`.
+      await client.json(chainPath(runId), z.looseObject({}));
       let cursor: number | null = after;
       while (cursor !== null) {
         const page = await client.events(runId, cursor, 500);

@@ -83,6 +83,7 @@ describe('cairn verify of a proof bundle', () => {
 
   it('fetches a run id from the stack, unless a file of that name is here', () => {
     expect(isRunReference('run_01abc')).toBe(true);
+    expect(isRunReference('sbx_01abc')).toBe(true);
     expect(isRunReference('run_01abc.jsonl')).toBe(false);
     expect(isRunReference('package.json')).toBe(false);
   });

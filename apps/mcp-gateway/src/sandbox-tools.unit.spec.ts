@@ -1,0 +1,209 @@
+import { createHash } from 'node:crypto';
+import { CairnError } from '@cairn/contracts';
+import { sealReceipt } from '@cairn/evidence';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, Run, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
+import { createMcpServer } from './mcp-server.factory.js';
+import { SANDBOX_TOOLS } from './sandbox-tools.js';
+
+const SBX = 'sbx_abc123';
+const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+function chain(types: string[]): Record<string, unknown>[] {
+  const receipts: Record<string, unknown>[] = [];
+  let prev = '0'.repeat(64);
+  types.forEach((type, i) => {
+    const receipt = sealReceipt(prev, { v: 1, seq: i + 1, run_id: SBX, tenant: 'default', type, actor: 'runtime', ts: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), causation: null });
+    receipts.push(receipt);
+    prev = receipt.hash;
+  });
+  return receipts;
+}
+
+/** A port double: an in-memory sandbox with a file system and a log of what was sent. */
+class FakeCairn implements CairnSandboxes {
+  sent: string[] = [];
+  files = new Map<string, Uint8Array>();
+  state = 'READY';
+  lieAboutHash = false;
+  view(): Sandbox {
+    return { id: SBX, tenant: 'default', state: this.state, image: 'cairn/sandbox-busybox:1', createdAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-01-01T01:00:00.000Z', operations: this.sent.length };
+  }
+  createSandbox(spec: unknown, idempotencyKey?: string): Promise<Sandbox> {
+    this.sent.push(`create ${JSON.stringify(spec)} ${idempotencyKey ?? '-'}`);
+    return Promise.resolve(this.view());
+  }
+  getSandbox(): Promise<Sandbox> {
+    return Promise.resolve(this.view());
+  }
+  listSandboxes(query: { state?: string; cursor?: string; limit?: number }): Promise<SandboxPage> {
+    this.sent.push(`list ${JSON.stringify(query)}`);
+    return Promise.resolve({ items: [this.view()], nextCursor: null });
+  }
+  exec(sandboxId: string, request: ExecRequest): Promise<ExecResult> {
+    if (sandboxId !== SBX) return Promise.reject(new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`));
+    if (this.state !== 'READY') return Promise.reject(new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${this.state}`, { state: this.state }));
+    this.sent.push(`exec ${JSON.stringify(request)}`);
+    const stdout = request.argv.join(' ');
+    return Promise.resolve({
+      execId: 'exec_1',
+      exitCode: 0,
+      stdout,
+      stderr: '',
+      stdoutBytes: stdout.length,
+      stderrBytes: 0,
+      stdoutSha256: sha(Buffer.from(stdout)),
+      stderrSha256: sha(Buffer.alloc(0)),
+      truncated: false,
+      durationMs: 3,
+      limitHit: null,
+      errorCode: null,
+      seq: 6,
+      sandboxState: 'READY',
+    });
+  }
+  writeFile(_sandboxId: string, path: string, bytes: Uint8Array, mode?: number): Promise<FileWritten> {
+    this.sent.push(`write ${path} ${bytes.length} ${mode?.toString(8) ?? '-'}`);
+    this.files.set(path, bytes);
+    return Promise.resolve({ path, bytes: bytes.length, sha256: this.lieAboutHash ? 'f'.repeat(64) : sha(bytes), seq: 7 });
+  }
+  readFile(sandboxId: string, path: string): Promise<FileRead> {
+    const bytes = this.files.get(path);
+    if (bytes === undefined) return Promise.reject(new CairnError('E_NOT_FOUND', `no file ${path} in ${sandboxId}`));
+    return Promise.resolve({ bytes, sha256: this.lieAboutHash ? 'f'.repeat(64) : sha(bytes), seq: 8 });
+  }
+  receipts = chain(['sandbox.requested', 'policy.decided', 'run.scheduled', 'sandbox.created', 'sandbox.exec.completed', 'sandbox.destroyed', 'run.sealed']);
+  sandboxBundle(sandboxId: string): Promise<Bundle> {
+    return Promise.resolve({ format: 'cairn.bundle/v1', runId: sandboxId, receipts: this.receipts, verdict: null, grade: null, headHash: null });
+  }
+  destroySandbox(): Promise<Sandbox> {
+    this.state = 'DESTROYED';
+    this.sent.push('destroy');
+    return Promise.resolve(this.view());
+  }
+  // The run side of the port, unused here.
+  submitRun(): Promise<Submitted> {
+    return Promise.reject(new Error('unused'));
+  }
+  getRun(): Promise<Run> {
+    return Promise.reject(new Error('unused'));
+  }
+  events(): Promise<EventPage> {
+    return Promise.reject(new Error('unused'));
+  }
+  bundle(): Promise<Bundle> {
+    return Promise.reject(new Error('unused'));
+  }
+}
+
+/** The real server over an in-memory transport, driven by the SDK's own client. */
+async function connected(cairn: FakeCairn): Promise<{ client: Client; call: (name: string, args: Record<string, unknown>) => Promise<CallToolResult> }> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const server = createMcpServer(cairn);
+  await server.connect(serverSide);
+  const client = new Client({ name: 'unit', version: '1' });
+  await client.connect(clientSide);
+  return { client, call: async (name, args) => (await client.callTool({ name, arguments: args })) as CallToolResult };
+}
+
+describe('the sandbox tools', () => {
+  it('are listed beside the run tools, each with an object input schema', async () => {
+    const { client } = await connected(new FakeCairn());
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
+    for (const tool of SANDBOX_TOOLS) expect(tool.definition.inputSchema.type).toBe('object');
+    const exec = tools.find((t) => t.name === 'sandbox_exec')?.inputSchema as { required: string[]; properties: Record<string, unknown> };
+    expect(exec.required.sort()).toEqual(['argv', 'sandboxId']);
+    const create = tools.find((t) => t.name === 'sandbox_create')?.inputSchema as { properties: Record<string, unknown> };
+    expect(Object.keys(create.properties)).toEqual(expect.arrayContaining(['image', 'caps', 'network', 'ttlSeconds', 'idempotencyKey']));
+    await client.close();
+  });
+
+  it('a session: create, write, exec, read, destroy — results as text and structured content', async () => {
+    const cairn = new FakeCairn();
+    const { client, call } = await connected(cairn);
+    const created = await call('sandbox_create', { image: 'cairn/sandbox-busybox:1', ttlSeconds: 600, idempotencyKey: 'k1' });
+    expect(created.isError).toBeFalsy();
+    expect(created.structuredContent).toMatchObject({ id: SBX, state: 'READY' });
+    expect(JSON.parse((created.content[0] as { text: string }).text)).toEqual(created.structuredContent);
+
+    const written = await call('sandbox_write_file', { sandboxId: SBX, path: '/work/hi.sh', content: 'echo hi\n', mode: '0755' });
+    expect(written.structuredContent).toMatchObject({ sandboxId: SBX, path: '/work/hi.sh', bytes: 8, sha256: sha(Buffer.from('echo hi\n')), seq: 7 });
+    const binary = await call('sandbox_write_file', { sandboxId: SBX, path: '/work/b.bin', content: Buffer.from([0xff, 0, 1]).toString('base64'), encoding: 'base64' });
+    expect(binary.structuredContent).toMatchObject({ bytes: 3 });
+
+    const ran = await call('sandbox_exec', { sandboxId: SBX, argv: ['sh', '/work/hi.sh'], env: { GREETING: 'x' }, workdir: '/work', stdin: 'in', timeoutSeconds: 5 });
+    expect(ran.structuredContent).toMatchObject({ sandboxId: SBX, exitCode: 0, stdout: 'sh /work/hi.sh', seq: 6 });
+
+    expect((await call('sandbox_read_file', { sandboxId: SBX, path: '/work/hi.sh' })).structuredContent).toMatchObject({ encoding: 'utf8', content: 'echo hi\n', bytes: 8, seq: 8 });
+    // Bytes that are not UTF-8 come back as base64, and say so.
+    expect((await call('sandbox_read_file', { sandboxId: SBX, path: '/work/b.bin' })).structuredContent).toMatchObject({ encoding: 'base64', content: '/wAB' });
+    expect((await call('sandbox_read_file', { sandboxId: SBX, path: '/work/hi.sh', encoding: 'base64' })).structuredContent).toMatchObject({ encoding: 'base64', content: Buffer.from('echo hi\n').toString('base64') });
+
+    expect((await call('sandbox_list', { state: 'READY' })).structuredContent).toMatchObject({ items: [{ id: SBX }], nextCursor: null });
+    expect((await call('sandbox_destroy', { sandboxId: SBX })).structuredContent).toMatchObject({ id: SBX, state: 'DESTROYED' });
+    const after = await call('sandbox_exec', { sandboxId: SBX, argv: ['true'] });
+    expect(after).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_CONFLICT', details: { state: 'DESTROYED' } } } });
+    expect(cairn.sent).toEqual([
+      'create {"image":"cairn/sandbox-busybox:1","ttlSeconds":600} k1',
+      'write /work/hi.sh 8 755',
+      'write /work/b.bin 3 -',
+      'exec {"argv":["sh","/work/hi.sh"],"env":{"GREETING":"x"},"workdir":"/work","stdin":"in","timeoutSeconds":5}',
+      'list {"limit":50,"state":"READY"}',
+      'destroy',
+    ]);
+    await client.close();
+  });
+
+  it.each([
+    ['sandbox_create', { image: 'cairn/sandbox-busybox:1', privileged: true }, 'privileged'],
+    ['sandbox_create', { network: 'host' }, 'network'],
+    ['sandbox_create', { caps: { memoryMiB: -1 } }, 'caps.memoryMiB'],
+    ['sandbox_exec', { sandboxId: SBX, argv: 'rm -rf /' }, 'argv'],
+    ['sandbox_exec', { sandboxId: SBX, argv: [] }, 'argv'],
+    ['sandbox_exec', { sandboxId: SBX, argv: ['ls'], workdir: '/etc' }, 'workdir'],
+    ['sandbox_exec', { sandboxId: 'sbx_\u0430bc', argv: ['ls'] }, 'sandboxId'],
+    ['sandbox_exec', { sandboxId: 'run_abc', argv: ['ls'] }, 'sandboxId'],
+    ['sandbox_write_file', { sandboxId: SBX, path: '/etc/passwd', content: 'x' }, 'path'],
+    ['sandbox_write_file', { sandboxId: SBX, path: '/work/../etc/passwd', content: 'x' }, 'path'],
+    ['sandbox_write_file', { sandboxId: SBX, path: '/work/a', content: 'x', mode: '4755' }, 'mode'],
+    ['sandbox_write_file', { sandboxId: SBX, path: '/work/a', content: 'not base64!', encoding: 'base64' }, 'content'],
+    ['sandbox_read_file', { sandboxId: SBX, path: 'relative/path' }, 'path'],
+    ['sandbox_destroy', { sandboxId: SBX, force: true }, 'force'],
+    ['sandbox_list', { limit: 0 }, 'limit'],
+  ])('%s %j is E_INPUT naming %s, and nothing is sent', async (name, args, field) => {
+    const cairn = new FakeCairn();
+    const { client, call } = await connected(cairn);
+    const result = await call(name, args);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ error: { code: 'E_INPUT', message: expect.stringContaining(field) as string } });
+    expect(cairn.sent).toEqual([]);
+    await client.close();
+  });
+
+  it('a hash the gateway reports that does not match the bytes is an error, not a result', async () => {
+    const cairn = new FakeCairn();
+    cairn.lieAboutHash = true;
+    const { client, call } = await connected(cairn);
+    expect((await call('sandbox_write_file', { sandboxId: SBX, path: '/work/a', content: 'x' })).structuredContent).toMatchObject({ error: { code: 'E_INTERNAL' } });
+    expect((await call('sandbox_read_file', { sandboxId: SBX, path: '/work/a' })).structuredContent).toMatchObject({ error: { code: 'E_INTERNAL' } });
+    expect((await call('sandbox_read_file', { sandboxId: SBX, path: '/work/none' })).structuredContent).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
+    await client.close();
+  });
+});
+
+describe('sandbox_verify', () => {
+  it('recomputes the sandbox chain here: ok with its head; an edited receipt is E_CHAIN_BROKEN at its seq', async () => {
+    const cairn = new FakeCairn();
+    const { client, call } = await connected(cairn);
+    const ok = await call('sandbox_verify', { sandboxId: SBX });
+    expect(ok.structuredContent).toMatchObject({ ok: true, sandboxId: SBX, count: 7, headSeq: 7, headHash: cairn.receipts[6]!.hash, sealed: true });
+    cairn.receipts[4] = { ...cairn.receipts[4], exit_code: 0 };
+    const broken = await call('sandbox_verify', { sandboxId: SBX });
+    expect(broken).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 5, reason: 'hash_mismatch' } } } });
+    await client.close();
+  });
+});
