@@ -9,6 +9,11 @@
 export interface CachedMessage {
   streamSeq: number;
   data: Uint8Array;
+  /**
+   * The message parsed, once, and deeply frozen: every read of the chain hands out the same
+   * objects, so what is derived from them per object (a validated receipt) is derived once.
+   */
+  parsed?: unknown;
 }
 
 /** Chains remembered by default; a run's chain is a few dozen small messages. */

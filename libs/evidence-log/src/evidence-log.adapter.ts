@@ -1,4 +1,4 @@
-import { assertUnreachable, CairnError, ChainIdSchema, isCairnError } from '@cairn/contracts';
+import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
@@ -350,7 +350,11 @@ export class EvidenceLog {
     const cached = headSeq === null ? null : this.chainCache.upTo(chainId, headSeq, last.seq);
     if (cached !== null) {
       this.chainReads.fromMemory += 1;
-      for (const m of cached) yield { streamSeq: m.streamSeq, subject, receipt: parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }) };
+      for (const m of cached) {
+        // Parsed once per message held: the frozen receipt is shared by every later read.
+        m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
+        yield { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
+      }
       return;
     }
     this.chainReads.fromStream += 1;
