@@ -275,7 +275,7 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     try {
       const jsm = await jetstreamManager(nc);
       const upper = stackId.toUpperCase().replace(/-/g, '_');
-      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`)]) {
+      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`), bucketStreamName(`cairn_leases_${stackId}_approvals`)]) {
         await jsm.streams.delete(stream).catch(() => false);
       }
     } finally {
