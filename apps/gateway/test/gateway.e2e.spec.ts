@@ -119,7 +119,9 @@ beforeAll(async () => {
   keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
   keys.expired = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'], expiresAt: new Date(Date.now() - 1000) })).key;
   const revoked = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'] });
-  await revokeApiKey(keysDb, revoked.id);
+  // Revoked once: true; a second time (or an unknown id): false.
+  expect(await revokeApiKey(keysDb, revoked.id)).toBe(true);
+  expect(await revokeApiKey(keysDb, revoked.id)).toBe(false);
   keys.revoked = revoked.key;
 
   // Intake serving and the projector pulling, as the gateway's health sees them.

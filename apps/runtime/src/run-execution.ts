@@ -262,7 +262,7 @@ export class RunExecution {
     }
     this.scanner = new OutputScanner(this.secretValues);
     // A sandbox of this run left by a crash before `sandbox.created` was recorded: no step ran in it.
-    await this.driver.reconcile(this.workerId, (chainId) => chainId !== this.runId).catch((error: unknown) => {
+    await this.driver.reapChain(this.workerId, this.runId).catch((error: unknown) => {
       this.deps.logger.write('warn', 'could not reap leftovers before create', { run_id: this.runId, error: describe(error) });
     });
     return { kind: 'ready', imageId };

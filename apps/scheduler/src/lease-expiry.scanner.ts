@@ -64,13 +64,16 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
   /** One pass over the lease store; returns what happened to each expired lease. */
   async scan(now: number = Date.now()): Promise<Map<string, LeaseVerdict>> {
     const verdicts = new Map<string, LeaseVerdict>();
-    for (const lease of await this.leases.list()) {
+    for (const listed of await this.leases.list()) {
       if (this.stopped) break;
-      if (!isExpired(lease, now)) continue;
+      if (!isExpired(listed, now)) continue;
       try {
+        // Listed from memory, which may trail a renewal by a moment: act on the lease as stored now.
+        const lease = await this.leases.get(listed.run_id);
+        if (lease === null || !isExpired(lease, now)) continue;
         verdicts.set(lease.run_id, await this.expired(lease));
       } catch (error) {
-        this.logger.write('error', 'could not settle an expired lease; will retry', { run_id: lease.run_id, error: String(error) });
+        this.logger.write('error', 'could not settle an expired lease; will retry', { run_id: listed.run_id, error: String(error) });
       }
     }
     return verdicts;

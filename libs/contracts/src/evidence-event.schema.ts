@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AdminKeyCreatedSchema, AdminPolicyChangedSchema } from './admin-events.schema.js';
+import { deepFreeze } from './deep-freeze.js';
 import { receiptSchemaOf } from './event-fields.schema.js';
 import {
   ApprovalGrantedSchema,
@@ -238,7 +239,20 @@ export type ParseEvidenceReceiptResult =
  * Reads a stored receipt. An object whose `type` is a string Cairn does not know is
  * `unknown_event_type` (I-5); anything else that does not match its type's schema is `invalid_fields`.
  */
+/** Results for frozen inputs, which cannot change: a chain read from memory is checked once per receipt. */
+const checkedReceipts = new WeakMap<object, ParseEvidenceReceiptResult>();
+
 export function parseEvidenceReceipt(input: unknown): ParseEvidenceReceiptResult {
+  if (typeof input !== 'object' || input === null || !Object.isFrozen(input)) return checkReceipt(input);
+  let result = checkedReceipts.get(input);
+  if (result === undefined) {
+    result = deepFreeze(checkReceipt(input));
+    checkedReceipts.set(input, result);
+  }
+  return result;
+}
+
+function checkReceipt(input: unknown): ParseEvidenceReceiptResult {
   const type = typeof input === 'object' && input !== null && 'type' in input && typeof input.type === 'string' ? input.type : null;
   if (type === null) {
     const issues = [{ path: 'type', message: 'a receipt is an object with a string type' }];

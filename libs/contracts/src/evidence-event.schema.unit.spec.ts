@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { deepFreeze } from './deep-freeze.js';
 import {
   EVENT_BODY_SCHEMAS,
   EVENT_RECEIPT_SCHEMAS,
@@ -149,6 +150,20 @@ describe.each(EVENT_TYPES)('%s', (type) => {
     expect(EvidenceReceiptSchema.parse(JSON.parse(JSON.stringify(good)))).toEqual(good);
     expect(EvidenceEventSchema.parse(body(type))).toEqual(body(type));
     expect(parseEvidenceReceipt(JSON.parse(JSON.stringify(good)))).toEqual({ ok: true, receipt: good });
+  });
+
+  it('checks a frozen receipt once: the same frozen result for the same object; an unfrozen one every time', () => {
+    const frozen = deepFreeze(receipt(type));
+    const first = parseEvidenceReceipt(frozen);
+    expect(first).toEqual({ ok: true, receipt: receipt(type) });
+    expect(parseEvidenceReceipt(frozen)).toBe(first);
+    expect(Object.isFrozen(first.ok ? first.receipt : null)).toBe(true);
+    const loose = receipt(type);
+    expect(parseEvidenceReceipt(loose)).not.toBe(parseEvidenceReceipt(loose));
+    // A frozen receipt that breaks its contract is refused every time, the same way.
+    const bad = deepFreeze({ ...receipt(type), extra: 1 });
+    expect(parseEvidenceReceipt(bad)).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    expect(parseEvidenceReceipt(bad)).toBe(parseEvidenceReceipt(bad));
   });
 
   it('refuses a receipt without its prev_hash/hash, and a body carrying an unknown field', () => {

@@ -81,6 +81,7 @@ export {
   WorkdirSchema,
 } from './run-spec.schema.js';
 export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck, GateSpec, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
+export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
 export type { StrictJsonOptions } from './strict-json.js';
 export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';

@@ -9,6 +9,11 @@
 export interface CachedMessage {
   streamSeq: number;
   data: Uint8Array;
+  /**
+   * The message parsed, once, and deeply frozen: every read of the chain hands out the same
+   * objects, so what is derived from them per object (a validated receipt) is derived once.
+   */
+  parsed?: unknown;
 }
 
 /** Chains remembered by default; a run's chain is a few dozen small messages. */
@@ -45,6 +50,30 @@ export class ChainCache {
       return;
     }
     this.chains.delete(chainId);
+  }
+
+  /**
+   * Extends a held chain by its next message only (the head just read, one past what was seen);
+   * anything else changes nothing. True when the chain now ends with it.
+   */
+  extend(chainId: string, seq: number, streamSeq: number, data: Uint8Array): boolean {
+    const held = this.chains.get(chainId);
+    if (held === undefined || seq !== held.length + 1 || held[held.length - 1]!.streamSeq >= streamSeq) return false;
+    held.push({ streamSeq, data });
+    this.keep(chainId, held);
+    return true;
+  }
+
+  /** The parsed form held for chain seq `seq` stored at `streamSeq`, if any (kept across re-reads). */
+  parsedAt(chainId: string, seq: number, streamSeq: number): unknown {
+    const entry = this.chains.get(chainId)?.[seq - 1];
+    return entry !== undefined && entry.streamSeq === streamSeq ? entry.parsed : undefined;
+  }
+
+  /** Records the parsed form of chain seq `seq` stored at `streamSeq`, when that message is held and has none yet. */
+  adopt(chainId: string, seq: number, streamSeq: number, parsed: unknown): void {
+    const entry = this.chains.get(chainId)?.[seq - 1];
+    if (entry !== undefined && entry.streamSeq === streamSeq) entry.parsed ??= parsed;
   }
 
   /** Replaces what is held of a chain by a whole read of it (entry i is chain seq i + 1). */

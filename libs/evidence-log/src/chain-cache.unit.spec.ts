@@ -58,4 +58,29 @@ describe('ChainCache', () => {
     expect(cache.upTo('run_a', 1, 1)).not.toBeNull();
     expect(cache.upTo('run_c', 1, 3)).not.toBeNull();
   });
+
+  it('extends a held chain by its next message only: never past a gap, never an unheld chain, never backwards', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    expect(cache.extend('run_a', 3, 14, bytes('three'))).toBe(false);
+    expect(cache.extend('run_b', 1, 11, bytes('one'))).toBe(false);
+    expect(cache.extend('run_a', 2, 9, bytes('two'))).toBe(false);
+    expect(cache.upTo('run_a', 1, 10)).not.toBeNull();
+    expect(cache.extend('run_a', 2, 12, bytes('two'))).toBe(true);
+    expect(cache.upTo('run_a', 2, 12)?.map((m) => m.streamSeq)).toEqual([10, 12]);
+  });
+
+  it('keeps what was parsed of a message, for that message only', () => {
+    const cache = new ChainCache();
+    cache.observe('run_a', 1, 10, bytes('one'));
+    const parsed = Object.freeze({ seq: 1 });
+    cache.adopt('run_a', 1, 11, Object.freeze({ seq: 1, other: true }));
+    expect(cache.parsedAt('run_a', 1, 10)).toBeUndefined();
+    cache.adopt('run_a', 1, 10, parsed);
+    cache.adopt('run_a', 1, 10, Object.freeze({ seq: 1, later: true }));
+    expect(cache.parsedAt('run_a', 1, 10)).toBe(parsed);
+    expect(cache.upTo('run_a', 1, 10)?.[0]?.parsed).toBe(parsed);
+    expect(cache.parsedAt('run_a', 1, 11)).toBeUndefined();
+    expect(cache.parsedAt('run_a', 2, 12)).toBeUndefined();
+  });
 });

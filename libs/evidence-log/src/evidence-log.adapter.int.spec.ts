@@ -252,15 +252,24 @@ describe('EvidenceLog on JetStream', () => {
     expect(await collect(follower.readChain(chainId))).toEqual(fresh);
     expect(follower.chainReads.fromMemory).toBe(1);
 
-    // Another instance appends: the head moved past what the writer holds, so it reads the stream.
+    // Another instance appends once: the head just read is the one receipt the writer lacks — still no consumer.
     await other.append(chainId, event({ key: 'k3' }));
+    const next = await collect(writer.readChain(chainId));
+    expect(next.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4]);
+    expect(writer.chainReads).toEqual({ fromMemory: 2, fromStream: 0 });
+    expect(verifyChain(next.map((r) => r.receipt)).ok).toBe(true);
+    // Twice: the head moved further past what the writer holds, so it reads the stream…
+    await other.append(chainId, event({ key: 'k4' }));
+    await other.append(chainId, event({ key: 'k5' }));
     const moved = await collect(writer.readChain(chainId));
-    expect(moved.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4]);
-    expect(writer.chainReads).toEqual({ fromMemory: 1, fromStream: 1 });
+    expect(moved.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(writer.chainReads).toEqual({ fromMemory: 2, fromStream: 1 });
     expect(verifyChain(moved.map((r) => r.receipt)).ok).toBe(true);
-    // …and has it from then on.
+    // …handing out the receipts it had parsed as the same objects, and has the chain from then on.
+    expect(moved[0]!.receipt).toBe(next[0]!.receipt);
+    expect(Object.isFrozen(moved[5]!.receipt)).toBe(true);
     expect(await collect(writer.readChain(chainId))).toEqual(moved);
-    expect(writer.chainReads.fromMemory).toBe(2);
+    expect(writer.chainReads.fromMemory).toBe(3);
   });
 
   it('reads an unknown chain as empty', async () => {

@@ -1,4 +1,4 @@
-import { assertUnreachable, CairnError, ChainIdSchema, isCairnError } from '@cairn/contracts';
+import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
@@ -347,23 +347,30 @@ export class EvidenceLog {
     const last = await this.directGet({ last_by_subj: subject });
     if (last === null) return;
     const headSeq = chainSeqOf(last.header.get(CHAIN_SEQ_HEADER), last.data);
-    const cached = headSeq === null ? null : this.chainCache.upTo(chainId, headSeq, last.seq);
+    let cached = headSeq === null ? null : this.chainCache.upTo(chainId, headSeq, last.seq);
+    // Another service appended since this process's last delivery: the head just read is that one receipt.
+    if (cached === null && headSeq !== null && this.chainCache.extend(chainId, headSeq, last.seq, last.data)) {
+      cached = this.chainCache.upTo(chainId, headSeq, last.seq);
+    }
     if (cached !== null) {
       this.chainReads.fromMemory += 1;
-      for (const m of cached) yield { streamSeq: m.streamSeq, subject, receipt: parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }) };
+      for (const m of cached) {
+        // Parsed once per message held: the frozen receipt is shared by every later read.
+        m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
+        yield { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
+      }
       return;
     }
     this.chainReads.fromStream += 1;
     const read: CachedMessage[] = [];
     let contiguous = true;
-    for await (const stored of this.readRange(subject, 1, last.seq, (m) => ({
-      streamSeq: m.seq,
-      subject: m.subject,
-      data: m.data,
-      receipt: parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq }),
-    }))) {
+    for await (const stored of this.readRange(subject, 1, last.seq, (m) => {
+      // A receipt this process has parsed before is handed out as that same frozen object.
+      const known = this.chainCache.parsedAt(chainId, read.length + 1, m.seq) as ReceiptEnvelope | undefined;
+      return { streamSeq: m.seq, subject: m.subject, data: m.data, receipt: known ?? deepFreeze(parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq })) };
+    })) {
       contiguous &&= stored.receipt.seq === read.length + 1;
-      read.push({ streamSeq: stored.streamSeq, data: stored.data });
+      read.push({ streamSeq: stored.streamSeq, data: stored.data, parsed: stored.receipt });
       yield { streamSeq: stored.streamSeq, subject: stored.subject, receipt: stored.receipt };
     }
     if (contiguous && read.at(-1)?.streamSeq === last.seq) this.chainCache.remember(chainId, read);
@@ -378,6 +385,17 @@ export class EvidenceLog {
     if (!subject.startsWith(prefix)) return;
     const seq = chainSeqOf(chainSeqHeader ?? undefined, data);
     if (seq !== null) this.chainCache.observe(subject.slice(prefix.length), seq, streamSeq, data);
+  }
+
+  /**
+   * Hands the log a delivered receipt this process has parsed and checked (frozen), so that chain
+   * reads serve that same object — checked once — rather than parsing its bytes again. Only taken
+   * for the message held at that chain seq and stream seq (see `observe`).
+   */
+  adoptParsed(subject: string, streamSeq: number, receipt: Readonly<ReceiptEnvelope>): void {
+    const prefix = `${this.subjectPrefix}.`;
+    if (!subject.startsWith(prefix) || !Object.isFrozen(receipt)) return;
+    this.chainCache.adopt(subject.slice(prefix.length), receipt.seq, streamSeq, receipt);
   }
 
   /**

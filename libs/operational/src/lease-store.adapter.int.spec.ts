@@ -38,8 +38,9 @@ describe('LeaseStore on the real KV', () => {
     await Promise.all([...churn, ...listings]);
     const listed = (await leases.list()).map((l) => l.run_id).filter((id) => id.startsWith('run_list'));
     expect(listed.sort()).toEqual(runs.filter((_, i) => i % 2 === 1).sort());
+    // No consumer per listing: at most the one watch that keeps the store's mirror (bucket-mirror.ts).
     const info = await (await jetstreamManager(nc)).streams.info(bucketStreamName(bucket));
-    expect(info.state.consumer_count).toBe(0);
+    expect(info.state.consumer_count).toBeLessThanOrEqual(1);
     for (const runId of runs) await leases.delete(runId);
   });
 

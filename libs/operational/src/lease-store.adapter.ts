@@ -4,6 +4,7 @@ import type { Lease } from '@cairn/scheduling';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
+import { LazyBucketMirror } from './bucket-mirror.js';
 import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import { ReservationSchema } from './worker-record.schema.js';
@@ -46,11 +47,16 @@ export type RenewRefusal = 'not_holder' | 'expired';
  * the renewals are not). The scheduler writes and scans them; the runtime renews its own.
  */
 export class LeaseStore {
+  /** Lists are served from memory once it follows the bucket (`BucketMirror`). */
+  private readonly mirror: LazyBucketMirror<LeaseRecord>;
+
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
     private readonly keys: () => Promise<string[]>,
-  ) {}
+  ) {
+    this.mirror = new LazyBucketMirror(kv, (entry) => decodeEntry(entry, LeaseRecordSchema));
+  }
 
   static async open(nc: NatsConnection, options: LeaseStoreOptions = {}): Promise<LeaseStore> {
     const bucket = options.bucket ?? DEFAULT_LEASES_BUCKET;
@@ -65,7 +71,8 @@ export class LeaseStore {
   /** Writes the run's lease, replacing any other. */
   async put(record: LeaseRecord): Promise<LeaseRecord> {
     const lease = checked(record);
-    await kvCall(`cannot write the lease of ${lease.run_id}`, () => this.kv.put(lease.run_id, JSON.stringify(lease)));
+    const revision = await kvCall(`cannot write the lease of ${lease.run_id}`, () => this.kv.put(lease.run_id, JSON.stringify(lease)));
+    this.mirror.apply(lease.run_id, revision, lease);
     return lease;
   }
 
@@ -76,7 +83,8 @@ export class LeaseStore {
   async create(record: LeaseRecord): Promise<{ lease: LeaseRecord; created: boolean }> {
     const lease = checked(record);
     try {
-      await this.kv.create(lease.run_id, JSON.stringify(lease));
+      const revision = await this.kv.create(lease.run_id, JSON.stringify(lease));
+      this.mirror.apply(lease.run_id, revision, lease);
       return { lease, created: true };
     } catch (error) {
       if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot write the lease of ${lease.run_id}: ${String(error)}`);
@@ -102,7 +110,8 @@ export class LeaseStore {
       if (!Number.isFinite(until)) throw new CairnError('E_INPUT', 'until is not a time');
       const renewed: LeaseRecord = { ...lease, expires_at: new Date(Math.max(Date.parse(lease.expires_at), until)).toISOString() };
       try {
-        await this.kv.update(runId, JSON.stringify(renewed), entry.revision);
+        const revision = await this.kv.update(runId, JSON.stringify(renewed), entry.revision);
+        this.mirror.apply(runId, revision, renewed);
         return renewed;
       } catch (error) {
         if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot renew the lease of ${runId}: ${String(error)}`);
@@ -118,8 +127,13 @@ export class LeaseStore {
     return decodeEntry(entry, LeaseRecordSchema);
   }
 
-  /** Every lease, by run id. */
+  /**
+   * Every lease, by run id: from memory while the bucket is followed, else read key by key. What is
+   * listed may be a moment behind other writers: read a lease with `get` before acting on it.
+   */
   async list(): Promise<LeaseRecord[]> {
+    const mirrored = this.mirror.values();
+    if (mirrored !== null) return mirrored;
     const leases: LeaseRecord[] = [];
     for (const key of await this.keys()) {
       const lease = await this.get(key);
@@ -139,6 +153,7 @@ export class LeaseStore {
     if (leaseId !== undefined && lease?.lease_id !== leaseId) return false;
     try {
       await this.kv.delete(runId, { previousSeq: entry.revision });
+      this.mirror.deleted(runId);
       return true;
     } catch (error) {
       if (isWrongRevision(error)) return false;

@@ -1,6 +1,7 @@
 import { CairnError, inputIssues, WorkerIdSchema } from '@cairn/contracts';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { LazyBucketMirror } from './bucket-mirror.js';
 import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import { RegisteredWorkerSchema } from './worker-record.schema.js';
@@ -22,11 +23,16 @@ const CAS_ATTEMPTS = 8;
  * runtime writes its own record.
  */
 export class WorkerRegistry {
+  /** Lists are served from memory once it follows the bucket (`BucketMirror`). */
+  private readonly mirror: LazyBucketMirror<RegisteredWorker>;
+
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
     private readonly keys: () => Promise<string[]>,
-  ) {}
+  ) {
+    this.mirror = new LazyBucketMirror(kv, (entry) => decodeEntry(entry, RegisteredWorkerSchema));
+  }
 
   static async open(nc: NatsConnection, options: WorkerRegistryOptions = {}): Promise<WorkerRegistry> {
     const bucket = options.bucket ?? DEFAULT_WORKERS_BUCKET;
@@ -37,7 +43,8 @@ export class WorkerRegistry {
   /** Writes the worker's record as it starts: its capacity is fixed from here on (I-6/I-9). */
   async register(record: RegisteredWorker): Promise<RegisteredWorker> {
     const worker = checked(record);
-    await kvCall(`cannot register worker ${worker.workerId}`, () => this.kv.put(worker.workerId, JSON.stringify(worker)));
+    const revision = await kvCall(`cannot register worker ${worker.workerId}`, () => this.kv.put(worker.workerId, JSON.stringify(worker)));
+    this.mirror.apply(worker.workerId, revision, worker);
     return worker;
   }
 
@@ -74,6 +81,7 @@ export class WorkerRegistry {
     const existing = await this.get(workerId);
     if (existing === null) return false;
     await kvCall(`cannot deregister worker ${workerId}`, () => this.kv.delete(workerId));
+    this.mirror.deleted(workerId);
     return true;
   }
 
@@ -84,8 +92,13 @@ export class WorkerRegistry {
     return decodeEntry(entry, RegisteredWorkerSchema);
   }
 
-  /** Every registered worker, by id; records that do not validate are not workers. */
+  /**
+   * Every registered worker, by id; records that do not validate are not workers. From memory while
+   * the bucket is followed (a moment behind other writers at most), else read key by key.
+   */
   async list(): Promise<RegisteredWorker[]> {
+    const mirrored = this.mirror.values();
+    if (mirrored !== null) return mirrored;
     const workers: RegisteredWorker[] = [];
     for (const key of await this.keys()) {
       const worker = await this.get(key);
@@ -104,8 +117,8 @@ export class WorkerRegistry {
       try {
         const data = JSON.stringify(next);
         // A deleted or expired key is written afresh; a live one only over the revision read.
-        if (entry === null || entry.operation !== 'PUT') await this.kv.create(workerId, data);
-        else await this.kv.update(workerId, data, entry.revision);
+        const revision = entry === null || entry.operation !== 'PUT' ? await this.kv.create(workerId, data) : await this.kv.update(workerId, data, entry.revision);
+        this.mirror.apply(workerId, revision, next);
         return next;
       } catch (error) {
         if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot write worker ${workerId}: ${error instanceof Error ? error.message : String(error)}`);

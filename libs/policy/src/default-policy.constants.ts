@@ -1,3 +1,4 @@
+import { deepFreeze } from '@cairn/contracts';
 import type { PolicyDocument } from './policy-document.schema.js';
 
 export const DEFAULT_SANDBOX_IMAGES = ['cairn/sandbox-busybox:1', 'cairn/sandbox-debian:1'] as const;
@@ -19,11 +20,3 @@ export const DEFAULT_POLICY: PolicyDocument = deepFreeze({
   approvals: { rules: [{ when: 'apply_step' }] },
   budgets: { runsPerJob: 6, jobMinutes: 90 },
 });
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}

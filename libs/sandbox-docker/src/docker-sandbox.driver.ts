@@ -1,6 +1,7 @@
-import { CairnError, isCairnError } from '@cairn/contracts';
+import { CairnError, ChainIdSchema, isCairnError } from '@cairn/contracts';
 import {
   containerName,
+  LABEL_KEYS,
   LimitWatch,
   parseSandboxSpec,
   planReconcile,
@@ -403,6 +404,42 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (this.execAgent !== null) await sweepAgentDirs(join(this.execAgent.socketRoot, workerId), (name) => this.agentEndpoints.has(name) || this.agentOpening.has(name));
     // Egress networks after the containers on them; a live one of this driver's is its owner's to close.
     await this.egress.reconcile(workerId, keep).catch((error: unknown) => {
+      failed.push(`egress networks (${error instanceof Error ? error.message : String(error)})`);
+    });
+    if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not reap ${failed.join(', ')}`, { reaped, failed });
+    return reaped;
+  }
+
+  async reapChain(workerId: string, chainId: string): Promise<string[]> {
+    if (!WorkerIdSchema.safeParse(workerId).success) throw new CairnError('E_INPUT', `not a worker id: ${JSON.stringify(workerId)}`);
+    if (!ChainIdSchema.safeParse(chainId).success) throw new CairnError('E_INPUT', `not a chain id: ${JSON.stringify(chainId)}`);
+    // The chain's sandboxes this process holds (a claimed warm one carries pool labels, not the chain's)…
+    const targets = new Map<string, string>();
+    for (const [id, held] of this.sandboxes) if (held.handle.chainId === chainId && held.handle.workerId === workerId) targets.set(id, held.handle.name);
+    // …and those the engine labels with it.
+    try {
+      const listed = await this.docker.listContainers({ all: true, filters: { label: [...workerLabelFilters(workerId), `${LABEL_KEYS.chain}=${chainId}`] } });
+      for (const c of listed) {
+        // The engine filtered by label; check again, so nothing else is ever removed.
+        if (c.Labels[LABEL_KEYS.worker] === workerId && c.Labels[LABEL_KEYS.chain] === chainId) targets.set(c.Id, c.Names[0]?.replace(/^\//, '') ?? c.Id);
+      }
+    } catch (error) {
+      throw engineError(error, 'E_INTERNAL', `listing the sandboxes of ${chainId} to reap`);
+    }
+    const reaped: string[] = [];
+    const failed: string[] = [];
+    for (const [id, name] of targets) {
+      this.sandboxes.delete(id);
+      try {
+        await this.removeContainer(id);
+        if ((await this.verifyGone(id)) && (await this.closeEgress(id))) reaped.push(name);
+        else failed.push(name);
+      } catch (error) {
+        if (isCairnError(error) && error.code === 'E_RUNTIME_ABSENT') throw error;
+        failed.push(name);
+      }
+    }
+    await this.egress.reapChain(workerId, chainId).catch((error: unknown) => {
       failed.push(`egress networks (${error instanceof Error ? error.message : String(error)})`);
     });
     if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not reap ${failed.join(', ')}`, { reaped, failed });

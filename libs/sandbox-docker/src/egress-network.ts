@@ -207,6 +207,40 @@ export class EgressNetworks {
     return removed;
   }
 
+  /**
+   * Removes this worker's egress networks of one chain, except those this process has open, with
+   * their firewall rules; lists no rule and touches no other chain's network (a create's cheap
+   * reap — `reconcile` is the sweep). Returns the names of the networks removed.
+   */
+  async reapChain(workerId: string, chainId: string): Promise<string[]> {
+    const { docker, firewall } = this.options;
+    let listed: Docker.NetworkInspectInfo[];
+    try {
+      listed = await docker.listNetworks({
+        filters: { label: [`${LABEL_KEYS.managed}=${MANAGED_LABEL_VALUE}`, `${LABEL_KEYS.worker}=${workerId}`, `${LABEL_KEYS.chain}=${chainId}`, `${EGRESS_LABEL}=1`] },
+      });
+    } catch (error) {
+      throw engineError(error, 'E_INTERNAL', `listing the egress networks of ${chainId}`);
+    }
+    const removed: string[] = [];
+    const failed: string[] = [];
+    for (const network of listed) {
+      const labels = network.Labels ?? {};
+      if (labels[LABEL_KEYS.worker] !== workerId || labels[LABEL_KEYS.chain] !== chainId || labels[EGRESS_LABEL] !== '1' || this.open.has(network.Id)) continue;
+      const bridge = network.Options?.['com.docker.network.bridge.name'] ?? egressBridgeName(network.Name);
+      try {
+        await firewall.remove([ruleComment(workerId, bridge)]);
+        if (await this.removeNetwork(network.Id, network.Name)) removed.push(network.Name);
+        else failed.push(network.Name);
+      } catch (error) {
+        if (isCairnError(error) && error.code === 'E_RUNTIME_ABSENT') throw error;
+        failed.push(network.Name);
+      }
+    }
+    if (failed.length > 0) throw new CairnError('E_INTERNAL', `could not remove egress networks ${failed.join(', ')}`, { removed, failed });
+    return removed;
+  }
+
   /** Removes a network and waits until the engine no longer knows it. */
   private async removeNetwork(id: string, name: string): Promise<boolean> {
     const network = this.options.docker.getNetwork(id);

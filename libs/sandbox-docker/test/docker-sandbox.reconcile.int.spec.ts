@@ -52,3 +52,42 @@ describe('reconcile', () => {
     expect(await codeOf(fx.driver.reconcile('a=b', () => false))).toBe('E_INPUT');
   });
 });
+
+describe('reapChain', () => {
+  it('reaps one chain’s sandboxes — held by this driver or only labelled — and nothing of another chain or worker', async () => {
+    const chainId = fx.chainId();
+    const held = await fx.driver.create(fx.spec({ chainId }));
+    // Left by a predecessor: labelled with the chain, unknown to this driver.
+    const leftName = uniqueName('rec-left');
+    const left = await fx.docker.createContainer({
+      name: leftName,
+      Image: BUSYBOX_IMAGE_TAG,
+      Cmd: ['sleep', '60'],
+      Labels: { 'io.cairn.managed': '1', 'io.cairn.worker': fx.workerId, 'io.cairn.chain': chainId },
+    });
+    const otherChain = await fx.driver.create(fx.spec());
+    const otherWorkersSameChain = await fx.docker.createContainer({
+      name: uniqueName('rec-other'),
+      Image: BUSYBOX_IMAGE_TAG,
+      Cmd: ['sleep', '60'],
+      Labels: { 'io.cairn.managed': '1', 'io.cairn.worker': otherWorker, 'io.cairn.chain': chainId },
+    });
+
+    const reaped = await fx.driver.reapChain(fx.workerId, chainId);
+
+    expect([...reaped].sort()).toEqual([held.name, leftName].sort());
+    expect(await fx.engineKnows(held.id)).toBe(false);
+    expect(await fx.engineKnows(left.id)).toBe(false);
+    expect(await fx.engineKnows(otherChain.id)).toBe(true);
+    expect(await fx.engineKnows(otherWorkersSameChain.id)).toBe(true);
+    // Nothing left of it: a second reap finds nothing.
+    expect(await fx.driver.reapChain(fx.workerId, chainId)).toEqual([]);
+    expect(await fx.driver.destroy(otherChain)).toEqual({ verifiedGone: true });
+    expect(await fx.driver.reapChain(otherWorker, chainId)).toHaveLength(1);
+  });
+
+  it('refuses a malformed worker or chain id with E_INPUT', async () => {
+    expect(await codeOf(fx.driver.reapChain('a=b', fx.chainId()))).toBe('E_INPUT');
+    expect(await codeOf(fx.driver.reapChain(fx.workerId, 'run_A=B'))).toBe('E_INPUT');
+  });
+});

@@ -125,4 +125,11 @@ export interface SandboxDriver {
    * names of the sandboxes verified gone.
    */
   reconcile(workerId: string, keep: (chainId: string) => boolean): Promise<string[]>;
+  /**
+   * Destroys what is left of one chain's sandboxes on this worker (a create that failed or crashed
+   * before its receipt), touching nothing of any other chain: the cheap reap before a create,
+   * where `reconcile` would list every sandbox, network and firewall rule of the worker. Returns
+   * the names of the sandboxes verified gone.
+   */
+  reapChain(workerId: string, chainId: string): Promise<string[]>;
 }

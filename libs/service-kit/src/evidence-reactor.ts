@@ -1,4 +1,5 @@
-import { CairnError, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
+import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
+import type { ReceiptEnvelope } from '@cairn/contracts';
 import { EvidenceLog, evidenceSubjects, KeyedSerialQueue } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
@@ -121,7 +122,9 @@ export class EvidenceReactor {
       msg.ack();
       return;
     }
-    const parsed = parseEvidenceReceipt(raw);
+    // Frozen, the receipt is checked once in this process: chain reads hand out this same object.
+    const parsed = parseEvidenceReceipt(deepFreeze(raw));
+    if (parsed.ok) this.options.log.adoptParsed(msg.subject, msg.seq, raw as ReceiptEnvelope);
     if (!parsed.ok) {
       // The projector records it as poison; a service never acts on what does not validate.
       logger.write('warn', 'skipping an invalid receipt', { subject: msg.subject, stream_seq: msg.seq, reason: parsed.reason });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,6 +38,28 @@ export interface Phase {
 export interface RunsBenchResult {
   sequential: { cairn: Phase; raw: Phase; ratio: number; met: boolean };
   inFlight: { cairn: Phase; raw: Phase; share: number; met: boolean };
+  /** CPU time (user + system) each Cairn service spent per run over both Cairn phases, ms. */
+  cpuPerRunMs: Record<string, number>;
+}
+
+/** CPU seconds (user + system) of a process so far, from /proc (Linux): clock ticks are 1/100 s. */
+async function processCpuMs(pid: number): Promise<number | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return null;
+  // Fields after the command name, which may hold spaces and parentheses: utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Each service's CPU ms so far, by name, from the stack file `cairn up` wrote. */
+async function servicesCpuMs(home: string): Promise<Record<string, number>> {
+  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+  const cpu: Record<string, number> = {};
+  for (const [name, { pid }] of Object.entries(stack.services)) {
+    const used = await processCpuMs(pid);
+    if (used !== null) cpu[name] = used;
+  }
+  return cpu;
 }
 
 export function median(values: readonly number[]): number {
@@ -91,6 +113,11 @@ export function formatRunsBench(result: RunsBenchResult): string {
     row(inFlight.cairn),
     row(inFlight.raw),
     `  Cairn throughput / raw: ${(inFlight.share * 100).toFixed(0)}%   (target ≥ ${(TARGETS.throughputShare * 100).toFixed(0)}%: ${inFlight.met ? 'met' : 'MISSED'})`,
+    'CPU per Cairn run, by service (user + system)',
+    ...Object.entries(result.cpuPerRunMs)
+      .sort(([, a], [, b]) => b - a)
+      .map(([service, cpu]) => `  ${service.padEnd(14)} ${cpu.toFixed(1).padStart(6)} ms`),
+    `  ${'all'.padEnd(14)} ${Object.values(result.cpuPerRunMs).reduce((a, b) => a + b, 0).toFixed(1).padStart(6)} ms`,
   ].join('\n');
 }
 
@@ -207,8 +234,16 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     progress(`sequential: ${sequentialRuns} runs each…`);
     const half = Math.ceil(sequentialRuns / 2);
     const seqRawA = await timePhase('raw hardened container, sequential', half, 1, rawRun);
+    let cpuBefore = await servicesCpuMs(home);
+    const cpuUsed: Record<string, number> = {};
+    const countCpu = async () => {
+      const now = await servicesCpuMs(home);
+      for (const [name, used] of Object.entries(now)) cpuUsed[name] = (cpuUsed[name] ?? 0) + used - (cpuBefore[name] ?? used);
+      cpuBefore = now;
+    };
     const seqCairnA = await timePhase('Cairn run (submit → sealed)', half, 1, cairnOnce);
     const seqCairnB = await timePhase('Cairn run (submit → sealed)', sequentialRuns - half, 1, cairnOnce);
+    await countCpu();
     const seqRawB = await timePhase('raw hardened container, sequential', sequentialRuns - half, 1, rawRun);
     const merge = (a: Phase, b: Phase): Phase => ({ name: a.name, runs: a.runs + b.runs, perRunMs: [...a.perRunMs, ...b.perRunMs], totalMs: a.totalMs + b.totalMs });
     const seqCairn = merge(seqCairnA, seqCairnB);
@@ -216,13 +251,18 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
 
     progress(`4 in flight: ${inFlightRuns} runs each…`);
     const parRaw = await timePhase('raw hardened containers, 4 in flight', inFlightRuns, 4, rawRun);
+    cpuBefore = await servicesCpuMs(home);
     const parCairn = await timePhase('Cairn runs, 4 in flight', inFlightRuns, 4, cairnOnce);
+    await countCpu();
+    const cairnRuns = sequentialRuns + inFlightRuns;
+    const cpuPerRunMs = Object.fromEntries(Object.entries(cpuUsed).map(([name, used]) => [name, used / cairnRuns]));
 
     const ratio = median(seqCairn.perRunMs) / median(seqRaw.perRunMs);
     const share = throughput(parCairn) / throughput(parRaw);
     return {
       sequential: { cairn: seqCairn, raw: seqRaw, ratio, met: ratio <= TARGETS.sequentialRatio },
       inFlight: { cairn: parCairn, raw: parRaw, share, met: share >= TARGETS.throughputShare },
+      cpuPerRunMs,
     };
   } finally {
     progress('cleaning up…');
@@ -235,7 +275,7 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     try {
       const jsm = await jetstreamManager(nc);
       const upper = stackId.toUpperCase().replace(/-/g, '_');
-      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`)]) {
+      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`), bucketStreamName(`cairn_leases_${stackId}_approvals`)]) {
         await jsm.streams.delete(stream).catch(() => false);
       }
     } finally {

@@ -31,8 +31,11 @@ describe('the runs bench arithmetic', () => {
     const text = formatRunsBench({
       sequential: { cairn: phase('cairn', 300, 1200), raw: phase('raw', 250, 1000), ratio: 1.2, met: true },
       inFlight: { cairn: phase('cairn', 600, 800), raw: phase('raw', 500, 500), share: 0.625, met: false },
+      cpuPerRunMs: { runtime: 12.5, gateway: 40.25 },
     });
     expect(text).toContain('Cairn / raw per run: 1.20×   (target ≤ 1.25×: met)');
     expect(text).toContain('Cairn throughput / raw: 63%   (target ≥ 80%: MISSED)');
+    // Services by CPU, the costliest first, and their sum.
+    expect(text).toMatch(/gateway +40\.3 ms\n +runtime +12\.5 ms\n +all +52\.8 ms/);
   });
 });

@@ -100,7 +100,8 @@ export async function ensureApiKey(dataSource: DataSource, key: string, options:
 
 /** Revokes a key by id from now on; false when there is no such key or it was revoked before. */
 export async function revokeApiKey(dataSource: DataSource, id: string): Promise<boolean> {
-  const rows = await query<{ id: string }>(dataSource, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id', [id]);
+  // A SELECT over the UPDATE: a plain UPDATE … RETURNING answers [rows, count] through TypeORM's query().
+  const rows = await query<{ id: string }>(dataSource, 'WITH revoked AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id) SELECT id FROM revoked', [id]);
   return rows.length === 1;
 }
 
