@@ -377,6 +377,6 @@ describe('cairn down', () => {
     const status = await stack.cairn(['status']);
     expect(status.code).toBe(1);
     expect(status.stderr).toContain('cairn up');
-    expect(await stack.containers()).toEqual([]);
+    expect(await stack.containers(undefined, { includeIdlePool: true })).toEqual([]);
   });
 });

@@ -167,12 +167,35 @@ export class TestStack {
     return path;
   }
 
-  /** Containers of this stack's worker (or of one run) still on the engine. */
-  async containers(runId?: string): Promise<string[]> {
-    const label = [`io.cairn.worker=${this.names.workerId}`, ...(runId === undefined ? [] : [`io.cairn.chain=${runId}`])];
+  /**
+   * Containers of this stack's worker still on the engine: those of one chain (labelled with it, or
+   * — a claimed warm sandbox keeps its pool labels — named after it), or all but the idle warm pool
+   * (`cairn-pool-…`, which lives as long as the stack: `includeIdlePool` after `cairn down`, where
+   * nothing may be left at all).
+   */
+  async containers(chainId?: string, options: { includeIdlePool?: boolean } = {}): Promise<string[]> {
     const { createDockerClient } = await import('@cairn/sandbox-docker');
-    const list = await createDockerClient().listContainers({ all: true, filters: { label } });
-    return list.map((c) => c.Names.join(','));
+    const list = await createDockerClient().listContainers({ all: true, filters: { label: [`io.cairn.worker=${this.names.workerId}`] } });
+    const ofChain = (c: { Names: string[]; Labels: Record<string, string> }) =>
+      c.Labels['io.cairn.chain'] === chainId || c.Names.some((name) => name.startsWith(`/cairn-${chainId}-`));
+    const idleWarm = (c: { Names: string[] }) => c.Names.some((name) => name.startsWith('/cairn-pool-'));
+    return list.filter((c) => (chainId === undefined ? options.includeIdlePool === true || !idleWarm(c) : ofChain(c))).map((c) => c.Names.join(','));
+  }
+
+  /**
+   * Containers, networks and volumes of this stack's worker on the engine — of one chain, or all
+   * but the idle warm pool (see `containers`) — for the hostile suites' "nothing outlives a run".
+   */
+  async leftovers(options: { chainId?: string } = {}): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    const label = [`io.cairn.worker=${this.names.workerId}`, ...(options.chainId === undefined ? [] : [`io.cairn.chain=${options.chainId}`])];
+    const [containers, networks, volumes] = await Promise.all([
+      this.containers(options.chainId),
+      docker.listNetworks({ filters: { label } }),
+      docker.listVolumes({ filters: { label } }),
+    ]);
+    return { containers, networks: networks.map((n) => n.Name), volumes: (volumes.Volumes ?? []).map((v) => v.Name) };
   }
 
   /**

@@ -150,7 +150,7 @@ export class RuntimeHandler implements ReactorHandler {
   /** Removes whatever sandbox of this run is left; true when the engine confirms it is gone. */
   private async reapLeftovers(chainId: string): Promise<boolean> {
     try {
-      await this.engine.driver.reconcile(this.config.CAIRN_WORKER_ID, (other) => other !== chainId);
+      await this.engine.driver.reapChain(this.config.CAIRN_WORKER_ID, chainId);
       return true;
     } catch (error) {
       this.logger.write('error', 'could not reap a lost run\'s sandbox', { run_id: chainId, error: describe(error) });

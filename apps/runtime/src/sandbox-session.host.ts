@@ -312,7 +312,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     if (this.sessions.has(view.id) || view.state !== 'READY' || view.workerId !== this.config.CAIRN_WORKER_ID) return 'untouched';
     let verifiedGone = false;
     try {
-      await this.engine.driver.reconcile(this.config.CAIRN_WORKER_ID, (other) => other !== view.id);
+      await this.engine.driver.reapChain(this.config.CAIRN_WORKER_ID, view.id);
       verifiedGone = true;
     } catch (error) {
       this.logger.write('error', 'could not reap a lost sandbox session', { sandbox_id: view.id, error: describe(error) });

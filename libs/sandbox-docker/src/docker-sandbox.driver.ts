@@ -1,7 +1,6 @@
 import { CairnError, ChainIdSchema, isCairnError } from '@cairn/contracts';
 import {
   containerName,
-  LABEL_KEYS,
   LimitWatch,
   parseSandboxSpec,
   planReconcile,
@@ -413,19 +412,24 @@ export class DockerSandboxDriver implements SandboxDriver {
   async reapChain(workerId: string, chainId: string): Promise<string[]> {
     if (!WorkerIdSchema.safeParse(workerId).success) throw new CairnError('E_INPUT', `not a worker id: ${JSON.stringify(workerId)}`);
     if (!ChainIdSchema.safeParse(chainId).success) throw new CairnError('E_INPUT', `not a chain id: ${JSON.stringify(chainId)}`);
-    // The chain's sandboxes this process holds (a claimed warm one carries pool labels, not the chain's)…
+    // The chain's sandboxes this process holds…
     const targets = new Map<string, string>();
     for (const [id, held] of this.sandboxes) if (held.handle.chainId === chainId && held.handle.workerId === workerId) targets.set(id, held.handle.name);
-    // …and those the engine labels with it.
+    // …and those the engine has of it: labelled with the chain, or a claimed warm one (pool labels)
+    // named after it — decided as reconcile decides, for this one chain only.
+    let listed: Docker.ContainerInfo[];
     try {
-      const listed = await this.docker.listContainers({ all: true, filters: { label: [...workerLabelFilters(workerId), `${LABEL_KEYS.chain}=${chainId}`] } });
-      for (const c of listed) {
-        // The engine filtered by label; check again, so nothing else is ever removed.
-        if (c.Labels[LABEL_KEYS.worker] === workerId && c.Labels[LABEL_KEYS.chain] === chainId) targets.set(c.Id, c.Names[0]?.replace(/^\//, '') ?? c.Id);
-      }
+      listed = await this.docker.listContainers({ all: true, filters: { label: workerLabelFilters(workerId) } });
     } catch (error) {
       throw engineError(error, 'E_INTERNAL', `listing the sandboxes of ${chainId} to reap`);
     }
+    const planned = planReconcile(
+      listed.map((c) => ({ id: c.Id, names: c.Names, labels: c.Labels })),
+      workerId,
+      (other) => other !== chainId,
+      (c) => this.poolHolding(c),
+    );
+    for (const target of planned) if (target.chainId === chainId) targets.set(target.id, target.name);
     const reaped: string[] = [];
     const failed: string[] = [];
     for (const [id, name] of targets) {

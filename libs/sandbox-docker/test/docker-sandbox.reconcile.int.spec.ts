@@ -65,6 +65,13 @@ describe('reapChain', () => {
       Cmd: ['sleep', '60'],
       Labels: { 'io.cairn.managed': '1', 'io.cairn.worker': fx.workerId, 'io.cairn.chain': chainId },
     });
+    // A warm one claimed by the chain before a restart: pool labels, the chain's name.
+    const claimed = await fx.docker.createContainer({
+      name: `cairn-${chainId}-2`,
+      Image: BUSYBOX_IMAGE_TAG,
+      Cmd: ['sleep', '60'],
+      Labels: { 'io.cairn.managed': '1', 'io.cairn.worker': fx.workerId, 'io.cairn.pool': 'p-test' },
+    });
     const otherChain = await fx.driver.create(fx.spec());
     const otherWorkersSameChain = await fx.docker.createContainer({
       name: uniqueName('rec-other'),
@@ -75,8 +82,9 @@ describe('reapChain', () => {
 
     const reaped = await fx.driver.reapChain(fx.workerId, chainId);
 
-    expect([...reaped].sort()).toEqual([held.name, leftName].sort());
+    expect([...reaped].sort()).toEqual([held.name, leftName, `cairn-${chainId}-2`].sort());
     expect(await fx.engineKnows(held.id)).toBe(false);
+    expect(await fx.engineKnows(claimed.id)).toBe(false);
     expect(await fx.engineKnows(left.id)).toBe(false);
     expect(await fx.engineKnows(otherChain.id)).toBe(true);
     expect(await fx.engineKnows(otherWorkersSameChain.id)).toBe(true);

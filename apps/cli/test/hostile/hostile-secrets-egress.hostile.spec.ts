@@ -26,7 +26,6 @@ const exec = promisify(execFile);
 const BUSYBOX = 'cairn/sandbox-busybox:1';
 const CAPS = { wallSeconds: 10, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
 const SINK_PORT = 8080;
-const CHAIN_LABEL = 'io.cairn.chain';
 const TEST_LABEL = 'io.cairn.test';
 const testId = uniqueName('hostile-se').toLowerCase().replace(/_/g, '-');
 
@@ -145,13 +144,6 @@ async function removeTestContainers(): Promise<void> {
   for (const n of await engine.listNetworks({ filters })) await engine.getNetwork(n.Id).remove().catch(() => undefined);
 }
 
-/** Containers, networks and volumes carrying `label` on the engine. */
-async function leftovers(label: string): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
-  const engine = await docker();
-  const filters = { label: [label] };
-  const [containers, networks, volumes] = await Promise.all([engine.listContainers({ all: true, filters }), engine.listNetworks({ filters }), engine.listVolumes({ filters })]);
-  return { containers: containers.map((c) => c.Names.join(',')), networks: networks.map((n) => n.Name), volumes: (volumes.Volumes ?? []).map((v) => v.Name) };
-}
 
 // ── The rows ────────────────────────────────────────────────────────────────────────────────
 
@@ -582,7 +574,7 @@ async function checkRow(row: Row): Promise<void> {
   expect(types.filter((t) => t === 'step.completed')).toHaveLength(row.stepsCompleted);
   // The sandbox went, verified gone (with its network, proxy and firewall rules when it had egress).
   expect(receipts.filter((r) => r.type === 'sandbox.destroyed').map((r) => r.verified_gone)).toEqual([true]);
-  expect(await leftovers(`${CHAIN_LABEL}=${runId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+  expect(await stack.leftovers({ chainId: runId })).toEqual({ containers: [], networks: [], volumes: [] });
 
   // The proof bundle verifies offline, from genesis, up to the run's head.
   const response = await stack.api(`/v1/runs/${runId}/bundle`);
@@ -606,8 +598,7 @@ beforeAll(async () => {
   policyFile = join(policyDir, 'policy.json');
   await writePolicy(true);
   const hosts = [`sink.test=${sink.ip}`, `evil.test=${sink.ip}`, 'loop.test=127.0.0.1', `self.test=${sink.gateway}`].join(',');
-  // No warm pool: a claimed warm container keeps its pool labels, and this file finds a run's
-  // leftovers by its chain label (and egress sandboxes are never warm anyway).
+  // No warm pool: these workloads need sandboxes made for them (egress sandboxes are never warm anyway).
   stack = await TestStack.create('hostile-se', { CAIRN_POLICY_FILE: policyFile, CAIRN_EGRESS_HOSTS: hosts, CAIRN_WARM_POOL_SIZE: '0' });
   await stack.up();
 
@@ -710,6 +701,6 @@ describe('hostile workloads that need secrets and egress, submitted through the 
 
   it("leaves nothing of the stack's worker on the engine", async () => {
     for (const row of ROWS) await sealedRun(row);
-    expect(await leftovers(`io.cairn.worker=${stack.names.workerId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+    expect(await stack.leftovers()).toEqual({ containers: [], networks: [], volumes: [] });
   });
 });

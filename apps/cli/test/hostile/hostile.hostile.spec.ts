@@ -27,8 +27,6 @@ interface Submission {
   hostBefore: Record<string, string>;
 }
 
-const CHAIN_LABEL = 'io.cairn.chain';
-const WORKER_LABEL = 'io.cairn.worker';
 
 let stack: TestStack;
 let sink: EgressSink;
@@ -67,18 +65,6 @@ async function artifact(sha256: string): Promise<Buffer> {
   return bytes;
 }
 
-/** Containers, networks and volumes carrying `label` on the engine. */
-async function leftovers(label: string): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
-  const { createDockerClient } = await import('@cairn/sandbox-docker');
-  const docker = createDockerClient();
-  const filters = { label: [label] };
-  const [containers, networks, volumes] = await Promise.all([
-    docker.listContainers({ all: true, filters }),
-    docker.listNetworks({ filters }),
-    docker.listVolumes({ filters }),
-  ]);
-  return { containers: containers.map((c) => c.Names.join(',')), networks: networks.map((n) => n.Name), volumes: (volumes.Volumes ?? []).map((v) => v.Name) };
-}
 
 /** The proof bundle the gateway serves verifies offline, from genesis, up to the run's head. */
 async function expectChainVerifies(runId: string, headHash: string, count: number): Promise<void> {
@@ -120,7 +106,7 @@ async function checkRun(workload: HostileWorkload, expected: RunExpectation): Pr
     }
   }
 
-  expect(await leftovers(`${CHAIN_LABEL}=${runId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+  expect(await stack.leftovers({ chainId: runId })).toEqual({ containers: [], networks: [], volumes: [] });
   await expectChainVerifies(runId, run.headHash, receipts.length);
   const context: WorkloadContext = { runId, receipts, artifact, apiKey: stack.apiKey, hostBefore: submission.hostBefore, sink };
   await expected.check?.(context);
@@ -212,6 +198,6 @@ describe('hostile workloads, submitted through the REST gateway', () => {
   }
 
   it("leaves nothing of the stack's worker on the engine", async () => {
-    expect(await leftovers(`${WORKER_LABEL}=${stack.names.workerId}`)).toEqual({ containers: [], networks: [], volumes: [] });
+    expect(await stack.leftovers()).toEqual({ containers: [], networks: [], volumes: [] });
   });
 });
