@@ -1,15 +1,8 @@
-import { spawn } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { bucketStreamName } from '@cairn/operational';
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
 
 /*
  * Per-run wall time of trivial runs through Cairn (REST submit → `run.sealed` over SSE) beside
@@ -18,7 +11,6 @@ import { connect } from '@nats-io/transport-node';
  * own isolated stack, started with `cairn up` and removed afterwards.
  */
 
-const CLI = fileURLToPath(new URL('../../../apps/cli/bin/cairn.js', import.meta.url));
 const COMMAND = ['true'];
 // Half a CPU each: four fit a 2-CPU worker, as the scheduler reserves them (the raw containers get the same).
 const CAPS = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
@@ -121,18 +113,6 @@ export function formatRunsBench(result: RunsBenchResult): string {
   ].join('\n');
 }
 
-function runCli(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 /** Submits one trivial run and waits on the SSE stream for its seal; fails unless it sealed SEALED. */
 async function cairnRun(url: string, apiKey: string, key: string): Promise<void> {
   const auth = { authorization: `Bearer ${apiKey}` };
@@ -188,26 +168,13 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
   const inFlightRuns = options.inFlightRuns ?? 24;
   const warmPool = options.warmPool ?? process.env.BENCH_WARM_POOL ?? '2';
   progress(`warm pool: ${warmPool} per profile (BENCH_WARM_POOL)`);
-  const home = await mkdtemp(join(tmpdir(), 'cairn-bench-runs-'));
-  const stackId = uniqueName('bench').toLowerCase().replace(/_/g, '-');
-  const database = await createTestDatabase('cairn_bench_runs');
-  const env = {
-    CAIRN_HOME: home,
-    CAIRN_STACK_ID: stackId,
-    CAIRN_NATS_URL: testNatsUrl(),
-    CAIRN_DATABASE_URL: database.url,
-    CAIRN_GATEWAY_PORT: '0',
-    CAIRN_WORKER_SLOTS: '4',
-    // The warm pool is off by default (apps/runtime/README.md); measured on unless BENCH_WARM_POOL says otherwise.
-    CAIRN_WARM_POOL_SIZE: warmPool,
-  };
+  progress('starting an isolated stack (cairn up)…');
+  // The warm pool is measured on unless BENCH_WARM_POOL says otherwise.
+  const stack = await startBenchStack('bench-runs', { CAIRN_WARM_POOL_SIZE: warmPool });
+  const { url, apiKey, home, stackId } = stack;
   const docker = createDockerClient();
-  const rawWorker = `bench-raw-${stackId}`.slice(0, 64);
+  const rawWorker = stack.rawWorkerId;
   try {
-    progress('starting an isolated stack (cairn up)…');
-    const up = await runCli(['up', '--no-setup', '--json'], env);
-    if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
-    const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
     const imageId = await ensureBusyboxImage({ docker });
 
     let rawCount = 0;
@@ -266,43 +233,13 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     };
   } finally {
     progress('cleaning up…');
-    await runCli(['down'], env).catch(() => undefined);
-    for (const worker of [rawWorker, `local-${stackId}`]) {
-      const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${worker}`] } }).catch(() => []);
-      for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    }
-    const nc = await connect({ servers: testNatsUrl() });
-    try {
-      const jsm = await jetstreamManager(nc);
-      const upper = stackId.toUpperCase().replace(/-/g, '_');
-      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`), bucketStreamName(`cairn_leases_${stackId}_approvals`)]) {
-        await jsm.streams.delete(stream).catch(() => false);
-      }
-    } finally {
-      await nc.close();
-    }
-    await database.drop().catch(() => undefined);
-    await rm(home, { recursive: true, force: true });
+    await stack.close();
   }
 }
 
-function isEntryModule(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryModule()) {
-  const count = (name: string) => {
-    const value = Number(process.env[name]);
-    return Number.isInteger(value) && value > 0 ? value : undefined;
-  };
-  const sequentialRuns = count('BENCH_SEQUENTIAL_RUNS');
-  const inFlightRuns = count('BENCH_IN_FLIGHT_RUNS');
+if (isEntryModule(import.meta.url)) {
+  const sequentialRuns = countFromEnv('BENCH_SEQUENTIAL_RUNS');
+  const inFlightRuns = countFromEnv('BENCH_IN_FLIGHT_RUNS');
   runRunsBench({
     progress: (line) => process.stderr.write(`[bench:runs] ${line}\n`),
     ...(sequentialRuns === undefined ? {} : { sequentialRuns }),

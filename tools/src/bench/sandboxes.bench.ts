@@ -1,16 +1,8 @@
-import { spawn } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { bucketStreamName } from '@cairn/operational';
+import { loadavg } from 'node:os';
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import type Docker from 'dockerode';
+import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
 import { median, percentile } from './runs.bench.js';
 
 /*
@@ -24,7 +16,6 @@ import { median, percentile } from './runs.bench.js';
  * Cairn's own isolated stack (`cairn up`), removed afterwards with every container it made.
  */
 
-const CLI = fileURLToPath(new URL('../../../apps/cli/bin/cairn.js', import.meta.url));
 /** As the runs bench: half a CPU, small caps; the raw containers get the same. */
 const CAPS = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
 const FIRST_ARGV = ['echo', 'ready'];
@@ -64,18 +55,6 @@ export function formatSandboxesBench(result: SandboxesBenchResult): string {
     `  Cairn / raw p50: ${exec.ratio.toFixed(2)}×   (target ≤ ${TARGETS.execRatio.toFixed(2)}×: ${exec.met ? 'met' : 'MISSED'})`,
     `load average (1, 5, 15 min): before ${load.before.map((l) => l.toFixed(2)).join(' ')}, after ${load.after.map((l) => l.toFixed(2)).join(' ')}`,
   ].join('\n');
-}
-
-function runCli(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 /** The Cairn side, over REST with the stack's key. */
@@ -177,27 +156,13 @@ export async function runSandboxesBench(options: SandboxesBenchOptions = {}): Pr
   const warmPool = options.warmPool ?? process.env.BENCH_WARM_POOL ?? '2';
   const loadBefore = loadavg();
   progress(`warm pool: ${warmPool} per profile (BENCH_WARM_POOL); load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
-  const home = await mkdtemp(join(tmpdir(), 'cairn-bench-sbx-'));
-  const stackId = uniqueName('bench-sbx').toLowerCase().replace(/_/g, '-');
-  const database = await createTestDatabase('cairn_bench_sandboxes');
-  const workerId = `local-${stackId}`;
-  const env = {
-    CAIRN_HOME: home,
-    CAIRN_STACK_ID: stackId,
-    CAIRN_NATS_URL: testNatsUrl(),
-    CAIRN_DATABASE_URL: database.url,
-    CAIRN_GATEWAY_PORT: '0',
-    CAIRN_WORKER_SLOTS: '4',
-    CAIRN_WARM_POOL_SIZE: warmPool,
-  };
+  progress('starting an isolated stack (cairn up)…');
+  const stack = await startBenchStack('bench-sbx', { CAIRN_WARM_POOL_SIZE: warmPool });
+  const { url, apiKey, stackId, workerId } = stack;
   const docker = createDockerClient();
-  const rawWorker = `bench-raw-${stackId}`.slice(0, 64);
+  const rawWorker = stack.rawWorkerId;
   let rawCount = 0;
   try {
-    progress('starting an isolated stack (cairn up)…');
-    const up = await runCli(['up', '--no-setup', '--json'], env);
-    if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
-    const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
     const cairn = new CairnSessions(url, apiKey);
     const imageId = await ensureBusyboxImage({ docker });
 
@@ -322,43 +287,13 @@ export async function runSandboxesBench(options: SandboxesBenchOptions = {}): Pr
     };
   } finally {
     progress('cleaning up…');
-    await runCli(['down'], env).catch(() => undefined);
-    for (const worker of [rawWorker, workerId]) {
-      const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${worker}`] } }).catch(() => []);
-      for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    }
-    const nc = await connect({ servers: testNatsUrl() });
-    try {
-      const jsm = await jetstreamManager(nc);
-      const upper = stackId.toUpperCase().replace(/-/g, '_');
-      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${stackId}`), bucketStreamName(`cairn_leases_${stackId}`)]) {
-        await jsm.streams.delete(stream).catch(() => false);
-      }
-    } finally {
-      await nc.close();
-    }
-    await database.drop().catch(() => undefined);
-    await rm(home, { recursive: true, force: true });
+    await stack.close();
   }
 }
 
-function isEntryModule(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryModule()) {
-  const count = (name: string) => {
-    const value = Number(process.env[name]);
-    return Number.isInteger(value) && value > 0 ? value : undefined;
-  };
-  const sessions = count('BENCH_SESSIONS');
-  const execs = count('BENCH_EXECS');
+if (isEntryModule(import.meta.url)) {
+  const sessions = countFromEnv('BENCH_SESSIONS');
+  const execs = countFromEnv('BENCH_EXECS');
   runSandboxesBench({
     progress: (line) => process.stderr.write(`[bench:sandboxes] ${line}\n`),
     ...(sessions === undefined ? {} : { sessions }),

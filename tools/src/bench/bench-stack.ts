@@ -1,0 +1,119 @@
+import { spawn } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bucketStreamName } from '@cairn/operational';
+import { createDockerClient } from '@cairn/sandbox-docker';
+import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+
+/*
+ * What the benchmarks share: an isolated Cairn stack of their own (`cairn up` with its own home,
+ * stack id, streams, buckets and database), a worker id for their raw baseline containers, and a
+ * teardown that leaves nothing behind — containers, streams, buckets, database, home.
+ */
+
+const CLI = fileURLToPath(new URL('../../../apps/cli/bin/cairn.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface BenchStack {
+  url: string;
+  apiKey: string;
+  home: string;
+  stackId: string;
+  /** The stack's runtime worker id (`local-<stack id>`). */
+  workerId: string;
+  /** A worker id of the bench's own raw containers, so teardown finds them too. */
+  rawWorkerId: string;
+  /** Stops the stack and removes everything it and the raw baseline made. */
+  close(): Promise<void>;
+}
+
+/** Starts an isolated stack (`cairn up --no-setup`) with `settings` (CAIRN_* variables) on top of the bench defaults. */
+export async function startBenchStack(name: string, settings: Record<string, string> = {}): Promise<BenchStack> {
+  const home = await mkdtemp(join(tmpdir(), `cairn-${name}-`));
+  const stackId = uniqueName(name).toLowerCase().replace(/_/g, '-');
+  const database = await createTestDatabase(`cairn_${name.replace(/-/g, '_')}`);
+  const env = {
+    CAIRN_HOME: home,
+    CAIRN_STACK_ID: stackId,
+    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_DATABASE_URL: database.url,
+    CAIRN_GATEWAY_PORT: '0',
+    CAIRN_WORKER_SLOTS: '4',
+    ...settings,
+  };
+  const workerId = `local-${stackId}`;
+  const rawWorkerId = `bench-raw-${stackId}`.slice(0, 64);
+  const close = async (): Promise<void> => {
+    await runCli(['down'], env).catch(() => undefined);
+    const docker = createDockerClient();
+    for (const worker of [rawWorkerId, workerId]) {
+      const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${worker}`] } }).catch(() => []);
+      for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    const nc = await connect({ servers: testNatsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const upper = stackId.toUpperCase().replace(/-/g, '_');
+      const streams = [
+        `CAIRN_EVIDENCE_${upper}`,
+        `CAIRN_COMMANDS_${upper}`,
+        bucketStreamName(`cairn_workers_${stackId}`),
+        bucketStreamName(`cairn_leases_${stackId}`),
+        bucketStreamName(`cairn_leases_${stackId}_approvals`),
+      ];
+      for (const stream of streams) await jsm.streams.delete(stream).catch(() => false);
+    } finally {
+      await nc.close();
+    }
+    await database.drop().catch(() => undefined);
+    await rm(home, { recursive: true, force: true });
+  };
+  try {
+    const up = await runCli(['up', '--no-setup', '--json'], env);
+    if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
+    const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
+    return { url, apiKey, home, stackId, workerId, rawWorkerId, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Whether the module at `moduleUrl` is the program node was started with. */
+export function isEntryModule(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
+}
+
+/** A positive integer from the environment (a bench's count override), or undefined. */
+export function countFromEnv(name: string): number | undefined {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : undefined;
+}
