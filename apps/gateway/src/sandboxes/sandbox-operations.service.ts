@@ -65,6 +65,7 @@ export class SandboxOperations {
       { tenant: principal.tenant, requestedBy: actorOf(principal), spec, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) },
       CREATE_TIMEOUT_MS,
     );
+    // Answered once the projection holds it: a GET or a list right after shows the new sandbox.
     return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);
   }
 
@@ -97,22 +98,19 @@ export class SandboxOperations {
   /** Idempotent: a sandbox that has ended answers its view as it is. */
   destroy(principal: Principal, sandboxId: string): Promise<Sandbox> {
     return this.perSandbox.run(sandboxId, async () => {
-      const view = await this.reads.getSandbox(principal.tenant, sandboxId);
-      if (view.state !== 'READY' && view.state !== 'PENDING') return view;
+      // Decided on the chain (404 for another tenant's, nothing to do for an ended one), then answered from the projection.
       await this.sessions.destroy(sandboxId, principal.tenant, actorOf(principal));
       return this.viewEnded(principal.tenant, sandboxId);
     });
   }
 
-  /** Runs `operation` in the sandbox's turn, once it is known to be the tenant's and READY. */
-  private whenReady<T>(tenant: string, sandboxId: string, operation: () => Promise<T>): Promise<T> {
-    return this.perSandbox.run(sandboxId, async () => {
-      const view = await this.reads.getSandbox(tenant, sandboxId);
-      if (view.state !== 'READY') {
-        throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${view.state}, not READY`, { sandboxId, state: view.state });
-      }
-      return operation();
-    });
+  /**
+   * Runs `operation` in the sandbox's turn. Whether the sandbox is the tenant's (else 404) and
+   * READY (else 409) is decided from its chain by the sessions client — not from the projection,
+   * which may trail a sandbox created a moment ago.
+   */
+  private whenReady<T>(_tenant: string, sandboxId: string, operation: () => Promise<T>): Promise<T> {
+    return this.perSandbox.run(sandboxId, operation);
   }
 
   /** The view once the projection holds receipt `seq`: an answer reads its own write. */
@@ -126,8 +124,9 @@ export class SandboxOperations {
   private async viewEnded(tenant: string, sandboxId: string): Promise<Sandbox> {
     const deadline = Date.now() + PROJECTION_WAIT_MS;
     for (;;) {
-      const view = await this.reads.getSandbox(tenant, sandboxId);
-      if (view.state !== 'READY' && view.state !== 'PENDING') return view;
+      // Not there yet is the projection trailing a sandbox created a moment ago.
+      const view = await this.reads.findSandbox(tenant, sandboxId);
+      if (view !== null && view.state !== 'READY' && view.state !== 'PENDING') return view;
       if (Date.now() > deadline) {
         throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is destroyed but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });
       }

@@ -1,6 +1,7 @@
 import { CairnError, ImageRefSchema, SandboxIdSchema } from '@cairn/contracts';
 import { SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from '@cairn/persistence';
 import type { SandboxDbRow } from '@cairn/persistence';
+import type { SandboxView } from '@cairn/lifecycle';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodePageCursor, encodePageCursor } from '../runs/run-cursor.codec.js';
@@ -10,7 +11,11 @@ import type { Sandbox, SandboxList, SandboxState } from './sandboxes.schemas.js'
 
 /** A row as the REST view (the projector's own mapping, then the API's shapes); an unknown value fails loudly. */
 export function toSandbox(row: SandboxDbRow): Sandbox {
-  const { view } = sandboxRowFromDb(row);
+  return sandboxFromView(sandboxRowFromDb(row).view);
+}
+
+/** A sandbox's view (folded from its chain, by the projector or by a caller) in the API's shapes. */
+export function sandboxFromView(view: SandboxView): Sandbox {
   return {
     id: SandboxIdSchema.parse(view.id),
     tenant: view.tenant,
@@ -88,12 +93,15 @@ export class SandboxReadsRepository {
    * when it did not get there in time.
    */
   async waitForSeq(tenant: string, sandboxId: string, seq: number, timeoutMs: number, intervalMs = 10): Promise<Sandbox | null> {
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
     for (;;) {
       const sandbox = await this.findSandbox(tenant, sandboxId);
       if (sandbox !== null && sandbox.headSeq >= seq) return sandbox;
-      if (Date.now() + intervalMs > deadline) return null;
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+      // The projector is usually a few ms behind: look often at first, then every `intervalMs`.
+      const wait = Date.now() - started < 50 ? Math.min(2, intervalMs) : intervalMs;
+      if (Date.now() + wait > deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 }
