@@ -16,10 +16,21 @@ export async function withPgClient<T>(dataSource: DataSource, work: (client: pg.
   }
 }
 
+export interface TransactionOptions {
+  /**
+   * false: COMMIT returns before the WAL reaches the disk (`synchronous_commit = off`, this
+   * transaction only). An OS crash can then lose the last few transactions whole — never half of
+   * one — which only state rebuilt from the log may accept (a projection and its position move
+   * together, so the projector applies the lost ones again).
+   */
+  synchronousCommit?: boolean;
+}
+
 /** BEGIN … COMMIT around `work`; any error rolls back and is rethrown. */
-export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>, options: TransactionOptions = {}): Promise<T> {
   await client.query('BEGIN');
   try {
+    if (options.synchronousCommit === false) await client.query('SET LOCAL synchronous_commit = off');
     const result = await work();
     await client.query('COMMIT');
     return result;

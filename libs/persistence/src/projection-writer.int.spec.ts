@@ -7,6 +7,7 @@ import { createDataSource, runMigrations } from './data-source.js';
 import { RunEntity } from './entities/run.entity.js';
 import { SandboxEntity } from './entities/sandbox.entity.js';
 import type { RawEvidenceMessage } from './projection-fold.js';
+import { inTransaction, withPgClient } from './pg-client.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { checkSchemaMatchesEntities } from './schema-check.js';
 import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents } from './testing/evidence.fixture.js';
@@ -215,5 +216,18 @@ describe('the append-only trigger on evidence_events', () => {
     expect(await count('evidence_events')).toBe(before);
     // SET LOCAL ended with its transaction: the next TRUNCATE on a reused connection is refused again.
     await expect(dataSource.query('TRUNCATE evidence_events')).rejects.toThrow(/TRUNCATE refused/);
+  });
+});
+
+describe('inTransaction', () => {
+  it('commits without waiting for the disk only when asked (projections), and only for that transaction', async () => {
+    const setting = (options?: { synchronousCommit?: boolean }) =>
+      withPgClient(dataSource, (client) =>
+        inTransaction(client, async () => (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit, options),
+      );
+    const serverDefault = await setting();
+    expect(await setting({ synchronousCommit: false })).toBe('off');
+    // SET LOCAL ends with its transaction: the pooled connection is back at the server's setting.
+    expect(await setting()).toBe(serverDefault);
   });
 });

@@ -55,7 +55,8 @@ export class ProjectionWriter {
   }
 
   applyBatch(messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
-    return withPgClient(this.dataSource, (client) => inTransaction(client, () => this.applyInTransaction(client, messages)));
+    // Rebuildable from the log, with its position in the same transaction: no need to wait for the disk.
+    return withPgClient(this.dataSource, (client) => inTransaction(client, () => this.applyInTransaction(client, messages), { synchronousCommit: false }));
   }
 
   private async applyInTransaction(client: pg.PoolClient, messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
