@@ -3,7 +3,7 @@ import type { ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
 import { expiredApprovals, pendingApprovals, readValidRunChain } from '@cairn/lifecycle';
-import { EVIDENCE_LOG, JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
+import { EVIDENCE_LOG, JsonLogger, PeriodicTask, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ApprovalDeadlines } from './approval-deadlines.store.js';
@@ -22,9 +22,7 @@ export type ApprovalVerdict = 'timed_out' | 'settled' | 'kept';
  */
 @Injectable()
 export class ApprovalExpiryScanner implements OnApplicationBootstrap, OnModuleDestroy {
-  private timer: NodeJS.Timeout | null = null;
-  private scanning: Promise<void> | null = null;
-  private stopped = false;
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly deadlines: ApprovalDeadlines,
@@ -32,36 +30,24 @@ export class ApprovalExpiryScanner implements OnApplicationBootstrap, OnModuleDe
     @Inject(SERVICE_NAME) private readonly service: string,
     @Inject(SERVICE_CONFIG) private readonly config: SchedulerConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(config.CAIRN_APPROVAL_SCAN_INTERVAL_MS, () => this.scan(), (error) => logger.write('error', 'approval scan failed; will scan again', { error: String(error) }));
+  }
 
   onApplicationBootstrap(): void {
-    this.schedule();
+    this.task.start();
   }
 
+  /** Before the NATS connection drains: no new scan, and the one under way finishes. */
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    await this.scanning;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.scanning = this.scan()
-        .then(() => undefined)
-        .catch((error: unknown) => this.logger.write('error', 'approval scan failed; will scan again', { error: String(error) }))
-        .finally(() => {
-          this.scanning = null;
-          this.schedule();
-        });
-    }, this.config.CAIRN_APPROVAL_SCAN_INTERVAL_MS);
+    await this.task.stop();
   }
 
   /** One pass over the deadlines; what happened to each one that had passed. */
   async scan(now: number = Date.now()): Promise<Map<string, ApprovalVerdict>> {
     const verdicts = new Map<string, ApprovalVerdict>();
     for (const deadline of await this.deadlines.list()) {
-      if (this.stopped) break;
+      if (this.task.stopped) break;
       if (Date.parse(deadline.expires_at) > now) continue;
       const key = `${deadline.run_id}.${deadline.approval_id}`;
       try {

@@ -6,7 +6,7 @@ import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readSandboxChain, 
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
 import { isExpired, onLeaseExpired } from '@cairn/scheduling';
-import { EVIDENCE_LOG, JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
+import { EVIDENCE_LOG, JsonLogger, PeriodicTask, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { SchedulerConfig } from './scheduler.config.js';
@@ -25,9 +25,7 @@ export type LeaseVerdict = 'failed' | 'cancelled' | 'released' | 'kept';
  */
 @Injectable()
 export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestroy {
-  private timer: NodeJS.Timeout | null = null;
-  private scanning: Promise<void> | null = null;
-  private stopped = false;
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly leases: LeaseStore,
@@ -35,37 +33,24 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
     @Inject(SERVICE_NAME) private readonly service: string,
     @Inject(SERVICE_CONFIG) private readonly config: SchedulerConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(config.CAIRN_LEASE_SCAN_INTERVAL_MS, () => this.scan(), (error) => logger.write('error', 'lease scan failed; will scan again', { error: String(error) }));
+  }
 
   onApplicationBootstrap(): void {
-    this.schedule();
+    this.task.start();
   }
 
   /** Before the NATS connection drains: no new scan, and the one under way finishes. */
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    await this.scanning;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.scanning = this.scan()
-        .then(() => undefined)
-        .catch((error: unknown) => this.logger.write('error', 'lease scan failed; will scan again', { error: String(error) }))
-        .finally(() => {
-          this.scanning = null;
-          this.schedule();
-        });
-    }, this.config.CAIRN_LEASE_SCAN_INTERVAL_MS);
+    await this.task.stop();
   }
 
   /** One pass over the lease store; returns what happened to each expired lease. */
   async scan(now: number = Date.now()): Promise<Map<string, LeaseVerdict>> {
     const verdicts = new Map<string, LeaseVerdict>();
     for (const listed of await this.leases.list()) {
-      if (this.stopped) break;
+      if (this.task.stopped) break;
       if (!isExpired(listed, now)) continue;
       try {
         // Listed from memory, which may trail a renewal by a moment: act on the lease as stored now.
