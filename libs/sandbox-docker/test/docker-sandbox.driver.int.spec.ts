@@ -141,7 +141,9 @@ describe('steps', () => {
     } finally {
       clearInterval(watch);
     }
-    expect(peak - before).toBeLessThan(total / 4);
+    // Output held would be the whole 100 MiB; RSS also counts freed memory the allocator keeps (seen up
+    // to ≈ 30 MiB here under CI), so the bound sits between the two.
+    expect(peak - before).toBeLessThan(total / 2);
   });
 
   it('refuses bad requests with E_INPUT before anything runs', async () => {
