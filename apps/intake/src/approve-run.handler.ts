@@ -1,16 +1,13 @@
-import { CairnError, eventId, parseEvidenceReceipt } from '@cairn/contracts';
-import type { EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { CairnError, eventId } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { approvalPath, foldRun } from '@cairn/lifecycle';
+import { approvalPath } from '@cairn/lifecycle';
 import type { ApproveRunCommand, CommandOk } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
+import { decideOnStableHead, readCommandedRun } from './run-command.chain.js';
 import { INTAKE_ACTOR } from './submit-run.handler.js';
 
-/** Reads of the chain before a run that keeps moving under a decision is answered E_CONFLICT. */
-const MAX_READS = 5;
 
 /**
  * `cairn.cmd.approve`: a person's decision on the approvals a run of the tenant's awaits (PRODUCT.md
@@ -25,33 +22,20 @@ const MAX_READS = 5;
 export class ApproveRunHandler {
   constructor(@Inject(EVIDENCE_LOG) private readonly log: EvidenceLog) {}
 
-  async handle(command: ApproveRunCommand): Promise<Omit<CommandOk, 'ok'>> {
-    for (let reads = 1; ; reads++) {
-      try {
-        return await this.decideAndAppend(command);
-      } catch (error) {
-        if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
-      }
-    }
+  handle(command: ApproveRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    return decideOnStableHead(() => this.decideAndAppend(command));
   }
 
   private async decideAndAppend(command: ApproveRunCommand): Promise<Omit<CommandOk, 'ok'>> {
     const runId = command.run_id;
-    const raw: ReceiptEnvelope[] = [];
-    for await (const stored of this.log.readChain(runId)) raw.push(stored.receipt);
-    const view = foldRun(raw);
-    if (view === null || view.tenant !== command.tenant) throw new CairnError('E_NOT_FOUND', `no run ${runId}`, { runId });
-    const receipts = raw.flatMap((r): EvidenceReceipt[] => {
-      const parsed = parseEvidenceReceipt(r);
-      return parsed.ok ? [parsed.receipt] : [];
-    });
+    const { view, receipts, headSeq } = await readCommandedRun(this.log, runId, command.tenant);
     const path = approvalPath(view, receipts, {
       actor: command.decided_by,
       decision: command.decision,
       ...(command.approval_id === undefined ? {} : { approvalId: command.approval_id }),
     });
     const comment = command.comment === undefined ? {} : { comment: command.comment };
-    let head = raw.at(-1)?.seq ?? 0;
+    let head = headSeq;
     switch (path.kind) {
       case 'sealed':
         throw new CairnError('E_SEALED', `run ${runId} is sealed`, { runId });

@@ -1,16 +1,14 @@
-import { CairnError, parseEvidenceReceipt } from '@cairn/contracts';
-import type { EventType, EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { CairnError } from '@cairn/contracts';
+import type { EventType } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { cancelPath, foldRun } from '@cairn/lifecycle';
+import { cancelPath } from '@cairn/lifecycle';
 import type { CancelRunCommand, CommandOk } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
+import { decideOnStableHead, readCommandedRun } from './run-command.chain.js';
 import { INTAKE_ACTOR } from './submit-run.handler.js';
 
-/** Reads of the chain before a run that keeps moving under a cancel is answered E_CONFLICT. */
-const MAX_READS = 5;
 /** One cancel per run: every cancel command of a run is the same logical event, so racing ones store one receipt. */
 const CANCEL_KEY = 'cancel';
 
@@ -27,26 +25,13 @@ const CANCEL_KEY = 'cancel';
 export class CancelRunHandler {
   constructor(@Inject(EVIDENCE_LOG) private readonly log: EvidenceLog) {}
 
-  async handle(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
-    for (let reads = 1; ; reads++) {
-      try {
-        return await this.decideAndAppend(command);
-      } catch (error) {
-        if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
-      }
-    }
+  handle(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    return decideOnStableHead(() => this.decideAndAppend(command));
   }
 
   private async decideAndAppend(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
     const runId = command.run_id;
-    const raw: ReceiptEnvelope[] = [];
-    for await (const stored of this.log.readChain(runId)) raw.push(stored.receipt);
-    const view = foldRun(raw);
-    if (view === null || view.tenant !== command.tenant) throw new CairnError('E_NOT_FOUND', `no run ${runId}`, { runId });
-    const receipts = raw.flatMap((r): EvidenceReceipt[] => {
-      const parsed = parseEvidenceReceipt(r);
-      return parsed.ok ? [parsed.receipt] : [];
-    });
+    const { view, receipts, headSeq } = await readCommandedRun(this.log, runId, command.tenant);
     const path = cancelPath(view, receipts);
     let type: EventType;
     let fields: Record<string, unknown>;
@@ -73,7 +58,7 @@ export class CancelRunHandler {
     const appended = await this.log.append(
       runId,
       { type, actor: INTAKE_ACTOR, tenant: view.tenant, causation: null, key: CANCEL_KEY, fields },
-      { expectedHeadSeq: raw.at(-1)?.seq ?? 0 },
+      { expectedHeadSeq: headSeq },
     );
     return { run_id: runId, duplicate: appended.duplicate };
   }

@@ -36,30 +36,7 @@ export interface SandboxDbRow {
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 const time = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
 
-/** Columns in the order of `SandboxDbRow`; times rendered exactly as receipts write them. */
-export const SANDBOX_SELECT_COLUMNS = [
-  'sandbox_id',
-  'tenant',
-  'state',
-  'image',
-  'image_id',
-  'caps',
-  'network',
-  'worker_id',
-  time('created_at'),
-  time('ready_at'),
-  time('expires_at'),
-  'idle_seconds',
-  time('last_activity_at'),
-  'operations',
-  'destroy_reason',
-  'error_code',
-  time('updated_at'),
-  'head_seq',
-  'head_hash',
-  'sealed',
-  'last_stream_seq::float8 AS last_stream_seq',
-].join(', ');
+
 
 function oneOf<T extends string>(values: readonly T[], value: string, what: string): T {
   if ((values as readonly string[]).includes(value)) return value as T;
@@ -120,6 +97,13 @@ export const SANDBOX_COLUMNS = [
   'last_stream_seq',
 ] as const;
 export type SandboxColumn = (typeof SANDBOX_COLUMNS)[number];
+
+const TIME_COLUMNS: ReadonlySet<SandboxColumn> = new Set(['created_at', 'ready_at', 'expires_at', 'last_activity_at', 'updated_at']);
+
+/** The columns as `SandboxDbRow` reads them: times rendered exactly as receipts write them, bigint as float8. */
+export const SANDBOX_SELECT_COLUMNS = SANDBOX_COLUMNS.map((column) =>
+  TIME_COLUMNS.has(column) ? time(column) : column === 'last_stream_seq' ? 'last_stream_seq::float8 AS last_stream_seq' : column,
+).join(', ');
 
 /** Each column's PostgreSQL type, for the arrays of a multi-row `unnest` insert (jsonb goes as its JSON text). */
 export const SANDBOX_COLUMN_TYPES: Readonly<Record<SandboxColumn, string>> = {
