@@ -422,6 +422,24 @@ describe('interactive sandbox sessions through REST', () => {
     for (const { id } of [first, second]) await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer });
   });
 
+  it('answers a create from its chain, and reads right after show exactly what it answered (GET, list, events)', async () => {
+    for (let i = 0; i < 3; i++) {
+      const created = await create();
+      // No wait in between: the projection may still trail the answer; the reads wait for it.
+      const [got, listed, events] = await Promise.all([
+        http(base, 'GET', `/v1/sandboxes/${created.id}`, { key: keys.reader }),
+        http(base, 'GET', '/v1/sandboxes?state=READY&limit=200', { key: keys.reader }),
+        http(base, 'GET', `/v1/sandboxes/${created.id}/events`, { key: keys.reader }),
+      ]);
+      // The projector's row at that receipt, field for field: the answer's fold is the projector's.
+      expect(body(got, 200, SandboxSchema)).toEqual(created);
+      expect(body(listed, 200, SandboxListSchema).items.find((s) => s.id === created.id)).toEqual(created);
+      const page = body(events, 200, EventPageSchema);
+      expect(page.items.at(-1)).toMatchObject({ seq: created.headSeq, type: 'sandbox.created', hash: created.headHash });
+      await http(base, 'DELETE', `/v1/sandboxes/${created.id}`, { key: keys.writer });
+    }
+  });
+
   it("shows another tenant's key nothing of a sandbox (404), and a key without runs:write cannot operate it (403)", async () => {
     const { id } = await create();
     const before = await footprint();

@@ -242,7 +242,7 @@ export class RunExecution {
     }
     let imageId: string;
     try {
-      imageId = await engine.imageId(plan.image);
+      imageId = await engine.imageId(plan.image, plan.imageDigest);
     } catch (error) {
       return { kind: 'failed', code: isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_IMAGE_PULL', message: describe(error) };
     }

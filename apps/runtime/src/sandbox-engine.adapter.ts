@@ -10,6 +10,8 @@ type DockerClient = ReturnType<typeof createDockerClient>;
 /** How often, and how far apart, a sandbox reported gone is looked at before "still running" is believed. */
 const ENDED_LOOKS = 20;
 const ENDED_LOOK_MS = 50;
+/** How long the engine's answer to "which image is this tag" is taken as current (see `imageId`). */
+const IMAGE_ID_FRESH_MS = 10_000;
 
 /**
  * The worker's container engine: the sandbox port (the only way untrusted commands reach it,
@@ -19,6 +21,8 @@ export class SandboxEngine {
   readonly driver: SandboxDriver;
   private readonly pooled: DockerSandboxDriver;
   private readonly docker: DockerClient;
+  /** Tag → image id as the engine last answered, and when (see `imageId`). */
+  private readonly imageIds = new Map<string, { id: string; at: number }>();
   /** The engine's security options; they do not change while it runs. */
   private securityOptions: readonly string[] | null = null;
 
@@ -58,9 +62,19 @@ export class SandboxEngine {
     return this.pooled.closePool();
   }
 
-  /** The local image id (`sha256:…`) of `tag`; `E_IMAGE_PULL` when the engine does not have it. */
-  imageId(tag: string): Promise<string> {
-    return imageDigest(tag, this.docker);
+  /**
+   * The local image id (`sha256:…`) of `tag`; `E_IMAGE_PULL` when the engine does not have it.
+   * The engine is asked again unless it answered for `tag` in the last IMAGE_ID_FRESH_MS and that
+   * answer is the id `expected` (the digest policy granted) when one is given: a tag moved to a new
+   * image is seen at once where a grant names it, and within that time where none does. What is
+   * started is made from the id returned, never from the tag, so it is what the receipt records.
+   */
+  async imageId(tag: string, expected: string | null = null): Promise<string> {
+    const known = this.imageIds.get(tag);
+    if (known !== undefined && Date.now() - known.at < IMAGE_ID_FRESH_MS && (expected === null || known.id === expected)) return known.id;
+    const id = await imageDigest(tag, this.docker);
+    this.imageIds.set(tag, { id, at: Date.now() });
+    return id;
   }
 
   /** What the engine reports a started sandbox runs under, for `sandbox.created` (see sandbox-hardening.ts). */

@@ -204,7 +204,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     // whether an engine answers: an absent one is E_RUNTIME_ABSENT), the secrets' values.
     const [renewed, resolved, secretsRead] = await Promise.all([
       settle(this.leases.renew(ctx.chainId, this.config.CAIRN_WORKER_ID, Date.now() + this.config.CAIRN_LEASE_TTL_MS)),
-      settle(this.engine.imageId(image)),
+      settle(this.engine.imageId(image, digest)),
       secretNames.length === 0 ? settle(Promise.resolve<ScannedSecret[]>([])) : settle(this.secrets.read(requested.tenant, secretNames)),
     ]);
     timings.mark('lease+image+secrets');

@@ -109,7 +109,7 @@ class NatsSandboxSessions implements SandboxSessions {
     if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
     const sandboxId = reply.run_id;
     const ready = await this.waitForReady(sandboxId, input, Math.max(0, deadline - Date.now()));
-    return { sandboxId, seq: ready };
+    return { sandboxId, duplicate: reply.duplicate, ...ready };
   }
 
   /**
@@ -118,10 +118,12 @@ class NatsSandboxSessions implements SandboxSessions {
    * A sandbox that is not ready in time, asked for without an idempotency key, is not left to its
    * idle limit: once it is ready, it is deleted.
    */
-  private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number): Promise<number> {
+  private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number): Promise<Pick<SandboxReady, 'seq' | 'receipts'>> {
     // An object, so the compiler does not narrow what the callback sets.
     const placement: { workerId: string | null } = { workerId: null };
+    const receipts: EvidenceReceipt[] = [];
     const outcome = await this.followChain(sandboxId, timeoutMs, (receipt) => {
+      receipts.push(receipt);
       if (receipt.type === 'run.scheduled') placement.workerId = receipt.worker_id;
       return readinessOf(receipt);
     });
@@ -135,7 +137,7 @@ class NatsSandboxSessions implements SandboxSessions {
     }
     if (!outcome.ok) throw new CairnError(outcome.code, outcome.message, { sandboxId });
     if (placement.workerId !== null) this.known.set(sandboxId, { tenant: input.tenant, workerId: placement.workerId });
-    return outcome.seq;
+    return { seq: outcome.seq, receipts };
   }
 
   /**

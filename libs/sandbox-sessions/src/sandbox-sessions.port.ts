@@ -1,4 +1,4 @@
-import type { SandboxSpec } from '@cairn/contracts';
+import type { EvidenceReceipt, SandboxSpec } from '@cairn/contracts';
 
 /*
  * The seam between the sandbox-session backend and its callers (the REST gateway). Every
@@ -10,6 +10,10 @@ export interface SandboxReady {
   sandboxId: string;
   /** The seq of the sandbox.created receipt. */
   seq: number;
+  /** The chain's stored receipts, from seq 1 through `sandbox.created`: what the answer is folded from. */
+  receipts: readonly EvidenceReceipt[];
+  /** An earlier create under the same idempotency key: the chain may have gone on past `seq`. */
+  duplicate: boolean;
 }
 
 export interface ExecCommand {

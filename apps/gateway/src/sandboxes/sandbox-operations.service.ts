@@ -1,10 +1,11 @@
 import { CairnError, ErrorCodeSchema } from '@cairn/contracts';
 import type { SandboxSpec } from '@cairn/contracts';
 import { KeyedSerialQueue } from '@cairn/evidence-log';
+import { readSandboxChain } from '@cairn/lifecycle';
 import type { ExecOutcome, OutputStream, SandboxSessions } from '@cairn/sandbox-sessions';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
-import { SandboxReadsRepository } from './sandbox-reads.repository.js';
+import { sandboxFromView, SandboxReadsRepository } from './sandbox-reads.repository.js';
 import { GATEWAY_SANDBOX_SESSIONS } from './sandbox-sessions.token.js';
 import type { ExecRequest, ExecResult, FileWrittenAnswer, Sandbox } from './sandboxes.schemas.js';
 
@@ -65,8 +66,17 @@ export class SandboxOperations {
       { tenant: principal.tenant, requestedBy: actorOf(principal), spec, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) },
       CREATE_TIMEOUT_MS,
     );
-    // Answered once the projection holds it: a GET or a list right after shows the new sandbox.
-    return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);
+    // A create answered before may have been used and destroyed since: its view as it is now.
+    if (ready.duplicate) return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);
+    // A new one is answered from the chain the wait followed, folded as the projector folds it,
+    // not once the projector has caught up. Reads through this gateway wait for the projection to
+    // reach what it answered, so a GET or a list right after still shows the sandbox READY.
+    const view = readSandboxChain(ready.receipts)?.view ?? null;
+    if (view === null || view.state !== 'READY') {
+      throw new CairnError('E_UNKNOWN_STATE', `sandbox ${ready.sandboxId} was reported ready, but its chain does not fold to READY`, { sandboxId: ready.sandboxId });
+    }
+    this.reads.answered(principal.tenant, ready.sandboxId, view.headSeq);
+    return sandboxFromView(view);
   }
 
   exec(principal: Principal, sandboxId: string, request: ExecRequest, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
@@ -113,7 +123,7 @@ export class SandboxOperations {
     return this.perSandbox.run(sandboxId, operation);
   }
 
-  /** The view once the projection holds receipt `seq`: an answer reads its own write. */
+  /** The view once the projection holds receipt `seq`. */
   private async viewAt(tenant: string, sandboxId: string, seq: number): Promise<Sandbox> {
     const view = await this.reads.waitForSeq(tenant, sandboxId, seq, PROJECTION_WAIT_MS);
     if (view === null) throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is ready but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });

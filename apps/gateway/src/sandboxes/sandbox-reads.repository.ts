@@ -9,6 +9,11 @@ import { queryProjections } from '../runs/run-reads.repository.js';
 import { SandboxDestroyReasonSchema, SandboxStateSchema } from './sandboxes.schemas.js';
 import type { Sandbox, SandboxList, SandboxState } from './sandboxes.schemas.js';
 
+/** How long a read waits for the projection to reach a sandbox answered from its chain. */
+const CATCH_UP_WAIT_MS = 10_000;
+/** Answered-ahead sandboxes remembered at most (the oldest is forgotten first). */
+const MAX_ANSWERED_AHEAD = 10_000;
+
 /** A row as the REST view (the projector's own mapping, then the API's shapes); an unknown value fails loudly. */
 export function toSandbox(row: SandboxDbRow): Sandbox {
   return sandboxFromView(sandboxRowFromDb(row).view);
@@ -45,10 +50,38 @@ export function sandboxFromView(view: SandboxView): Sandbox {
  */
 @Injectable()
 export class SandboxReadsRepository {
+  /**
+   * Sandboxes this gateway answered from their chains (a create), until the projection is seen to
+   * hold what was answered: a read of one waits for that (bounded), so what a caller was told is
+   * never contradicted by a read right after it (read your writes, in one gateway process).
+   */
+  private readonly answeredAhead = new Map<string, { tenant: string; seq: number; until: number }>();
+
   constructor(private readonly dataSource: DataSource) {}
+
+  /** Records that a caller was answered receipt `seq` of the sandbox before the projection held it. */
+  answered(tenant: string, sandboxId: string, seq: number): void {
+    const now = Date.now();
+    for (const [id, entry] of this.answeredAhead) {
+      if (entry.until > now && this.answeredAhead.size < MAX_ANSWERED_AHEAD) break;
+      this.answeredAhead.delete(id);
+    }
+    this.answeredAhead.set(sandboxId, { tenant, seq, until: now + CATCH_UP_WAIT_MS });
+  }
 
   /** The sandbox, or null when it is unknown or another tenant's (the caller answers 404 for both). */
   async findSandbox(tenant: string, sandboxId: string): Promise<Sandbox | null> {
+    const ahead = this.answeredAhead.get(sandboxId);
+    if (ahead !== undefined && ahead.tenant === tenant) {
+      const view = await this.waitForSeq(tenant, sandboxId, ahead.seq, Math.max(0, ahead.until - Date.now()));
+      // Caught up (or given up on: past the wait, what is projected is what there is).
+      if (this.answeredAhead.get(sandboxId) === ahead) this.answeredAhead.delete(sandboxId);
+      if (view !== null) return view;
+    }
+    return this.projected(tenant, sandboxId);
+  }
+
+  private async projected(tenant: string, sandboxId: string): Promise<Sandbox | null> {
     const [row] = await queryProjections<SandboxDbRow>(this.dataSource, `SELECT ${SANDBOX_SELECT_COLUMNS} FROM sandboxes WHERE sandbox_id = $1 AND tenant = $2`, [
       sandboxId,
       tenant,
@@ -64,6 +97,8 @@ export class SandboxReadsRepository {
 
   /** Newest first, by (created_at, sandbox_id) — the order of the `ix_sandboxes_tenant_created` index. */
   async listSandboxes(tenant: string, options: { limit: number; cursor?: string | undefined; state?: SandboxState | undefined }): Promise<SandboxList> {
+    // What this gateway answered ahead of the projection is listed as answered.
+    for (const [sandboxId, entry] of [...this.answeredAhead]) if (entry.tenant === tenant) await this.findSandbox(tenant, sandboxId);
     const parameters: unknown[] = [tenant];
     const where = ['tenant = $1'];
     if (options.state !== undefined) {
@@ -96,7 +131,7 @@ export class SandboxReadsRepository {
     const started = Date.now();
     const deadline = started + timeoutMs;
     for (;;) {
-      const sandbox = await this.findSandbox(tenant, sandboxId);
+      const sandbox = await this.projected(tenant, sandboxId);
       if (sandbox !== null && sandbox.headSeq >= seq) return sandbox;
       // The projector is usually a few ms behind: look often at first, then every `intervalMs`.
       const wait = Date.now() - started < 50 ? Math.min(2, intervalMs) : intervalMs;
