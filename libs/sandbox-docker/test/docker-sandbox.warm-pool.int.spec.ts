@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxFixture } from './sandbox.fixture.js';
+
+/*
+ * When the warm pool refills, on the real engine: not while the sandbox just handed out is about
+ * to run its caller's first command, but once that has ended — or after a second at most.
+ */
+const fx = sandboxFixture('warm', { warmPool: { perProfile: 1, total: 1 } });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Pool containers of this worker the engine has, idle or being made (never a claimed one). */
+async function poolContainers(): Promise<number> {
+  const listed = await fx.docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${fx.workerId}`, 'io.cairn.pool'] } });
+  return listed.filter((c) => c.Names.some((name) => name.startsWith('/cairn-pool-'))).length;
+}
+
+async function untilWarm(timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (fx.driver.warmCount === 0 && Date.now() < deadline) await sleep(20);
+  return fx.driver.warmCount;
+}
+
+const step = (handle: Parameters<typeof fx.driver.exec>[0]) => fx.driver.exec(handle, { argv: ['true'], timeoutMs: 10_000, maxOutputBytes: 1024 });
+
+beforeAll(async () => {
+  await fx.ready();
+});
+
+afterAll(async () => {
+  await fx.driver.closePool();
+  await fx.removeLabelled([fx.workerId]);
+});
+
+describe('warm pool refills', () => {
+  it('after the first step of the sandbox handed out, not beside it', async () => {
+    // The profile's first sandbox is made cold; the pool fills behind its first step.
+    const cold = await fx.driver.create(fx.spec());
+    await step(cold);
+    expect(await untilWarm(15_000)).toBe(1);
+
+    const claimed = await fx.driver.create(fx.spec());
+    expect(fx.driver.warmCount).toBe(0);
+    // No step yet: nothing is being made for the pool.
+    await sleep(400);
+    expect(await poolContainers()).toBe(0);
+    expect(fx.driver.warmCount).toBe(0);
+    // Its first step ends: the pool is topped up.
+    expect((await step(claimed)).exitCode).toBe(0);
+    expect(await untilWarm(15_000)).toBe(1);
+
+    await fx.driver.destroy(cold);
+    await fx.driver.destroy(claimed);
+  });
+
+  it('a second after a hand-out whose sandbox runs nothing', async () => {
+    expect(await untilWarm(15_000)).toBe(1);
+    const idle = await fx.driver.create(fx.spec());
+    const handedOut = Date.now();
+    expect(await untilWarm(15_000)).toBe(1);
+    expect(Date.now() - handedOut).toBeGreaterThanOrEqual(1000);
+    await fx.driver.destroy(idle);
+  });
+});
