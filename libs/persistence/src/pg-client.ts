@@ -24,13 +24,24 @@ export interface TransactionOptions {
    * together, so the projector applies the lost ones again).
    */
   synchronousCommit?: boolean;
+  /**
+   * A statement without parameters run first, in the same round trip as BEGIN (and the
+   * synchronous_commit setting): e.g. taking a transaction-scoped advisory lock.
+   */
+  first?: string;
 }
 
 /** BEGIN … COMMIT around `work`; any error rolls back and is rethrown. */
 export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-  await client.query('BEGIN');
+  // One simple-protocol query: the statements before `work` cost one round trip, not three.
+  const opening = ['BEGIN', ...(options.synchronousCommit === false ? ['SET LOCAL synchronous_commit = off'] : []), ...(options.first === undefined ? [] : [options.first])];
   try {
-    if (options.synchronousCommit === false) await client.query('SET LOCAL synchronous_commit = off');
+    await client.query(opening.join('; '));
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+  try {
     const result = await work();
     await client.query('COMMIT');
     return result;

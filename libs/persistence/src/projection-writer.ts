@@ -56,11 +56,13 @@ export class ProjectionWriter {
 
   applyBatch(messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
     // Rebuildable from the log, with its position in the same transaction: no need to wait for the disk.
-    return withPgClient(this.dataSource, (client) => inTransaction(client, () => this.applyInTransaction(client, messages), { synchronousCommit: false }));
+    // The projections' lock is taken first, with BEGIN, in one round trip.
+    return withPgClient(this.dataSource, (client) =>
+      inTransaction(client, () => this.applyInTransaction(client, messages), { synchronousCommit: false, first: PROJECTION_LOCK_SQL }),
+    );
   }
 
   private async applyInTransaction(client: pg.PoolClient, messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
-    await client.query(PROJECTION_LOCK_SQL);
     const position = await this.lockPosition(client);
 
     // In stream order, each seq once: a consumer may hand over redeliveries out of order.
@@ -105,16 +107,20 @@ export class ProjectionWriter {
     return { projected: events.length, poison: poison.length, skipped, deferred, position: last };
   }
 
-  /** Creates the position row on first use, then locks it and checks it follows our stream. */
+  /** Locks the position row (created on first use) and checks it follows our stream. */
   private async lockPosition(client: pg.PoolClient): Promise<number> {
-    await client.query(
-      'INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING',
-      [EVIDENCE_PROJECTION, this.options.stream],
-    );
-    const { rows } = await client.query<{ stream: string; last: number }>(
-      'SELECT stream, last_stream_seq::float8 AS last FROM projection_positions WHERE name = $1 FOR UPDATE',
-      [EVIDENCE_PROJECTION],
-    );
+    const select = () =>
+      client.query<{ stream: string; last: number }>('SELECT stream, last_stream_seq::float8 AS last FROM projection_positions WHERE name = $1 FOR UPDATE', [
+        EVIDENCE_PROJECTION,
+      ]);
+    let { rows } = await select();
+    if (rows.length === 0) {
+      await client.query('INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING', [
+        EVIDENCE_PROJECTION,
+        this.options.stream,
+      ]);
+      ({ rows } = await select());
+    }
     const row = rows[0];
     if (row === undefined) throw new CairnError('E_INTERNAL', 'the projection position row vanished inside its transaction');
     if (row.stream !== this.options.stream) {
