@@ -58,7 +58,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   try {
     let nc: NatsConnection;
     try {
-      nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-gateway', maxReconnectAttempts: -1 });
+      nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-gateway', maxReconnectAttempts: -1, noAsyncTraces: true });
     } catch (error) {
       throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${config.CAIRN_NATS_URL}: ${String(error)}`);
     }

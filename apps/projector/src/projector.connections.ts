@@ -17,7 +17,7 @@ export interface ProjectorConnections {
 
 /** Opens NATS (checking the stream and the durable consumer) and the database, or nothing. */
 export async function openProjectorConnections(config: ProjectorConfig): Promise<ProjectorConnections> {
-  const nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-projector' });
+  const nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-projector', noAsyncTraces: true });
   const dataSource = createDataSource(config.CAIRN_DATABASE_URL, { applicationName: 'cairn-projector' });
   const close = async () => {
     if (!nc.isClosed()) await nc.drain();

@@ -102,7 +102,7 @@ export class EvidenceLog {
     const resolved = resolveEvidenceLogOptions(options);
     let nc: NatsConnection;
     try {
-      nc = await connect({ servers: resolved.servers.split(','), name: resolved.name });
+      nc = await connect({ servers: resolved.servers.split(','), name: resolved.name, noAsyncTraces: true });
     } catch (error) {
       throw unavailable(`cannot connect to NATS at ${resolved.servers}`, error);
     }
