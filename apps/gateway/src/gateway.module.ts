@@ -1,4 +1,5 @@
 import { CommandBus, WorkerRegistry } from '@cairn/operational';
+import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
 import type { SecretStore } from '@cairn/secret-store';
@@ -43,6 +44,8 @@ export interface GatewayResources {
   secrets: SecretStore | null;
   /** Interactive sandbox sessions (`/v1/sandboxes…`). */
   sandboxes: SandboxSessions;
+  /** The projector's commit notices: reads wait on them instead of polling the projections. */
+  notices: ProjectionNotices;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -61,6 +64,7 @@ export class GatewayModule {
         { provide: JsonLogger, useValue: resources.logger },
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
         { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },
+        { provide: ProjectionNotices, useValue: resources.notices },
         { provide: GatewayWebhooks, useFactory: () => GatewayWebhooks.open(resources.config, resources.logger) },
         ApiKeyRepository,
         RunReadsRepository,

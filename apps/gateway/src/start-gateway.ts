@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CairnError } from '@cairn/contracts';
 import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, WorkerRegistry } from '@cairn/operational';
+import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
 import { connect } from '@nats-io/transport-node';
@@ -72,6 +73,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     }
     cleanups.push(() => dataSource.destroy());
     await runGatewayMigrations(dataSource);
+    const notices = await ProjectionNotices.open(config.CAIRN_DATABASE_URL);
+    cleanups.push(() => notices.close());
     if (config.CAIRN_API_KEY !== undefined) {
       const { id, created } = await ensureApiKey(dataSource, config.CAIRN_API_KEY, { tenant: 'default', scopes: ['admin'] });
       logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
@@ -89,7 +92,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     cleanups.push(() => sandboxes.close());
 
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets, sandboxes }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets, sandboxes, notices }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,

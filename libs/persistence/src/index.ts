@@ -23,6 +23,8 @@ export type { SandboxDbRow, SandboxRow } from './sandbox-row.mapper.js';
 export { EVIDENCE_PROJECTION } from './projection-lock.constants.js';
 export { rebuildProjections } from './projection-rebuild.js';
 export type { ProjectionSource, RebuildOptions, RebuildProgress, RebuildResult } from './projection-rebuild.js';
+export { parseProjectionNotice, PROJECTION_NOTICE_CHANNEL, projectionNoticePayloads, ProjectionNotices } from './projection-notices.js';
+export type { ProjectionWait } from './projection-notices.js';
 export { ProjectionWriter } from './projection-writer.js';
 export type { BatchResult, ProjectionWriterOptions } from './projection-writer.js';
 export { checkSchemaMatchesEntities } from './schema-check.js';

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { inTransaction, withPgClient } from './pg-client.js';
 import { ProjectionFold } from './projection-fold.js';
+import { PROJECTION_NOTICE_CHANNEL, projectionNoticePayloads } from './projection-notices.js';
 import type { EvidenceEventRow, PoisonRow, RawEvidenceMessage, RunRow } from './projection-fold.js';
 import { EVIDENCE_PROJECTION, PROJECTION_LOCK_SQL } from './projection-lock.constants.js';
 import { RUN_COLUMN_TYPES, RUN_COLUMNS, RUN_SELECT_COLUMNS, runRowFromDb, runValues } from './run-row.mapper.js';
@@ -104,6 +105,11 @@ export class ProjectionWriter {
       EVIDENCE_PROJECTION,
       last,
     ]);
+    // Delivered on commit: readers waiting for these chains (the gateway) read once, not poll.
+    const heads = new Map<string, number>();
+    for (const event of events) heads.set(event.chainId, Math.max(event.seq, heads.get(event.chainId) ?? 0));
+    const payloads = projectionNoticePayloads(heads);
+    if (payloads.length > 0) await client.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [PROJECTION_NOTICE_CHANNEL, payloads]);
     return { projected: events.length, poison: poison.length, skipped, deferred, position: last };
   }
 

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { CairnError } from '@cairn/contracts';
+import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnModuleDestroy } from '@nestjs/common';
@@ -144,6 +145,7 @@ export class RunEventStreams implements OnModuleDestroy {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly logger: JsonLogger,
     @Inject(GATEWAY_NATS) private readonly nc: NatsConnection,
+    private readonly notices: ProjectionNotices,
   ) {}
 
   get openCount(): number {
@@ -164,8 +166,13 @@ export class RunEventStreams implements OnModuleDestroy {
     raw.write(`retry: ${RETRY_MS}\n\n`);
     const stream = new RunEventStream(raw, runId, after, this.reads, this.config, this.logger);
     this.open.add(stream);
-    const wakeUps = this.watch(runId, stream);
+    // Woken when the projector has committed the chain's next receipts: one read each time. While
+    // the notices' connection is down, woken by the evidence stream instead (then read until the
+    // projector has caught up); the poll interval is the backstop of both.
+    const unsubscribe = this.notices.subscribe(runId, (seq) => stream.saw(seq));
+    const wakeUps = this.notices.live ? null : this.watch(runId, stream);
     void stream.done.finally(() => {
+      unsubscribe();
       wakeUps?.unsubscribe();
       this.open.delete(stream);
     });

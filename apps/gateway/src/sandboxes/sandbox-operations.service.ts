@@ -132,15 +132,15 @@ export class SandboxOperations {
 
   /** The view once the projection shows the sandbox ended. */
   private async viewEnded(tenant: string, sandboxId: string): Promise<Sandbox> {
-    const deadline = Date.now() + PROJECTION_WAIT_MS;
-    for (;;) {
-      // Not there yet is the projection trailing a sandbox created a moment ago.
-      const view = await this.reads.findSandbox(tenant, sandboxId);
-      if (view !== null && view.state !== 'READY' && view.state !== 'PENDING') return view;
-      if (Date.now() > deadline) {
-        throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is destroyed but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    // Through findSandbox first: a sandbox this gateway answered ahead of the projection is waited for there.
+    const now = await this.reads.findSandbox(tenant, sandboxId);
+    const ended = (view: Sandbox) => view.state !== 'READY' && view.state !== 'PENDING';
+    if (now !== null && ended(now)) return now;
+    // Woken by each commit of the sandbox's receipts past what was read.
+    const view = await this.reads.waitFor(tenant, sandboxId, (now?.headSeq ?? 0) + 1, PROJECTION_WAIT_MS, ended);
+    if (view === null) {
+      throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} is destroyed but not projected yet: GET /v1/sandboxes/${sandboxId} shortly`, { sandboxId });
     }
+    return view;
   }
 }

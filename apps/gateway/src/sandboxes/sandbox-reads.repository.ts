@@ -1,5 +1,5 @@
 import { CairnError, ImageRefSchema, SandboxIdSchema } from '@cairn/contracts';
-import { SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from '@cairn/persistence';
+import { ProjectionNotices, SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from '@cairn/persistence';
 import type { SandboxDbRow } from '@cairn/persistence';
 import type { SandboxView } from '@cairn/lifecycle';
 import { Injectable } from '@nestjs/common';
@@ -13,6 +13,8 @@ import type { Sandbox, SandboxList, SandboxState } from './sandboxes.schemas.js'
 const CATCH_UP_WAIT_MS = 10_000;
 /** Answered-ahead sandboxes remembered at most (the oldest is forgotten first). */
 const MAX_ANSWERED_AHEAD = 10_000;
+/** How often a wait for the projection reads it while the projector's notices arrive. */
+const BACKSTOP_POLL_MS = 100;
 
 /** A row as the REST view (the projector's own mapping, then the API's shapes); an unknown value fails loudly. */
 export function toSandbox(row: SandboxDbRow): Sandbox {
@@ -57,7 +59,10 @@ export class SandboxReadsRepository {
    */
   private readonly answeredAhead = new Map<string, { tenant: string; seq: number; until: number }>();
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly notices: ProjectionNotices,
+  ) {}
 
   /** Records that a caller was answered receipt `seq` of the sandbox before the projection held it. */
   answered(tenant: string, sandboxId: string, seq: number): void {
@@ -123,20 +128,36 @@ export class SandboxReadsRepository {
   }
 
   /**
-   * Waits (polling, at most `timeoutMs`) until the projection holds the sandbox's receipt `seq`
-   * (the one an operation just appended), so the answer that follows reads its own write. Null
-   * when it did not get there in time.
+   * Waits (at most `timeoutMs`) until the projection holds the sandbox's receipt `seq` (the one an
+   * operation just appended), so the answer that follows reads its own write. Null when it did not
+   * get there in time.
    */
-  async waitForSeq(tenant: string, sandboxId: string, seq: number, timeoutMs: number, intervalMs = 10): Promise<Sandbox | null> {
+  async waitForSeq(tenant: string, sandboxId: string, seq: number, timeoutMs: number): Promise<Sandbox | null> {
+    return this.waitFor(tenant, sandboxId, seq, timeoutMs, (sandbox) => sandbox.headSeq >= seq);
+  }
+
+  /**
+   * Reads the sandbox until `done` holds (null past `timeoutMs`): again when the projector says it
+   * has committed the sandbox's receipt `seq` or later, and every BACKSTOP_POLL_MS in any case (a
+   * notice lost with its connection costs that much, nothing more). Without notices it polls often.
+   */
+  async waitFor(tenant: string, sandboxId: string, seq: number, timeoutMs: number, done: (sandbox: Sandbox) => boolean): Promise<Sandbox | null> {
     const started = Date.now();
     const deadline = started + timeoutMs;
     for (;;) {
+      // Registered before the read: a commit that lands during the read still wakes the next one.
+      const interval = this.notices.live ? BACKSTOP_POLL_MS : Date.now() - started < 50 ? 2 : 10;
+      const wake = this.notices.after(sandboxId, seq, Math.max(0, Math.min(interval, deadline - Date.now())));
       const sandbox = await this.projected(tenant, sandboxId);
-      if (sandbox !== null && sandbox.headSeq >= seq) return sandbox;
-      // The projector is usually a few ms behind: look often at first, then every `intervalMs`.
-      const wait = Date.now() - started < 50 ? Math.min(2, intervalMs) : intervalMs;
-      if (Date.now() + wait > deadline) return null;
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      if (sandbox !== null && done(sandbox)) {
+        wake.cancel();
+        return sandbox;
+      }
+      if (Date.now() >= deadline) {
+        wake.cancel();
+        return null;
+      }
+      await wake.reached;
     }
   }
 }
