@@ -24,6 +24,7 @@ import {
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
+import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -168,6 +169,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly agentOpening = new Set<string>();
   /** Container id → name, for the agent sockets of created containers. */
   private readonly agentNames = new Map<string, string>();
+  /** The per-worker directories this driver made agent sockets in (removed by `closePool` once empty). */
+  private readonly agentWorkerDirs = new Set<string>();
   private readonly egress: EgressNetworks;
   /** Egress networks of this driver's sandboxes (container id → session), closed after the sandbox. */
   private readonly egressSessions = new Map<string, EgressSession>();
@@ -462,13 +465,19 @@ export class DockerSandboxDriver implements SandboxDriver {
     return this.pool.size;
   }
 
-  /** Stops warming and destroys every idle warm sandbox; `create` starts fresh ones from now on. */
+  /**
+   * Stops warming and destroys every idle warm sandbox; `create` starts fresh ones from now on.
+   * Then removes the workers' agent socket directories it made that are empty by now (a shutdown
+   * after its last sandbox leaves nothing under the socket root; a reconcile sweeps what is left).
+   */
   async closePool(): Promise<void> {
     this.poolClosed = true;
     for (const timer of this.refillHolds.values()) clearTimeout(timer);
     this.refillHolds.clear();
     await this.warmer;
     await Promise.all(this.pool.drain().map((w) => this.discardWarm(w)));
+    // rmdir only removes an empty directory: a sandbox still held keeps its worker's.
+    await Promise.all([...this.agentWorkerDirs].map((dir) => rmdir(dir).catch(() => undefined)));
   }
 
   /**
@@ -941,6 +950,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   private async openAgent(workerId: string, name: string): Promise<AgentEndpoint | null> {
     if (this.execAgent === null) return null;
     this.agentOpening.add(name);
+    this.agentWorkerDirs.add(join(this.execAgent.socketRoot, workerId));
     try {
       const endpoint = await AgentEndpoint.open(join(this.execAgent.socketRoot, workerId, name), this.user, this.execAgent.connectTimeoutMs ?? 5000).catch(
         (error: unknown) => {

@@ -1,4 +1,7 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultAgentSocketRoot } from '../src/index.js';
 import { sandboxFixture } from './sandbox.fixture.js';
 
 /*
@@ -53,12 +56,17 @@ describe('warm pool refills', () => {
     await fx.driver.destroy(claimed);
   });
 
-  it('a second after a hand-out whose sandbox runs nothing', async () => {
+  it('a second after a hand-out whose sandbox runs nothing; closing the pool leaves no agent socket directory behind', async () => {
     expect(await untilWarm(15_000)).toBe(1);
     const idle = await fx.driver.create(fx.spec());
     const handedOut = Date.now();
     expect(await untilWarm(15_000)).toBe(1);
     expect(Date.now() - handedOut).toBeGreaterThanOrEqual(1000);
     await fx.driver.destroy(idle);
+    const workerDir = join(defaultAgentSocketRoot(), fx.workerId);
+    expect(existsSync(workerDir)).toBe(true);
+    await fx.driver.closePool();
+    expect(fx.driver.warmCount).toBe(0);
+    expect(existsSync(workerDir)).toBe(false);
   });
 });

@@ -1,8 +1,9 @@
 import { isCairnError } from '@cairn/contracts';
 import type { SandboxSpecInput } from '@cairn/sandbox';
 import { uniqueName } from '@cairn/testing';
-import { readFile } from 'node:fs/promises';
-import { BUSYBOX_IMAGE_TAG, createDockerClient, DockerSandboxDriver, ensureBusyboxImage, type DockerSandboxDriverOptions } from '../src/index.js';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BUSYBOX_IMAGE_TAG, createDockerClient, defaultAgentSocketRoot, DockerSandboxDriver, ensureBusyboxImage, type DockerSandboxDriverOptions } from '../src/index.js';
 
 /**
  * What the Docker int tests share: a driver, a worker id of the test file's own (every container
@@ -24,10 +25,12 @@ export function sandboxFixture(prefix: string, options: DockerSandboxDriverOptio
 
   const ready = () => ensureBusyboxImage({ docker });
 
+  /** Removes the workers' containers, and their agent socket directories (the driver's own teardown was bypassed). */
   async function removeLabelled(workerIds: readonly string[]): Promise<void> {
     for (const id of workerIds) {
       const listed = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${id}`] } });
       await Promise.all(listed.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await rm(join(defaultAgentSocketRoot(), id), { recursive: true, force: true });
     }
   }
 

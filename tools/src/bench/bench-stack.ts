@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bucketStreamName } from '@cairn/operational';
-import { createDockerClient } from '@cairn/sandbox-docker';
+import { createDockerClient, defaultAgentSocketRoot } from '@cairn/sandbox-docker';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -71,6 +71,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     for (const worker of [rawWorkerId, workerId]) {
       const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${worker}`] } }).catch(() => []);
       for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+      await rm(join(defaultAgentSocketRoot(), worker), { recursive: true, force: true });
     }
     const nc = await connect({ servers: testNatsUrl() });
     try {
