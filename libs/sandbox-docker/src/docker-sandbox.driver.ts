@@ -95,6 +95,9 @@ interface WarmSandbox {
 /** A warm sandbox outlives the lifetime its profile's last run asked for by this much, idle. */
 const WARM_IDLE_SECONDS = 600;
 const MAX_LIFETIME_SECONDS = 31_536_000;
+/** A step's last look from inside the sandbox: tries, and the pause between them (see `lastLook`). */
+const LAST_LOOK_ATTEMPTS = 10;
+const LAST_LOOK_RETRY_MS = 100;
 /** The longest a refill waits for the first step of the sandbox handed out (see `warmAfterFirstStep`). */
 const REFILL_HOLD_MS = 1000;
 
@@ -826,7 +829,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       await sleep(50);
       info = await inspect();
     }
-    const sample = await this.look(state, atMs, info?.State.Running === true);
+    const sample = await this.lastLook(state, watch.baseline, atMs, info?.State.Running === true);
     if (info?.State.OOMKilled === true) sample.oomReported = true;
     if (state.probe.coverage.memory === 'sandbox') {
       const oom = await state.probe.engineReportedOom(startedEpoch - 10, Date.now());
@@ -835,6 +838,29 @@ export class DockerSandboxDriver implements SandboxDriver {
     watch.observe(sample);
     if (missing === null && info?.State.Running !== true) missing = new Error(`it is ${info?.State.Status ?? 'gone'}`);
     return missing;
+  }
+
+  /**
+   * A step's last look. What only the sandbox can read needs processes of its own there (`sh`,
+   * `grep`, `stat`): right after a fork bomb none may be free until the bomb's last processes have
+   * exited, so a look from inside that could not read what the step's first look read is tried
+   * again for a moment before what it would have read is left unknown.
+   */
+  private async lastLook(state: SandboxState, baseline: LimitSample, atMs: number, running: boolean): Promise<LimitSample> {
+    const sample = await state.probe.sample(atMs);
+    if (!running || !state.probe.needsSandboxLook) return sample;
+    const { memory, pids, disk } = state.probe.coverage;
+    const short = (look: SandboxLook | undefined): boolean =>
+      look === undefined ||
+      (memory === 'sandbox' && baseline.oomKills !== undefined && look.oomKills === undefined) ||
+      (pids === 'sandbox' && baseline.pidsMax !== undefined && look.pidsMax === undefined) ||
+      (disk === 'sandbox' && baseline.tmpfs !== undefined && look.tmpfs === undefined);
+    let seen = await this.lookInside(state);
+    for (let attempt = 1; short(seen) && attempt < LAST_LOOK_ATTEMPTS; attempt++) {
+      await sleep(LAST_LOOK_RETRY_MS);
+      seen = await this.lookInside(state);
+    }
+    return seen === undefined ? sample : state.probe.merge(sample, seen);
   }
 
   /** Counters and free space read from inside the sandbox (when the host cannot look). */

@@ -92,7 +92,8 @@ export function decideLimit(observations: readonly LimitObservation[]): LimitCod
 export class LimitWatch {
   private readonly sightings = new Map<LimitCode, LimitObservation>();
 
-  constructor(private readonly baseline: LimitSample) {}
+  /** `baseline`: the step's first look, what every later one is compared with. */
+  constructor(readonly baseline: LimitSample) {}
 
   /** Records `sample`; returns the limits it showed for the first time. */
   observe(sample: LimitSample): LimitObservation[] {
