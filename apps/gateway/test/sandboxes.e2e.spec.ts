@@ -397,8 +397,11 @@ describe('interactive sandbox sessions through REST', () => {
     expect(answer.status, answer.text).toBe(403);
     expect(answer.body).toMatchObject({ code: 'E_POLICY_DENIED', details: { sandboxId: expect.stringMatching(/^sbx_/) as unknown } });
     const sandboxId = (answer.body as { details: { sandboxId: string } }).details.sandboxId;
+    // The refusal is answered from the chain; the projector may not have written it yet (404 until then).
     const rejected = await waitFor('the refusal projected', async () => {
-      const current = await view(sandboxId);
+      const answer = await http(base, 'GET', `/v1/sandboxes/${sandboxId}`, { key: keys.writer });
+      if (answer.status === 404) return null;
+      const current = body(answer, 200, SandboxSchema);
       return current.state === 'REJECTED' ? current : null;
     });
     expect(rejected).toMatchObject({ errorCode: 'E_POLICY_DENIED', readyAt: null, workerId: null });
