@@ -47,10 +47,11 @@ export function execResult(outcome: ExecOutcome): ExecResult {
 }
 
 /**
- * The gateway's side of interactive sandbox sessions: each operation is checked against the
- * caller's tenant and the sandbox's projected state, then handed to the sessions backend (which
- * records it on the sandbox's chain). Operations on one sandbox run one at a time, in arrival
- * order: a second request waits its turn rather than being refused.
+ * The gateway's side of interactive sandbox sessions: each operation goes to the sessions backend,
+ * which decides from the sandbox's chain — not the projection, which may trail a sandbox created a
+ * moment ago — whether it is the caller's tenant's (else 404) and READY (else 409), and records it
+ * there. Operations on one sandbox run one at a time, in arrival order: a second request waits its
+ * turn rather than being refused.
  */
 @Injectable()
 export class SandboxOperations {
@@ -80,7 +81,7 @@ export class SandboxOperations {
   }
 
   exec(principal: Principal, sandboxId: string, request: ExecRequest, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
-    return this.whenReady(principal.tenant, sandboxId, () =>
+    return this.perSandbox.run(sandboxId, () =>
       this.sessions.exec(
         sandboxId,
         principal.tenant,
@@ -97,12 +98,12 @@ export class SandboxOperations {
   }
 
   async writeFile(principal: Principal, sandboxId: string, path: string, content: Uint8Array, mode: number | undefined): Promise<FileWrittenAnswer> {
-    const written = await this.whenReady(principal.tenant, sandboxId, () => this.sessions.writeFile(sandboxId, principal.tenant, path, content, mode));
+    const written = await this.perSandbox.run(sandboxId, () => this.sessions.writeFile(sandboxId, principal.tenant, path, content, mode));
     return { path: written.path, bytes: written.bytes, sha256: written.sha256, seq: written.seq };
   }
 
   readFile(principal: Principal, sandboxId: string, path: string) {
-    return this.whenReady(principal.tenant, sandboxId, () => this.sessions.readFile(sandboxId, principal.tenant, path));
+    return this.perSandbox.run(sandboxId, () => this.sessions.readFile(sandboxId, principal.tenant, path));
   }
 
   /** Idempotent: a sandbox that has ended answers its view as it is. */
@@ -112,15 +113,6 @@ export class SandboxOperations {
       await this.sessions.destroy(sandboxId, principal.tenant, actorOf(principal));
       return this.viewEnded(principal.tenant, sandboxId);
     });
-  }
-
-  /**
-   * Runs `operation` in the sandbox's turn. Whether the sandbox is the tenant's (else 404) and
-   * READY (else 409) is decided from its chain by the sessions client — not from the projection,
-   * which may trail a sandbox created a moment ago.
-   */
-  private whenReady<T>(_tenant: string, sandboxId: string, operation: () => Promise<T>): Promise<T> {
-    return this.perSandbox.run(sandboxId, operation);
   }
 
   /** The view once the projection holds receipt `seq`. */
