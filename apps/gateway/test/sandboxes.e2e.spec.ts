@@ -52,6 +52,8 @@ const GRADER_MAIN = fileURLToPath(new URL('../../grader/dist/main.js', import.me
 const BUSYBOX = 'cairn/sandbox-busybox:1';
 const SPEC = { image: BUSYBOX, caps: { memoryMiB: 64, pids: 64, diskMiB: 32, cpus: 0.5 }, ttlSeconds: 600 };
 const LATENCY_SAMPLES = 50;
+/** What the gateway logged at warn and above (shown when an answer goes wrong). */
+const gatewayLog: string[] = [];
 
 let db: TestDatabase;
 let config: GatewayConfig;
@@ -206,7 +208,7 @@ beforeAll(async () => {
     startServiceProcess('grader', GRADER_MAIN, env),
     startServiceProcess('projector', PROJECTOR_MAIN, env),
   );
-  gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'warn', () => undefined) });
+  gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'warn', (line) => gatewayLog.push(line)) });
   base = gateway.url;
 
   keysDb = createGatewayDataSource(db.url, 2);
@@ -287,7 +289,8 @@ describe('interactive sandbox sessions through REST', () => {
     expect(streamed.status).toBe(200);
     expect(streamed.contentType).toContain('application/x-ndjson');
     const lines = streamed.lines;
-    expect(lines.at(-1)?.line.type).toBe('result');
+    // The whole last line: an error line shows its code and message (and the gateway's log, its cause).
+    expect(lines.at(-1)?.line, gatewayLog.join('')).toMatchObject({ type: 'result' });
     expect(lines.filter((l) => l.line.type === 'result')).toHaveLength(1);
     const outputs = lines.filter((l): l is { at: number; line: Extract<ExecStreamLine, { type: 'output' }> } => l.line.type === 'output');
     const collect = (stream: 'stdout' | 'stderr') => Buffer.concat(outputs.filter((l) => l.line.stream === stream).map((l) => Buffer.from(l.line.data, 'base64'))).toString();

@@ -100,6 +100,8 @@ export class SandboxesController {
     } catch (error) {
       if (!stream.started) throw error;
       stream.error(isCairnError(error) ? error : new CairnError('E_INTERNAL', 'internal error'));
+      // The filter logs a server fault (its cause) and leaves the ended stream alone.
+      throw error;
     }
   }
 
