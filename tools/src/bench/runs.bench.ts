@@ -25,6 +25,8 @@ export interface Phase {
   perRunMs: number[];
   /** Wall time of the whole phase, ms. */
   totalMs: number;
+  /** CPU the whole machine was busy for during the phase (every process and the kernel), ms; null off Linux. */
+  machineCpuMs: number | null;
 }
 
 export interface RunsBenchResult {
@@ -54,6 +56,16 @@ async function servicesCpuMs(home: string): Promise<Record<string, number>> {
   return cpu;
 }
 
+/** CPU time the machine has been busy so far (all CPUs, from /proc/stat), ms; null where unreadable. */
+async function machineBusyMs(): Promise<number | null> {
+  const stat = await readFile('/proc/stat', 'utf8').catch(() => null);
+  const line = stat?.split('\n').find((l) => l.startsWith('cpu '));
+  if (line === undefined) return null;
+  // user nice system idle iowait irq softirq steal …, in clock ticks of 1/100 s.
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 10;
+}
+
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -75,6 +87,7 @@ export function throughput(phase: Phase): number {
 export async function timePhase(name: string, count: number, parallel: number, task: (i: number) => Promise<void>): Promise<Phase> {
   const perRunMs: number[] = [];
   let next = 0;
+  const busyBefore = await machineBusyMs();
   const started = performance.now();
   const worker = async () => {
     while (next < count) {
@@ -85,7 +98,9 @@ export async function timePhase(name: string, count: number, parallel: number, t
     }
   };
   await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
-  return { name, runs: count, perRunMs, totalMs: performance.now() - started };
+  const totalMs = performance.now() - started;
+  const busyAfter = await machineBusyMs();
+  return { name, runs: count, perRunMs, totalMs, machineCpuMs: busyBefore === null || busyAfter === null ? null : busyAfter - busyBefore };
 }
 
 function ms(value: number): string {
@@ -94,7 +109,8 @@ function ms(value: number): string {
 
 export function formatRunsBench(result: RunsBenchResult): string {
   const row = (phase: Phase) =>
-    `  ${phase.name.padEnd(34)} median ${ms(median(phase.perRunMs)).padStart(7)}   p90 ${ms(percentile(phase.perRunMs, 90)).padStart(7)}   ${throughput(phase).toFixed(2).padStart(6)} runs/s   (${phase.runs} runs)`;
+    `  ${phase.name.padEnd(34)} median ${ms(median(phase.perRunMs)).padStart(7)}   p90 ${ms(percentile(phase.perRunMs, 90)).padStart(7)}   ${throughput(phase).toFixed(2).padStart(6)} runs/s   (${phase.runs} runs)` +
+    (phase.machineCpuMs === null ? '' : `   machine CPU ${ms(phase.machineCpuMs / phase.runs)}/run`);
   const { sequential, inFlight } = result;
   return [
     'sequential (one run at a time)',
@@ -212,7 +228,13 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     const seqCairnB = await timePhase('Cairn run (submit → sealed)', sequentialRuns - half, 1, cairnOnce);
     await countCpu();
     const seqRawB = await timePhase('raw hardened container, sequential', sequentialRuns - half, 1, rawRun);
-    const merge = (a: Phase, b: Phase): Phase => ({ name: a.name, runs: a.runs + b.runs, perRunMs: [...a.perRunMs, ...b.perRunMs], totalMs: a.totalMs + b.totalMs });
+    const merge = (a: Phase, b: Phase): Phase => ({
+      name: a.name,
+      runs: a.runs + b.runs,
+      perRunMs: [...a.perRunMs, ...b.perRunMs],
+      totalMs: a.totalMs + b.totalMs,
+      machineCpuMs: a.machineCpuMs === null || b.machineCpuMs === null ? null : a.machineCpuMs + b.machineCpuMs,
+    });
     const seqCairn = merge(seqCairnA, seqCairnB);
     const seqRaw = merge(seqRawA, seqRawB);
 

@@ -23,17 +23,21 @@ describe('the runs bench arithmetic', () => {
     expect(phase.perRunMs).toHaveLength(6);
     expect(most).toBe(2);
     expect(phase.totalMs).toBeGreaterThanOrEqual(55);
+    // The machine's busy CPU over the phase, read from /proc/stat on Linux.
+    expect(phase.machineCpuMs).toBeGreaterThanOrEqual(0);
     expect(throughput({ ...phase, totalMs: 3000 })).toBe(2);
   });
 
   it('reports the ratios against the targets', () => {
-    const phase = (name: string, ms: number, totalMs: number): Phase => ({ name, runs: 4, perRunMs: [ms, ms, ms, ms], totalMs });
+    const phase = (name: string, ms: number, totalMs: number): Phase => ({ name, runs: 4, perRunMs: [ms, ms, ms, ms], totalMs, machineCpuMs: totalMs * 2 });
     const text = formatRunsBench({
       sequential: { cairn: phase('cairn', 300, 1200), raw: phase('raw', 250, 1000), ratio: 1.2, met: true },
       inFlight: { cairn: phase('cairn', 600, 800), raw: phase('raw', 500, 500), share: 0.625, met: false },
       cpuPerRunMs: { runtime: 12.5, gateway: 40.25 },
     });
     expect(text).toContain('Cairn / raw per run: 1.20×   (target ≤ 1.25×: met)');
+    // Each phase's machine CPU per run: what four in flight share out.
+    expect(text).toMatch(/cairn .*machine CPU 400 ms\/run/);
     expect(text).toContain('Cairn throughput / raw: 63%   (target ≥ 80%: MISSED)');
     // Services by CPU, the costliest first, and their sum.
     expect(text).toMatch(/gateway +40\.3 ms\n +runtime +12\.5 ms\n +all +52\.8 ms/);
