@@ -26,6 +26,10 @@ import { WEBHOOK_KEYRING } from './webhooks.tokens.js';
  * every attempt — delivered on a 2xx, otherwise retried with exponential backoff and dead-lettered
  * after the last attempt. The URL is checked against SSRF again before every attempt and the
  * connection goes only to the address checked.
+ *
+ * It looks as soon as this process queued deliveries (`wake`) or a retry of its own comes due, and
+ * otherwise every `CAIRN_WEBHOOKS_POLL_MS` — for what it cannot hear of: a replay queued by the
+ * gateway, another instance's lease run out. An idle stack does not ask PostgreSQL five times a second.
  */
 @Injectable()
 export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -33,6 +37,9 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
   private ticking: Promise<void> | null = null;
+  /** A wake that came while a look was under way: look again once it ends. */
+  private woken = false;
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
   private readonly retry: RetryPolicy;
 
   constructor(
@@ -56,15 +63,30 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   async onApplicationShutdown(): Promise<void> {
     this.stopping = true;
     if (this.timer !== null) clearTimeout(this.timer);
+    for (const timer of this.retryTimers) clearTimeout(timer);
     await this.ticking;
     await Promise.allSettled([...this.inFlight]);
     await this.store.close();
   }
 
+  /** Deliveries were queued (or come due) now: look at once rather than at the next poll. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.timer === null) {
+      // A look is under way: it may have missed them.
+      this.woken = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
   private schedule(delayMs: number): void {
     if (this.stopping) return;
     this.timer = setTimeout(() => {
-      this.ticking = this.tick().then((more) => this.schedule(more ? 0 : this.config.CAIRN_WEBHOOKS_POLL_MS));
+      this.timer = null;
+      this.woken = false;
+      this.ticking = this.tick().then((more) => this.schedule(more || this.woken ? 0 : this.config.CAIRN_WEBHOOKS_POLL_MS));
     }, delayMs);
   }
 
@@ -98,9 +120,20 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     const outcome = await this.send(delivery);
     const next = outcome.error === null ? ({ status: 'delivered' } as const) : this.afterFailure(delivery.attempt);
     await this.store.recordAttempt(delivery, { statusCode: outcome.status, error: outcome.error, durationMs: outcome.durationMs, next });
+    if (next.status === 'pending') this.wakeIn(next.retryInMs);
     const fields = { delivery: delivery.id, webhook: delivery.webhookId, event: delivery.eventId, attempt: delivery.attempt, status: outcome.status, outcome: next.status };
     if (next.status === 'dead') this.logger.write('warn', 'delivery dead-lettered', { ...fields, error: outcome.error });
     else if (next.status === 'pending') this.logger.write('info', 'delivery failed; will retry', { ...fields, error: outcome.error, retry_in_ms: next.retryInMs });
+  }
+
+  /** Looks again when a retry recorded here comes due (another instance may take it first: then nothing is claimed). */
+  private wakeIn(delayMs: number): void {
+    if (this.stopping || delayMs >= this.config.CAIRN_WEBHOOKS_POLL_MS) return;
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      this.wake();
+    }, delayMs);
+    this.retryTimers.add(timer);
   }
 
   private afterFailure(attempt: number): { status: 'dead' } | { status: 'pending'; retryInMs: number } {

@@ -3,6 +3,7 @@ import { JsonLogger, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { WebhookStore } from '@cairn/webhooks';
 import { Inject, Injectable } from '@nestjs/common';
+import { DeliveryDispatcher } from './delivery-dispatcher.js';
 import { webhookBody } from './event-payload.js';
 import { deliveriesFor } from './webhook-fanout.js';
 
@@ -19,6 +20,7 @@ export class WebhookFanoutHandler implements ReactorHandler {
   constructor(
     private readonly store: WebhookStore,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+    private readonly dispatcher: DeliveryDispatcher,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -27,7 +29,10 @@ export class WebhookFanoutHandler implements ReactorHandler {
     if (hooks.length === 0) return;
     const deliveries = deliveriesFor(receipt, ctx.eventId, webhookBody(receipt), hooks);
     const queued = await this.store.enqueue(deliveries);
-    if (queued > 0) this.logger.write('debug', 'deliveries queued', { event: ctx.eventId, type: receipt.type, queued });
+    if (queued === 0) return;
+    this.logger.write('debug', 'deliveries queued', { event: ctx.eventId, type: receipt.type, queued });
+    // Committed: the dispatcher sends them now, not at its next poll.
+    this.dispatcher.wake();
   }
 
   /** A webhook service never writes to a chain: a receipt it cannot queue is logged and left. */

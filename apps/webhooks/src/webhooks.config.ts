@@ -8,8 +8,11 @@ export const WebhooksConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfi
   .extend({
     /** The operator's key file: signing secrets are stored sealed under it (`cairn up` passes its path). */
     CAIRN_SECRETS_KEY_FILE: z.string().min(1, 'the secret key file that seals webhook signing secrets'),
-    /** How often the dispatcher looks for deliveries that are due. */
-    CAIRN_WEBHOOKS_POLL_MS: z.coerce.number().int().min(20).max(60_000).default(200),
+    /**
+     * How often the dispatcher looks for due deliveries it was not told of (a replay the gateway
+     * queued, another instance's lapsed lease); what this process queues or retries is sent at once.
+     */
+    CAIRN_WEBHOOKS_POLL_MS: z.coerce.number().int().min(20).max(60_000).default(1000),
     /** Deliveries in flight at once. */
     CAIRN_WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
     /** One attempt's limit: connect, send, and the receiver's answer. */
