@@ -9,7 +9,7 @@ import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'vitest';
-import { STACK_SERVICES } from '../src/stack/stack-config.js';
+import { isolatedNames, STACK_SERVICES } from '../src/stack/stack-config.js';
 import { runCairn } from './cli.harness.js';
 import type { CliRun } from './cli.harness.js';
 
@@ -59,13 +59,15 @@ export class TestStack {
 
   /** The names `cairn up` derives from the stack id (stack-config.ts). */
   get names() {
-    const upper = this.stackId.toUpperCase().replace(/-/g, '_');
+    const names = isolatedNames(this.stackId);
     return {
-      evidenceStream: `CAIRN_EVIDENCE_${upper}`,
-      commandStream: `CAIRN_COMMANDS_${upper}`,
-      workersBucket: `cairn_workers_${this.stackId}`,
-      leasesBucket: `cairn_leases_${this.stackId}`,
-      workerId: `local-${this.stackId}`,
+      evidenceStream: names.CAIRN_EVIDENCE_STREAM!,
+      commandStream: names.CAIRN_COMMAND_STREAM!,
+      workersBucket: names.CAIRN_WORKERS_BUCKET!,
+      leasesBucket: names.CAIRN_LEASES_BUCKET!,
+      // The scheduler's approval deadlines, beside the leases (scheduler.config.ts).
+      approvalsBucket: `${names.CAIRN_LEASES_BUCKET!}_approvals`,
+      workerId: names.CAIRN_WORKER_ID!,
     };
   }
 
@@ -220,15 +222,18 @@ export class TestStack {
   /** `cairn down`, then every stream, bucket, database, container and file the stack made goes. */
   async dispose(): Promise<void> {
     await this.cairn(['down', '--timeout', '10']).catch(() => undefined);
-    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const { createDockerClient, defaultAgentSocketRoot } = await import('@cairn/sandbox-docker');
     const docker = createDockerClient();
     const left = await docker.listContainers({ all: true, filters: { label: [`io.cairn.worker=${this.names.workerId}`] } }).catch(() => []);
     for (const container of left) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+    // The worker's agent sockets (a runtime killed mid-test leaves them).
+    await rm(join(defaultAgentSocketRoot(), this.names.workerId), { recursive: true, force: true });
     const nc = await connect({ servers: testNatsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
       const names = this.names;
-      for (const stream of [names.evidenceStream, names.commandStream, bucketStreamName(names.workersBucket), bucketStreamName(names.leasesBucket)]) {
+      const buckets = [names.workersBucket, names.leasesBucket, names.approvalsBucket].map(bucketStreamName);
+      for (const stream of [names.evidenceStream, names.commandStream, ...buckets]) {
         await jsm.streams.delete(stream).catch(() => false);
       }
     } finally {

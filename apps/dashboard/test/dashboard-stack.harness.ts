@@ -7,6 +7,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { bucketStreamName } from '@cairn/operational';
+import { defaultAgentSocketRoot } from '@cairn/sandbox-docker';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -130,6 +131,7 @@ export class DashboardStack {
     const left = await exec('docker', ['ps', '-aq', '--filter', `label=io.cairn.worker=${this.workerId}`]).catch(() => ({ stdout: '' }));
     const ids = left.stdout.split('\n').filter((id) => id !== '');
     if (ids.length > 0) await exec('docker', ['rm', '-f', ...ids]).catch(() => undefined);
+    await rm(join(defaultAgentSocketRoot(), this.workerId), { recursive: true, force: true });
     const upper = this.stackId.toUpperCase().replace(/-/g, '_');
     const nc = await connect({ servers: testNatsUrl() });
     try {

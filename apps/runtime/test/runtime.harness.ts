@@ -6,7 +6,7 @@ import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { bucketStreamName, LeaseStore, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
-import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
+import { BUSYBOX_IMAGE_TAG, createDockerClient, defaultAgentSocketRoot, ensureBusyboxImage } from '@cairn/sandbox-docker';
 import { leaseId, reservationFor } from '@cairn/scheduling';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
@@ -226,6 +226,8 @@ export class RuntimeWorld {
   async dispose(): Promise<void> {
     for (const service of this.running) await service.stop().catch(() => undefined);
     await this.leftoverContainers();
+    // A runtime killed by a test leaves its agent socket directory behind.
+    for (const workerId of this.workerIds) await rm(join(defaultAgentSocketRoot(), workerId), { recursive: true, force: true });
     const jsm = await jetstreamManager(this.nc);
     for (const stream of [this.names.stream, bucketStreamName(this.names.workers), bucketStreamName(this.names.leases)]) {
       await jsm.streams.delete(stream).catch(() => false);
