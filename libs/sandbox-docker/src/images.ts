@@ -1,6 +1,7 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
 import type Docker from 'dockerode';
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { access, appendFile, constants, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,9 +146,11 @@ async function dropReplaced(docker: Docker, previous: string | null, current: st
 }
 
 /**
- * Builds the minimal sandbox image from a static busybox: `FROM scratch`, the applets as
- * symlinks, a `sandbox` user (1000), empty `/work`, `/out` and `/tmp`. Takes about a second; a
- * rebuild of the same content gives the same id.
+ * Builds the minimal sandbox image from a static busybox: the applets as symlinks, a `sandbox`
+ * user (1000), empty `/work`, `/out` and `/tmp`. Takes about a second. The image is assembled here
+ * and loaded (`docker load`), not built: a build stamps the time into the image's config, so every
+ * build on a fresh engine would get a new id. Here every byte is fixed — the layer's timestamps,
+ * the config's dates — and the same busybox binary gives the same image id on any machine.
  */
 export async function buildBusyboxImage(options: BusyboxImageOptions = {}): Promise<BuiltImage> {
   const started = performance.now();
@@ -162,44 +165,72 @@ export async function buildBusyboxImage(options: BusyboxImageOptions = {}): Prom
   const available = new Set((await run(busyboxPath, ['--list'])).stdout.split('\n').map((s) => s.trim()));
   const applets = BUSYBOX_APPLETS.filter((applet) => available.has(applet));
 
-  // Fixed timestamps, so the same busybox gives the same layer and the same image id.
-  const mtime = new Date(0);
-  const root = { uid: 0, gid: 0, mtime };
-  const pack = tar.pack();
-  const dockerfile = [
-    'FROM scratch',
-    'COPY rootfs/ /',
-    `USER ${user.uid}:${user.gid}`,
-    `ENV PATH=${IMAGE_PATH} HOME=/work`,
-    'WORKDIR /work',
-    `CMD ["sleep", "${FOREVER}"]`,
-    '',
-  ].join('\n');
-  pack.entry({ ...root, name: 'Dockerfile', mode: 0o644 }, dockerfile);
-  for (const dir of ['rootfs', 'rootfs/bin', 'rootfs/etc', 'rootfs/usr', 'rootfs/usr/bin', 'rootfs/work', 'rootfs/out']) {
-    pack.entry({ ...root, name: dir, type: 'directory', mode: 0o755 });
-  }
-  pack.entry({ ...root, name: 'rootfs/tmp', type: 'directory', mode: 0o1777 });
-  pack.entry({ ...root, name: 'rootfs/bin/busybox', mode: 0o755 }, binary);
-  for (const applet of applets) pack.entry({ ...root, name: `rootfs/bin/${applet}`, type: 'symlink', linkname: 'busybox', mode: 0o777 });
-  pack.entry({ ...root, name: 'rootfs/usr/bin/env', type: 'symlink', linkname: '/bin/busybox', mode: 0o777 });
-  pack.entry({ ...root, name: 'rootfs/etc/passwd', mode: 0o644 }, passwd(user));
-  pack.entry({ ...root, name: 'rootfs/etc/group', mode: 0o644 }, group(user));
-  pack.finalize();
+  const root = { uid: 0, gid: 0, mtime: new Date(0) };
+  const layer = await tarBytes((pack) => {
+    for (const dir of ['bin', 'etc', 'usr', 'usr/bin', 'work', 'out']) pack.entry({ ...root, name: dir, type: 'directory', mode: 0o755 });
+    pack.entry({ ...root, name: 'tmp', type: 'directory', mode: 0o1777 });
+    pack.entry({ ...root, name: 'bin/busybox', mode: 0o755 }, binary);
+    for (const applet of applets) pack.entry({ ...root, name: `bin/${applet}`, type: 'symlink', linkname: 'busybox', mode: 0o777 });
+    pack.entry({ ...root, name: 'usr/bin/env', type: 'symlink', linkname: '/bin/busybox', mode: 0o777 });
+    pack.entry({ ...root, name: 'etc/passwd', mode: 0o644 }, passwd(user));
+    pack.entry({ ...root, name: 'etc/group', mode: 0o644 }, group(user));
+  });
+  const layerDigest = sha256Hex(layer);
+  const epoch = '1970-01-01T00:00:00Z';
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: engineArchitecture(),
+      os: 'linux',
+      created: epoch,
+      config: {
+        User: `${user.uid}:${user.gid}`,
+        Env: [`PATH=${IMAGE_PATH}`, 'HOME=/work'],
+        WorkingDir: '/work',
+        Cmd: ['sleep', FOREVER],
+        Labels: { [IMAGE_LABEL]: 'busybox' },
+      },
+      rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] },
+      history: [{ created: epoch, created_by: `cairn images build: busybox ${sha256Hex(binary).slice(0, 12)}, ${applets.length} applets` }],
+    }),
+  );
+  const id = `sha256:${sha256Hex(config)}`;
+  const archive = await tarBytes((pack) => {
+    pack.entry({ ...root, name: `${layerDigest}/layer.tar`, mode: 0o644 }, layer);
+    pack.entry({ ...root, name: `${id.slice(7)}.json`, mode: 0o644 }, config);
+    pack.entry({ ...root, name: 'manifest.json', mode: 0o644 }, JSON.stringify([{ Config: `${id.slice(7)}.json`, RepoTags: [tag], Layers: [`${layerDigest}/layer.tar`] }]));
+  });
 
   const previous = await imageIdOrNull(docker, tag);
-  let messages: Record<string, unknown>[];
   try {
-    // rm + forcerm: the engine removes its intermediate containers, also when the build fails.
-    const stream = await docker.buildImage(Readable.from(pack), { t: tag, rm: true, forcerm: true, labels: { [IMAGE_LABEL]: 'busybox' } });
-    messages = await followProgress(stream, options.onProgress);
+    const stream = await docker.loadImage(Readable.from([archive]), { quiet: true });
+    await followProgress(stream, options.onProgress);
   } catch (error) {
-    throw engineError(error, 'E_IMAGE_PULL', `building ${tag}`);
+    throw isCairnError(error) ? error : engineError(error, 'E_IMAGE_PULL', `loading ${tag}`);
   }
-  const id = await imageIdOrNull(docker, tag);
-  if (id === null) throw imageBuildError(`the build of ${tag} reported no image`, { last: messages.slice(-3) });
+  const loaded = await imageIdOrNull(docker, tag);
+  if (loaded !== id) throw imageBuildError(`the engine loaded ${tag} as ${loaded ?? 'nothing'}, not ${id}`);
   await dropReplaced(docker, previous, id);
   return { tag, id, durationMs: Math.round(performance.now() - started) };
+}
+
+/** The engine's name for this machine's architecture (what a loaded image must declare). */
+function engineArchitecture(): string {
+  const names: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+  return names[process.arch] ?? process.arch;
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** The bytes of a tar archive written by `fill`. */
+async function tarBytes(fill: (pack: tar.Pack) => void): Promise<Buffer> {
+  const pack = tar.pack();
+  fill(pack);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Builds the busybox image unless `tag` already names one; returns its id. */
