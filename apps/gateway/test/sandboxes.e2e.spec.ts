@@ -11,6 +11,7 @@ import { loadConfig } from '@cairn/config';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { bucketStreamName } from '@cairn/operational';
+import { createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 import { createDataSource, migrate, rebuildProjections } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
@@ -182,6 +183,8 @@ async function footprint(): Promise<Footprint> {
 }
 
 beforeAll(async () => {
+  // The image every sandbox here runs (built from the host's busybox in a second when absent).
+  await ensureBusyboxImage({ docker: createDockerClient() });
   db = await createTestDatabase('gateway_sbx');
   await migrate(db.url);
   artifacts = await mkdtemp(join(tmpdir(), 'cairn-sbx-e2e-'));
