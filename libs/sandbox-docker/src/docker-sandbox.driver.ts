@@ -804,10 +804,15 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /** A sample from the host, completed from inside the sandbox when asked and needed. */
-  private async look(state: SandboxState, atMs: number, inside: boolean): Promise<LimitSample> {
+  /** A look at the counters; `incomplete`: a look from inside it tells is short is tried again for a moment. */
+  private async look(state: SandboxState, atMs: number, inside: boolean, incomplete?: (seen: SandboxLook | undefined) => boolean): Promise<LimitSample> {
     const sample = await state.probe.sample(atMs);
     if (!inside || !state.probe.needsSandboxLook) return sample;
-    const seen = await this.lookInside(state);
+    let seen = await this.lookInside(state);
+    for (let attempt = 1; incomplete !== undefined && incomplete(seen) && attempt < LAST_LOOK_ATTEMPTS; attempt++) {
+      await sleep(LAST_LOOK_RETRY_MS);
+      seen = await this.lookInside(state);
+    }
     return seen === undefined ? sample : state.probe.merge(sample, seen);
   }
 
@@ -846,21 +851,14 @@ export class DockerSandboxDriver implements SandboxDriver {
    * exited, so a look from inside that could not read what the step's first look read is tried
    * again for a moment before what it would have read is left unknown.
    */
-  private async lastLook(state: SandboxState, baseline: LimitSample, atMs: number, running: boolean): Promise<LimitSample> {
-    const sample = await state.probe.sample(atMs);
-    if (!running || !state.probe.needsSandboxLook) return sample;
+  private lastLook(state: SandboxState, baseline: LimitSample, atMs: number, running: boolean): Promise<LimitSample> {
     const { memory, pids, disk } = state.probe.coverage;
     const short = (look: SandboxLook | undefined): boolean =>
       look === undefined ||
       (memory === 'sandbox' && baseline.oomKills !== undefined && look.oomKills === undefined) ||
       (pids === 'sandbox' && baseline.pidsMax !== undefined && look.pidsMax === undefined) ||
       (disk === 'sandbox' && baseline.tmpfs !== undefined && look.tmpfs === undefined);
-    let seen = await this.lookInside(state);
-    for (let attempt = 1; short(seen) && attempt < LAST_LOOK_ATTEMPTS; attempt++) {
-      await sleep(LAST_LOOK_RETRY_MS);
-      seen = await this.lookInside(state);
-    }
-    return seen === undefined ? sample : state.probe.merge(sample, seen);
+    return this.look(state, atMs, running, short);
   }
 
   /** Counters and free space read from inside the sandbox (when the host cannot look). */

@@ -31,16 +31,23 @@ export function checkFilesIn(files: readonly SandboxFileIn[]): void {
 
 /** One tar archive holding `files` (and their directories), to be extracted at `/`. */
 export async function packFiles(files: readonly SandboxFileIn[], owner: { uid: number; gid: number }, mtime = new Date()): Promise<Buffer> {
-  const pack = tar.pack();
   const directories = new Set<string>();
   for (const file of files) for (const dir of parentDirectories(file.path)) directories.add(dir);
   const common = { uid: owner.uid, gid: owner.gid, mtime };
-  for (const dir of [...directories].sort()) {
-    pack.entry({ ...common, name: tarEntryName(dir), type: 'directory', mode: DIRECTORY_MODE });
-  }
-  for (const file of files) {
-    pack.entry({ ...common, name: tarEntryName(file.path), type: 'file', mode: file.mode ?? DEFAULT_FILE_MODE, size: file.content.length }, Buffer.from(file.content));
-  }
+  return tarBytes((pack) => {
+    for (const dir of [...directories].sort()) {
+      pack.entry({ ...common, name: tarEntryName(dir), type: 'directory', mode: DIRECTORY_MODE });
+    }
+    for (const file of files) {
+      pack.entry({ ...common, name: tarEntryName(file.path), type: 'file', mode: file.mode ?? DEFAULT_FILE_MODE, size: file.content.length }, Buffer.from(file.content));
+    }
+  });
+}
+
+/** The bytes of one tar archive, its entries written by `fill`. */
+export async function tarBytes(fill: (pack: tar.Pack) => void): Promise<Buffer> {
+  const pack = tar.pack();
+  fill(pack);
   pack.finalize();
   const chunks: Uint8Array[] = [];
   for await (const chunk of pack) if (chunk instanceof Uint8Array) chunks.push(chunk);
@@ -70,14 +77,11 @@ export async function packSecrets(secrets: readonly SandboxSecretIn[], gid: numb
     if (seen.has(secret.name)) throw new CairnError('E_INPUT', `secret ${secret.name} is given twice`, { name: secret.name });
     seen.add(secret.name);
   }
-  const pack = tar.pack();
-  for (const secret of secrets) {
-    pack.entry({ name: secret.name, type: 'file', mode: SECRET_FILE_MODE, uid: 0, gid, mtime, size: secret.value.length }, Buffer.from(secret.value));
-  }
-  pack.finalize();
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of pack) if (chunk instanceof Uint8Array) chunks.push(chunk);
-  return Buffer.concat(chunks);
+  return tarBytes((pack) => {
+    for (const secret of secrets) {
+      pack.entry({ name: secret.name, type: 'file', mode: SECRET_FILE_MODE, uid: 0, gid, mtime, size: secret.value.length }, Buffer.from(secret.value));
+    }
+  });
 }
 
 /** The tar entry names for `paths` (`/out` → `out`), deduplicated, in order. */

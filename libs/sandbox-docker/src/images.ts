@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import tar from 'tar-stream';
 import { DEFAULT_SANDBOX_USER, type SandboxUser } from './container-config.js';
 import { createDockerClient, engineError, engineStatus } from './docker-client.js';
+import { tarBytes } from './file-transfer.js';
 import { elfNeedsLoader } from './static-elf.js';
 
 /*
@@ -221,16 +221,6 @@ function engineArchitecture(): string {
 
 function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
-}
-
-/** The bytes of a tar archive written by `fill`. */
-async function tarBytes(fill: (pack: tar.Pack) => void): Promise<Buffer> {
-  const pack = tar.pack();
-  fill(pack);
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 /** Builds the busybox image unless `tag` already names one; returns its id. */
