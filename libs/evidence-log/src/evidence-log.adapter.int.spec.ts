@@ -10,6 +10,7 @@ import type { AppendInput } from './append-body.builder.js';
 import { EvidenceLog } from './evidence-log.adapter.js';
 import type { AppendResult, RawStoredMessage, StoredReceipt } from './evidence-log.adapter.js';
 import type { EvidenceLogOptions } from './evidence-log.options.js';
+import { isHeadMoved } from './head-guard.js';
 
 // Real nats-server (2.9.10 here). Every test names its own stream and subject prefix; afterAll
 // deletes the streams (deleting a whole stream still works under deny_delete) and closes all.
@@ -270,6 +271,31 @@ describe('EvidenceLog on JetStream', () => {
     expect(Object.isFrozen(moved[5]!.receipt)).toBe(true);
     expect(await collect(writer.readChain(chainId))).toEqual(moved);
     expect(writer.chainReads.fromMemory).toBe(3);
+  });
+
+  it('appends after a chain read from the head that read found, and still refuses a head that moved since', async () => {
+    const options = logOptions();
+    const [writer, reactor] = await Promise.all([open(options), open(options)]);
+    const chainId = uniqueName('run');
+    for (let i = 0; i < 2; i++) await writer.append(chainId, event({ key: `w${i}` }));
+
+    // Read, decide, append — a reaction: the append needs no second read of the head.
+    const read = await collect(reactor.readChain(chainId));
+    const reacted = await reactor.append(chainId, event({ key: 'r0' }), { expectedHeadSeq: read.at(-1)!.receipt.seq });
+    expect(reacted.receipt).toMatchObject({ seq: 3, prev_hash: read.at(-1)!.receipt.hash });
+    expect(reactor.appendHeadReads).toBe(0);
+
+    // The head read is only a hint: another writer moves the chain, the guarded append is refused…
+    const stale = await collect(reactor.readChain(chainId));
+    await writer.append(chainId, event({ key: 'w2' }));
+    const refused = await errorOf(reactor.append(chainId, event({ key: 'r1' }), { expectedHeadSeq: stale.at(-1)!.receipt.seq }));
+    expect(isHeadMoved(refused)).toBe(true);
+    // …and an unguarded one lands on the real head.
+    const landed = await reactor.append(chainId, event({ key: 'r2' }));
+    expect(landed.receipt.seq).toBe(5);
+    const chain = await collect(writer.readChain(chainId));
+    expect(chain.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId }).ok).toBe(true);
   });
 
   it('reads an unknown chain as empty', async () => {

@@ -80,6 +80,8 @@ export class EvidenceLog {
   private readonly chainCache = new ChainCache();
   /** Chain reads served from memory and from the stream since start (for logs and tests). */
   readonly chainReads = { fromMemory: 0, fromStream: 0 };
+  /** How often an append had to read its chain's head from the stream (no head known, or not the one expected). */
+  appendHeadReads = 0;
   /** Made on the first append, so a log opened only to read or to ensure the stream subscribes to nothing. */
   private publisher: JetStreamAckPublisher | null = null;
   private closed = false;
@@ -195,6 +197,7 @@ export class EvidenceLog {
     // Unknown head, our event is the head (a retry, perhaps past the duplicate window), or not the
     // head a guarded append expects (the cache may only be behind): read it.
     if (cached === undefined || cached.msgId === msgId || (expected !== undefined && cached.seq !== expected)) {
+      this.appendHeadReads += 1;
       const stored = await this.readHead(subject);
       if (stored?.head.msgId === msgId) return this.alreadyStored(chainId, stored, 0);
       head = stored?.head ?? GENESIS_HEAD;
@@ -359,6 +362,7 @@ export class EvidenceLog {
         m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
         yield { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
       }
+      this.noteHeadRead(chainId, last, cached.at(-1)?.parsed as ReceiptEnvelope | undefined);
       return;
     }
     this.chainReads.fromStream += 1;
@@ -374,6 +378,39 @@ export class EvidenceLog {
       yield { streamSeq: stored.streamSeq, subject: stored.subject, receipt: stored.receipt };
     }
     if (contiguous && read.at(-1)?.streamSeq === last.seq) this.chainCache.remember(chainId, read);
+    if (read.at(-1)?.streamSeq === last.seq) this.noteHeadRead(chainId, last, read.at(-1)?.parsed as ReceiptEnvelope | undefined);
+  }
+
+  /**
+   * The chain from seq 1 through its receipt at `seq`, stored at `streamSeq` under `msgId`, from
+   * memory — no read of the stream — or null when this process does not hold it up to there. For
+   * a reaction whose delivery said nothing was stored after its receipt: the chain as it stood then,
+   * as a read of its head at that moment would have found it. An append that follows starts from that
+   * head (the compare-and-set refuses it if the chain has moved since).
+   */
+  chainThrough(chainId: string, seq: number, streamSeq: number, msgId: string): StoredReceipt[] | null {
+    const held = this.chainCache.upTo(chainId, seq, streamSeq);
+    if (held === null) return null;
+    const subject = this.subjectFor(chainId);
+    this.chainReads.fromMemory += 1;
+    const chain = held.map((m) => {
+      m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
+      return { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
+    });
+    const head = chain.at(-1)?.receipt;
+    if (head !== undefined && msgId !== '') this.heads.advance(chainId, { streamSeq, seq: head.seq, hash: head.hash, msgId });
+    return chain;
+  }
+
+  /**
+   * A chain read read its head from the stream: an append that follows (read, decide, append — every
+   * reaction) starts from it instead of reading it again. Only a hint, like every cached head: the
+   * compare-and-set rejects it if another writer moved the chain since.
+   */
+  private noteHeadRead(chainId: string, last: StoredMsg, head: ReceiptEnvelope | undefined): void {
+    const msgId = last.header.get(PubHeaders.MsgIdHdr);
+    if (head === undefined || msgId === '') return;
+    this.heads.advance(chainId, { streamSeq: last.seq, seq: head.seq, hash: head.hash, msgId });
   }
 
   /**
