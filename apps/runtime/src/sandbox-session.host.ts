@@ -174,7 +174,8 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
   async start(ctx: ReactionContext, scheduled: EvidenceReceiptOf<'run.scheduled'>): Promise<void> {
     if (this.sessions.has(ctx.chainId)) return;
     const timings = new Stopwatch();
-    const { receipts, headSeq } = await ctx.snapshot();
+    // Every append below is guarded on this head: the chain as delivered serves (reaction-context.ts).
+    const { receipts, headSeq } = await ctx.deliveredSnapshot();
     timings.mark('chain');
     const chain = readSandboxChain(receipts);
     if (chain === null || chain.invalidSeqs.length > 0 || chain.view === null) {

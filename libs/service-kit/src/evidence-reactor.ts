@@ -2,7 +2,7 @@ import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cai
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { EvidenceLog, evidenceSubjects, KeyedSerialQueue } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
-import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -136,7 +136,8 @@ export class EvidenceReactor {
       msg.ack();
       return;
     }
-    const ctx = new ReactionContext(receipt, service, this.options.log, () => msg.working());
+    const delivery = { streamSeq: msg.seq, msgId: msg.headers?.get(PubHeaders.MsgIdHdr) ?? '', latest: msg.info.pending === 0 };
+    const ctx = new ReactionContext(receipt, service, this.options.log, () => msg.working(), delivery);
     const keepAlive = setInterval(() => msg.working(), Math.max(1000, Math.floor(this.options.ackWaitMs / 3)));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {

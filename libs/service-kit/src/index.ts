@@ -8,6 +8,7 @@ export type { LogLevel } from './json-logger.js';
 export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';
 export { ReactionContext } from './reaction-context.js';
+export type { Delivery } from './reaction-context.js';
 export type { ChainSnapshot } from './reaction-context.js';
 export { runServiceMain, startService } from './run-service.js';
 export type { RunningService } from './run-service.js';

@@ -134,3 +134,61 @@ describe('ReactionContext.reactOnChain: read, decide, append — without the rac
     expect(calls).toBe(1);
   });
 });
+
+describe('ReactionContext.deliveredSnapshot: the chain as delivered, when nothing was stored after it', () => {
+  /** Another process's log on the same stream, fed the chain as its consumer would feed it, and the context of its last receipt. */
+  async function deliveredTo(runId: string, latest: boolean): Promise<{ ctx: ReactionContext; reactorLog: EvidenceLog }> {
+    const reactorLog = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream, subjectPrefix: log.subjectPrefix });
+    const chain: { streamSeq: number; receipt: unknown }[] = [];
+    for await (const stored of log.readChain(runId)) chain.push(stored);
+    for (const stored of chain) reactorLog.observe(log.subjectFor(runId), stored.streamSeq, new TextEncoder().encode(JSON.stringify(stored.receipt)), null);
+    const last = chain.at(-1)!;
+    const receipt = parsed([last.receipt])[0]!;
+    const msgId = (await (await jetstreamManager(nc)).direct.getMessage(stream, { seq: last.streamSeq }))!.header.get('Nats-Msg-Id');
+    return { ctx: new ReactionContext(receipt, 'policy', reactorLog, () => undefined, { streamSeq: last.streamSeq, msgId, latest }), reactorLog };
+  }
+
+  it('serves the chain up to the delivered receipt without reading the stream, and a reaction on it that the chain moved past decides again on the chain as stored', async () => {
+    const submitted = await submittedRun();
+    const { ctx, reactorLog } = await deliveredTo(submitted.chainId, true);
+    // Stored after the delivery: a read of the stream sees it, the chain as delivered does not.
+    await cancel(submitted.chainId);
+    const seen: number[] = [];
+    const outcome = await ctx.reactOnChain(async (chain) => {
+      seen.push(chain.headSeq);
+      if (parsed(chain.receipts).some((r) => r.type === 'run.cancelled')) return 'skipped';
+      await ctx.appendAt(chain.headSeq, 'policy.decided', allow);
+      return 'decided';
+    });
+    // First look: the chain as delivered (head 1); its append refused; the second look reads the stream.
+    expect(seen).toEqual([1, 2]);
+    expect(outcome).toBe('skipped');
+    expect(await types(submitted.chainId)).toEqual(['run.submitted', 'run.cancelled']);
+    expect(reactorLog.chainReads.fromStream + reactorLog.chainReads.fromMemory).toBe(2);
+    await reactorLog.close();
+  });
+
+  it('appends onto the delivered head without reading it first', async () => {
+    const submitted = await submittedRun();
+    const { ctx, reactorLog } = await deliveredTo(submitted.chainId, true);
+    await ctx.reactOnChain(async (chain) => ctx.appendAt(chain.headSeq, 'policy.decided', allow));
+    expect(reactorLog.appendHeadReads).toBe(0);
+    expect(await types(submitted.chainId)).toEqual(['run.submitted', 'policy.decided']);
+    await reactorLog.close();
+  });
+
+  it('reads the chain as stored when more was pending at the delivery, or once the context has looked or appended', async () => {
+    const submitted = await submittedRun();
+    const pending = await deliveredTo(submitted.chainId, false);
+    await cancel(submitted.chainId);
+    expect((await pending.ctx.deliveredSnapshot()).headSeq).toBe(2);
+    await pending.reactorLog.close();
+
+    const other = await submittedRun();
+    const looked = await deliveredTo(other.chainId, true);
+    await looked.ctx.appendAt(1, 'policy.decided', allow);
+    await cancel(other.chainId);
+    expect((await looked.ctx.deliveredSnapshot()).headSeq).toBe(3);
+    await looked.reactorLog.close();
+  });
+});

@@ -9,6 +9,16 @@ export interface ChainSnapshot {
   readonly headSeq: number;
 }
 
+/**
+ * How the receipt reached the service: its stream seq and message id, and whether the consumer had
+ * nothing stored after it then (`pending` 0) — the receipt was the newest message of the whole log.
+ */
+export interface Delivery {
+  readonly streamSeq: number;
+  readonly msgId: string;
+  readonly latest: boolean;
+}
+
 /** Reads per `reactOnChain` before a chain that keeps moving is left to the reactor's redelivery. */
 const DEFAULT_MAX_READS = 5;
 
@@ -20,12 +30,18 @@ const DEFAULT_MAX_READS = 5;
  */
 export class ReactionContext {
   readonly eventId: string;
+  /**
+   * Whether the chain as delivered may still serve: only as this context's first look at its chain,
+   * before it appended anything — a long reaction (a run's steps) must read what is stored now.
+   */
+  private firstLook = true;
 
   constructor(
     readonly receipt: EvidenceReceipt,
     readonly service: string,
     private readonly log: EvidenceLog,
     private readonly onWorking: () => void,
+    private readonly delivery?: Delivery,
   ) {
     this.eventId = eventId(receipt.run_id, receipt.seq);
   }
@@ -39,6 +55,7 @@ export class ReactionContext {
    * against the event's contract first: a service can never put a malformed event on a chain.
    */
   async append(type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
+    this.firstLook = false;
     checkFields(type, this.receipt, this.service, fields);
     return this.log.append(this.chainId, this.input(type, fields, key));
   }
@@ -50,6 +67,7 @@ export class ReactionContext {
    * duplicate, as with `append`.
    */
   async appendAt(expectedSeq: number, type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
+    this.firstLook = false;
     checkFields(type, this.receipt, this.service, fields);
     return this.log.append(this.chainId, this.input(type, fields, key), { expectedHeadSeq: expectedSeq });
   }
@@ -64,7 +82,7 @@ export class ReactionContext {
    */
   async reactOnChain<T>(react: (chain: ChainSnapshot) => Promise<T>, maxReads = DEFAULT_MAX_READS): Promise<T> {
     for (let reads = 1; ; reads++) {
-      const chain = await this.snapshot();
+      const chain = reads === 1 ? await this.deliveredSnapshot() : await this.snapshot();
       try {
         return await react(chain);
       } catch (error) {
@@ -94,8 +112,27 @@ export class ReactionContext {
     return (await this.snapshot()).receipts;
   }
 
+  /**
+   * The chain as it stood when this receipt was delivered, when nothing was stored after it then and
+   * this process holds the chain up to it (its consumer saw every receipt before it): no read of the
+   * stream. Otherwise the chain as stored now (`snapshot`). What a reaction decides from it is as
+   * sound as from a read of the head: a later receipt could as well have landed just after that read,
+   * and every append is guarded on the head the reaction saw, so a chain that moved is refused by the
+   * compare-and-set (`reactOnChain` then reads the head and decides again).
+   */
+  async deliveredSnapshot(): Promise<ChainSnapshot> {
+    const delivery = this.firstLook ? this.delivery : undefined;
+    this.firstLook = false;
+    if (delivery?.latest === true) {
+      const held = this.log.chainThrough(this.chainId, this.receipt.seq, delivery.streamSeq, delivery.msgId);
+      if (held !== null) return { receipts: held.map((stored) => stored.receipt), headSeq: this.receipt.seq };
+    }
+    return this.snapshot();
+  }
+
   /** The chain as stored now, with its head's seq. */
   async snapshot(): Promise<ChainSnapshot> {
+    this.firstLook = false;
     const receipts: unknown[] = [];
     let headSeq = 0;
     for await (const stored of this.log.readChain(this.chainId)) {
