@@ -132,13 +132,17 @@ export class SchedulingHandler implements ReactorHandler {
   /** The lease the run holds, or a new one on the best worker with room and the image. */
   private async leaseFor(runId: string, caps: GrantedCaps, image: string): Promise<LeaseRecord> {
     const now = Date.now();
-    const held = await this.leases.get(runId);
-    if (held !== null && !isExpired(held, now)) return held;
-    // A lease written but never announced, then left to expire (a crash and a long outage): no
-    // runtime ever saw it, so it is replaced.
-    if (held !== null) await this.leases.delete(runId, held.lease_id);
-
     const [workers, leases] = await Promise.all([this.workers.list(), this.leases.list()]);
+    // A run placed before (a redelivery) holds its lease: read it, not what the list says of it. A
+    // run the list shows without one is placed at once: should another writer have leased it
+    // meanwhile, the create below finds that lease instead of writing a second one.
+    if (leases.some((lease) => lease.run_id === runId)) {
+      const held = await this.leases.get(runId);
+      if (held !== null && !isExpired(held, now)) return held;
+      // A lease written but never announced, then left to expire (a crash and a long outage): no
+      // runtime ever saw it, so it is replaced.
+      if (held !== null) await this.leases.delete(runId, held.lease_id);
+    }
     const candidates = withLeasedReservations(
       workers.filter((worker) => hasImage(worker, image)),
       leases.filter((lease) => !isExpired(lease, now)),
@@ -157,7 +161,12 @@ export class SchedulingHandler implements ReactorHandler {
     // Attempt 1: a run is placed once; a lost worker fails it (E_WORKER_LOST), re-offers come later.
     const granted = grantLease(runId, worker.workerId, now, this.config.CAIRN_LEASE_TTL_MS, 1);
     const reservation = { runId, memoryMiB: request.memoryMiB, cpus: request.cpus, diskMiB: request.diskMiB };
-    const { lease } = await this.leases.create({ ...granted, reservation });
+    const { lease, created } = await this.leases.create({ ...granted, reservation });
+    if (!created && isExpired(lease, now)) {
+      // Leased by someone else and left to expire: replaced on the next delivery, like the one above.
+      await this.leases.delete(runId, lease.lease_id);
+      throw new CairnError('E_UNAVAILABLE', `${runId} held an expired lease; it is placed again`, { retryAfterMs: NO_ROOM_RETRY_MS, runId });
+    }
     return lease;
   }
 
