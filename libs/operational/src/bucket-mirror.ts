@@ -94,6 +94,16 @@ export class BucketMirror<T> {
     this.held.set(key, { revision: current?.revision ?? 0, value: null, writtenAt: Date.now() });
   }
 
+  /**
+   * The value of `key` with its revision, when the mirror serves and holds it live; else null. A
+   * hint for a compare-and-set write, which refuses it if the key moved since.
+   */
+  entry(key: string, now: number = Date.now()): { revision: number; value: T } | null {
+    const held = this.live ? this.held.get(key) : undefined;
+    if (held === undefined || held.value === null || held.writtenAt + this.ttlMs <= now) return null;
+    return { revision: held.revision, value: held.value };
+  }
+
   /** The live values by key order, or null when the mirror cannot serve (read the bucket instead). */
   values(now: number = Date.now()): T[] | null {
     if (!this.live) return null;
@@ -136,6 +146,10 @@ export class LazyBucketMirror<T> {
     const served = this.mirror?.values(now) ?? null;
     if (served === null) this.start();
     return served;
+  }
+
+  entry(key: string, now: number = Date.now()): { revision: number; value: T } | null {
+    return this.mirror?.entry(key, now) ?? null;
   }
 
   apply(key: string, revision: number, value: T | null): void {

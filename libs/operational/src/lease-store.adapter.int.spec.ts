@@ -73,6 +73,35 @@ describe('LeaseStore on the real KV', () => {
     expect((await leases.get('run_cas'))?.expires_at).toBe(new Date(now + 50_000).toISOString());
   });
 
+  it('renews from the watched copy of a lease, and reads the bucket when that copy is behind another writer', async () => {
+    // Another process's store: its own connection, closed with its watch at the end.
+    const runtimeNc = await connect({ servers: testNatsUrl() });
+    const runtime = await LeaseStore.open(runtimeNc, { bucket });
+    try {
+      const now = Date.now();
+      await leases.create(lease('run_mirrored', 'w-1', now, 10_000));
+      // The runtime's store follows the bucket once it has listed it.
+      await expect.poll(async () => (await runtime.list()).some((l) => l.run_id === 'run_mirrored'), { timeout: 5000 }).toBe(true);
+      const renewed = await runtime.renew('run_mirrored', 'w-1', now + 20_000, now);
+      expect(renewed.expires_at).toBe(new Date(now + 20_000).toISOString());
+      expect(runtime.renewedFromMirror).toBe(1);
+      expect((await leases.get('run_mirrored'))?.expires_at).toBe(renewed.expires_at);
+
+      // Another writer moves the lease on and the runtime renews at once, before its watch may have
+      // delivered that write: the compare-and-set refuses the stale copy, and the renewal is judged
+      // on the lease as stored — here no longer the runtime's.
+      await leases.put(lease('run_mirrored', 'w-2', now, 60_000));
+      await expect(runtime.renew('run_mirrored', 'w-1', now + 90_000, now)).rejects.toMatchObject({ code: 'E_CONFLICT', details: { reason: 'not_holder' } });
+      expect((await leases.get('run_mirrored'))?.worker_id).toBe('w-2');
+      // Held again by w-1 and renewed by a writer the runtime has not heard from: never shortened.
+      await leases.put(lease('run_mirrored', 'w-1', now, 40_000));
+      await leases.renew('run_mirrored', 'w-1', now + 70_000, now);
+      expect((await runtime.renew('run_mirrored', 'w-1', now + 50_000, now)).expires_at).toBe(new Date(now + 70_000).toISOString());
+    } finally {
+      await runtimeNc.close();
+    }
+  });
+
   it('lists, replaces and deletes leases; a guarded delete spares another lease', async () => {
     const now = Date.now();
     await leases.put(lease('run_list', 'w-1', now));

@@ -49,6 +49,8 @@ export type RenewRefusal = 'not_holder' | 'expired';
 export class LeaseStore {
   /** Lists are served from memory once it follows the bucket (`BucketMirror`). */
   private readonly mirror: LazyBucketMirror<LeaseRecord>;
+  /** Renewals written from the mirror's copy of the lease, without reading it first. */
+  renewedFromMirror = 0;
 
   private constructor(
     private readonly kv: KV,
@@ -101,6 +103,21 @@ export class LeaseStore {
    * failed already); E_NOT_FOUND when the run has no lease.
    */
   async renew(runId: string, workerId: string, until: number, now: number = Date.now()): Promise<LeaseRecord> {
+    // The lease as the bucket's watch last delivered it: one write instead of a read and a write.
+    // Its revision guards the write; a lease that moved since (or is not as this worker expects)
+    // is read from the bucket below, and judged there.
+    const mirrored = this.mirror.entry(runId, now);
+    if (mirrored !== null && mirrored.value.worker_id === workerId && !isExpired(mirrored.value, now) && Number.isFinite(until)) {
+      const renewed: LeaseRecord = { ...mirrored.value, expires_at: new Date(Math.max(Date.parse(mirrored.value.expires_at), until)).toISOString() };
+      try {
+        const revision = await this.kv.update(runId, JSON.stringify(renewed), mirrored.revision);
+        this.mirror.apply(runId, revision, renewed);
+        this.renewedFromMirror += 1;
+        return renewed;
+      } catch (error) {
+        if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot renew the lease of ${runId}: ${String(error)}`);
+      }
+    }
     for (let attempt = 1; ; attempt++) {
       const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
       const lease = decodeEntry(entry, LeaseRecordSchema);
