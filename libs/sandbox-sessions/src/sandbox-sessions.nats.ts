@@ -50,6 +50,11 @@ interface KnownSandbox {
   workerId: string;
 }
 
+/** A sandbox's worker, with the check (pending or done) that it still takes operations. */
+interface LiveTarget extends KnownSandbox {
+  confirmed: Promise<void>;
+}
+
 const LIMIT_CODES: readonly string[] = ['E_TIMEOUT', 'E_MEM_LIMIT', 'E_PROC_LIMIT', 'E_DISK_LIMIT'];
 /** Receipts after which a sandbox takes no operation. */
 const ENDING_TYPES: ReadonlySet<string> = new Set(['sandbox.destroyed', 'run.sealed', 'run.failed', 'sandbox.expired']);
@@ -316,14 +321,28 @@ class NatsSandboxSessions implements SandboxSessions {
     await Promise.resolve();
   }
 
-  /** The sandbox's worker, once it is known to be this tenant's and ready (else 404 or 409). */
-  private async liveSandbox(sandboxId: string, tenant: string): Promise<KnownSandbox> {
+  /**
+   * The sandbox's worker, and a check that it still takes operations (else 404 or 409). One this
+   * instance knows (it created or operated on it) is answered at once; its check — one direct read
+   * of the chain's head — runs beside the op's send, and `runOp` waits for it before it waits for an
+   * answer (an op sent to a sandbox that has ended is refused by its worker too). Any other is read
+   * from its whole chain first.
+   */
+  private async liveSandbox(sandboxId: string, tenant: string): Promise<LiveTarget> {
     const known = this.known.get(sandboxId);
     if (known !== undefined && known.tenant === tenant) {
-      // The head alone says whether it still takes operations: one direct read.
-      const headType = await this.headType(sandboxId);
-      if (headType !== null && !ENDING_TYPES.has(headType)) return known;
+      const confirmed = this.headType(sandboxId).then(async (headType) => {
+        if (headType === null || ENDING_TYPES.has(headType)) await this.viewedLive(sandboxId, tenant);
+      });
+      // Settled by `runOp`; never left to reject unheard should the send fail first.
+      confirmed.catch(() => undefined);
+      return { ...known, confirmed };
     }
+    return { ...(await this.viewedLive(sandboxId, tenant)), confirmed: Promise.resolve() };
+  }
+
+  /** The sandbox's worker from its whole chain, once it is this tenant's and ready (else 404 or 409). */
+  private async viewedLive(sandboxId: string, tenant: string): Promise<KnownSandbox> {
     const view = await this.viewOf(sandboxId, tenant);
     if (view.state !== 'READY' || view.workerId === null || view.destroyReason !== null) {
       throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${view.state === 'READY' ? 'ending' : view.state}: it takes no operation`, {
@@ -363,7 +382,7 @@ class NatsSandboxSessions implements SandboxSessions {
    * from the stream by the sequence the `end` names.
    */
   private async runOp(
-    target: KnownSandbox,
+    target: KnownSandbox & { confirmed?: Promise<void> },
     sandboxId: string,
     tenant: string,
     op: SandboxOp['op'],
@@ -394,9 +413,13 @@ class NatsSandboxSessions implements SandboxSessions {
     });
     const payload: SandboxOp = { op_id: opId, sandbox_id: sandboxId, tenant, reply_to: replyTo, op };
     try {
-      await this.js.publish(opSubject(this.prefix, target.workerId), this.encoder.encode(JSON.stringify(payload)), { msgID: opId, timeout: 5000 }).catch((error: unknown) => {
+      const sent = this.js.publish(opSubject(this.prefix, target.workerId), this.encoder.encode(JSON.stringify(payload)), { msgID: opId, timeout: 5000 }).catch((error: unknown) => {
         throw new CairnError('E_UNAVAILABLE', `cannot send ${op.kind} to ${sandboxId}'s worker: ${error instanceof Error ? error.message : String(error)}`, { sandboxId });
       });
+      // Both settled before either's failure is thrown, so neither is left to reject unheard.
+      const [send, confirm] = await Promise.allSettled([sent, target.confirmed ?? Promise.resolve()]);
+      if (confirm.status === 'rejected') throw confirm.reason;
+      if (send.status === 'rejected') throw send.reason;
       const end = await ended;
       if (!end.ok) throw new CairnError(end.error.code, end.error.message, { ...end.error.details, sandboxId });
       if (end.sandbox_destroyed) this.known.delete(sandboxId);
