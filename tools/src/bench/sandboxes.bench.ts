@@ -151,7 +151,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runSandboxesBench(options: SandboxesBenchOptions = {}): Promise<SandboxesBenchResult> {
   const progress = options.progress ?? (() => undefined);
-  const sessions = options.sessions ?? 10;
+  const sessions = options.sessions ?? 20;
   const execs = options.execs ?? 100;
   const warmPool = options.warmPool ?? process.env.BENCH_WARM_POOL ?? '2';
   const loadBefore = loadavg();
