@@ -1,6 +1,6 @@
 import type { LeaseRecord, RegisteredWorker } from '@cairn/operational';
 import { describe, expect, it } from 'vitest';
-import { hasImage, withLeasedReservations } from './placement.js';
+import { hasImage, imageMissing, withLeasedReservations } from './placement.js';
 
 const A = `sha256:${'a'.repeat(64)}`;
 const B = `sha256:${'b'.repeat(64)}`;
@@ -55,5 +55,26 @@ describe('hasImage', () => {
     expect(hasImage(w, `cairn/sandbox-busybox:1@${B}`)).toBe(false);
     expect(hasImage(w, 'cairn/sandbox-debian:1')).toBe(false);
     expect(hasImage(w, 'constructor')).toBe(false);
+  });
+});
+
+describe('imageMissing', () => {
+  const STALE = 15_000;
+  const now = 100_000;
+  const live = (id: string, images: Record<string, string>) => worker(id, { lastHeartbeatAt: now - 1000, images });
+
+  it('says so once the run has waited past the stale period while every live worker lacks the image', () => {
+    const workers = [live('w1', { 'cairn/sandbox-busybox:1': A }), live('w2', {})];
+    expect(imageMissing(workers, 'cairn/sandbox-debian:1', now - STALE, now, STALE)).toBe(2);
+    // Within it, a worker may yet report it (a build, a worker starting): the run waits.
+    expect(imageMissing(workers, 'cairn/sandbox-debian:1', now - STALE + 1, now, STALE)).toBeNull();
+  });
+
+  it('never while a live worker has it (with the digest asked for), or while no worker is live', () => {
+    expect(imageMissing([live('w1', { 'cairn/sandbox-busybox:1': A })], 'cairn/sandbox-busybox:1', 0, now, STALE)).toBeNull();
+    expect(imageMissing([live('w1', { 'cairn/sandbox-busybox:1': A })], `cairn/sandbox-busybox:1@${B}`, 0, now, STALE)).toBe(1);
+    // A stale or draining worker says nothing of images: with no live one, the run waits for a runtime.
+    expect(imageMissing([worker('w-old', { lastHeartbeatAt: now - STALE - 1, images: {} })], 'cairn/sandbox-debian:1', 0, now, STALE)).toBeNull();
+    expect(imageMissing([live('w-drain', {}), { ...live('w-drain2', {}), draining: true }].slice(1), 'cairn/sandbox-debian:1', 0, now, STALE)).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
@@ -9,7 +9,7 @@ import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { ApprovalDeadlines } from './approval-deadlines.store.js';
-import { hasImage, withLeasedReservations } from './placement.js';
+import { hasImage, imageMissing, withLeasedReservations } from './placement.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 import { SerialGate } from './serial-gate.js';
 
@@ -77,7 +77,7 @@ export class SchedulingHandler implements ReactorHandler {
       }
       const decided = runnableDecision(receipt, chain);
       if (decided !== null) {
-        await this.schedule(ctx, decided, headSeq, (leaseId) => (unannounced = leaseId));
+        await this.scheduleOrFail(ctx, decided, headSeq, (leaseId) => (unannounced = leaseId));
       } else if (unannounced !== null && chain.view !== null && (chain.view.sealed || isTerminal(chain.view.state))) {
         // The lease this reaction wrote lost the race to the run's end: it was never announced.
         if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the run ended first', { run_id: ctx.chainId });
@@ -104,11 +104,26 @@ export class SchedulingHandler implements ReactorHandler {
       }
       const placed = chain.receipts.some((r) => r.type === 'run.scheduled');
       if (!placed && chain.view.state === 'PENDING' && !chain.view.sealed) {
-        await this.schedule(ctx, receipt, headSeq, (leaseId) => (unannounced = leaseId));
+        await this.scheduleOrFail(ctx, receipt, headSeq, (leaseId) => (unannounced = leaseId));
       } else if (unannounced !== null && chain.view.state !== 'PENDING') {
         if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the sandbox ended first', { sandbox_id: ctx.chainId });
       }
     });
+  }
+
+  /**
+   * `schedule`, or — when no live worker has the run's image, past the grace a worker takes to
+   * report a new one — the run fails `E_IMAGE_PULL` on the head it was decided from (there is no
+   * registry to pull from: waiting longer would wait for an operator).
+   */
+  private async scheduleOrFail(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>, headSeq: number, leased: (leaseId: string) => void): Promise<void> {
+    try {
+      await this.schedule(ctx, decided, headSeq, leased);
+    } catch (error) {
+      if (!isCairnError(error) || error.code !== 'E_IMAGE_PULL') throw error;
+      await ctx.appendAt(headSeq, 'run.failed', { error_code: 'E_IMAGE_PULL', message: error.message.slice(0, 2000) }, 'image-missing');
+      this.logger.write('warn', 'no worker has the image', { run_id: ctx.chainId, message: error.message });
+    }
   }
 
   private async schedule(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>, headSeq: number, leased: (leaseId: string) => void): Promise<void> {
@@ -118,7 +133,8 @@ export class SchedulingHandler implements ReactorHandler {
     if (caps === undefined || image === undefined) {
       throw new CairnError('E_UNKNOWN_STATE', `${runId}: policy.decided ${decided.decision} carries no caps or image`);
     }
-    const lease = await this.gate.run(() => this.leaseFor(runId, caps, image));
+    // Runnable since the receipt this reaction answers (the decision, or the approval that released it).
+    const lease = await this.gate.run(() => this.leaseFor(runId, caps, image, Date.parse(ctx.receipt.ts)));
     leased(lease.lease_id);
     await ctx.appendAt(headSeq, 'run.scheduled', {
       worker_id: lease.worker_id,
@@ -130,7 +146,7 @@ export class SchedulingHandler implements ReactorHandler {
   }
 
   /** The lease the run holds, or a new one on the best worker with room and the image. */
-  private async leaseFor(runId: string, caps: GrantedCaps, image: string): Promise<LeaseRecord> {
+  private async leaseFor(runId: string, caps: GrantedCaps, image: string, runnableSince: number): Promise<LeaseRecord> {
     const now = Date.now();
     const [workers, leases] = await Promise.all([this.workers.list(), this.leases.list()]);
     // A run placed before (a redelivery) holds its lease: read it, not what the list says of it. A
@@ -150,6 +166,13 @@ export class SchedulingHandler implements ReactorHandler {
     const request = reservationFor(runId, caps);
     const worker = placeRun(candidates, request, now, { staleAfterMs: this.config.CAIRN_WORKER_STALE_AFTER_MS });
     if (worker === null) {
+      const missing = imageMissing(workers, image, runnableSince, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
+      if (missing !== null) {
+        throw new CairnError('E_IMAGE_PULL', `no live worker has image ${image} (${missing} live worker(s) report their images); build it on a worker — \`cairn images build\` — and submit again`, {
+          runId,
+          image,
+        });
+      }
       throw new CairnError('E_UNAVAILABLE', `no worker has room for ${runId} (${image}); it waits`, {
         // Room frees when any run ends: look again soon rather than after a growing backoff.
         retryAfterMs: NO_ROOM_RETRY_MS,

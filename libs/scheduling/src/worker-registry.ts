@@ -104,7 +104,7 @@ export function workerStatus(worker: WorkerRecord, now: number, staleAfterMs = D
 }
 
 /** Workers that may take work now: stale, draining, unhealthy and overloaded ones are gone before any scoring. */
-export function eligibleWorkers(workers: readonly WorkerRecord[], now: number, staleAfterMs = DEFAULT_STALE_AFTER_MS): WorkerRecord[] {
+export function eligibleWorkers<W extends WorkerRecord>(workers: readonly W[], now: number, staleAfterMs = DEFAULT_STALE_AFTER_MS): W[] {
   return workers.filter((worker) => workerStatus(worker, now, staleAfterMs) === 'eligible');
 }
 
