@@ -108,7 +108,7 @@ export class LeaseStore {
     // is read from the bucket below, and judged there.
     const mirrored = this.mirror.entry(runId, now);
     if (mirrored !== null && mirrored.value.worker_id === workerId && !isExpired(mirrored.value, now) && Number.isFinite(until)) {
-      const renewed: LeaseRecord = { ...mirrored.value, expires_at: new Date(Math.max(Date.parse(mirrored.value.expires_at), until)).toISOString() };
+      const renewed = extendedTo(mirrored.value, until);
       try {
         const revision = await this.kv.update(runId, JSON.stringify(renewed), mirrored.revision);
         this.mirror.apply(runId, revision, renewed);
@@ -125,7 +125,7 @@ export class LeaseStore {
       if (lease.worker_id !== workerId) throw refusal(runId, 'not_holder', `the lease of ${runId} is held by another worker`);
       if (isExpired(lease, now)) throw refusal(runId, 'expired', `the lease of ${runId} expired at ${lease.expires_at}`);
       if (!Number.isFinite(until)) throw new CairnError('E_INPUT', 'until is not a time');
-      const renewed: LeaseRecord = { ...lease, expires_at: new Date(Math.max(Date.parse(lease.expires_at), until)).toISOString() };
+      const renewed = extendedTo(lease, until);
       try {
         const revision = await this.kv.update(runId, JSON.stringify(renewed), entry.revision);
         this.mirror.apply(runId, revision, renewed);
@@ -188,4 +188,9 @@ function checked(record: LeaseRecord): LeaseRecord {
   if (parsed.success) return parsed.data;
   const issues = inputIssues(parsed.error);
   throw new CairnError('E_INPUT', `invalid lease: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
+}
+
+/** The lease running until `until` (epoch ms), or as it is if it already runs longer: a renewal never shortens one. */
+function extendedTo(lease: LeaseRecord, until: number): LeaseRecord {
+  return { ...lease, expires_at: new Date(Math.max(Date.parse(lease.expires_at), until)).toISOString() };
 }
