@@ -1,5 +1,6 @@
 import type { SandboxHandle } from '@cairn/sandbox';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_AGENT_BINARY, DockerSandboxDriver } from '../src/index.js';
@@ -26,6 +27,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await fx.removeLabelled([fx.workerId]);
+  // This file's own socket root: nothing of it outlives the run.
+  await rm(socketRoot, { recursive: true, force: true });
 });
 
 describe.each(Object.entries(drivers))('an output budget, over %s', (_, driver) => {
