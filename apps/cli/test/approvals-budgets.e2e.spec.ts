@@ -4,10 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { bucketStreamName } from '@cairn/operational';
-import { testNatsUrl, uniqueName } from '@cairn/testing';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliRun } from './cli.harness.js';
 import { TestStack } from './stack.harness.js';
@@ -181,12 +178,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.dispose();
   for (const tag of [HELD, QUICK]) await exec('docker', ['rmi', tag]).catch(() => undefined);
-  const nc = await connect({ servers: testNatsUrl() });
-  try {
-    await (await jetstreamManager(nc)).streams.delete(bucketStreamName(`${stack.names.leasesBucket}_approvals`)).catch(() => false);
-  } finally {
-    await nc.close();
-  }
   await rm(policyDir, { recursive: true, force: true });
 });
 

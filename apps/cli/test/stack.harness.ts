@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bucketStreamName } from '@cairn/operational';
+import { approvalsBucketFor } from '@cairn/config';
+import { isolatedStackStreams } from '@cairn/operational';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -61,13 +62,13 @@ export class TestStack {
   get names() {
     const names = isolatedNames(this.stackId);
     return {
-      evidenceStream: names.CAIRN_EVIDENCE_STREAM!,
-      commandStream: names.CAIRN_COMMAND_STREAM!,
-      workersBucket: names.CAIRN_WORKERS_BUCKET!,
-      leasesBucket: names.CAIRN_LEASES_BUCKET!,
+      evidenceStream: names.CAIRN_EVIDENCE_STREAM,
+      commandStream: names.CAIRN_COMMAND_STREAM,
+      workersBucket: names.CAIRN_WORKERS_BUCKET,
+      leasesBucket: names.CAIRN_LEASES_BUCKET,
       // The scheduler's approval deadlines, beside the leases (scheduler.config.ts).
-      approvalsBucket: `${names.CAIRN_LEASES_BUCKET!}_approvals`,
-      workerId: names.CAIRN_WORKER_ID!,
+      approvalsBucket: approvalsBucketFor(names.CAIRN_LEASES_BUCKET),
+      workerId: names.CAIRN_WORKER_ID,
     };
   }
 
@@ -231,11 +232,7 @@ export class TestStack {
     const nc = await connect({ servers: testNatsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
-      const names = this.names;
-      const buckets = [names.workersBucket, names.leasesBucket, names.approvalsBucket].map(bucketStreamName);
-      for (const stream of [names.evidenceStream, names.commandStream, ...buckets]) {
-        await jsm.streams.delete(stream).catch(() => false);
-      }
+      for (const stream of isolatedStackStreams(this.stackId)) await jsm.streams.delete(stream).catch(() => false);
     } finally {
       await nc.close();
     }

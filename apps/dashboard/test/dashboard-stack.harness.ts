@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { bucketStreamName } from '@cairn/operational';
+import { isolatedNames } from '@cairn/config';
+import { isolatedStackStreams } from '@cairn/operational';
 import { defaultAgentSocketRoot } from '@cairn/sandbox-docker';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
@@ -63,7 +64,7 @@ export class DashboardStack {
   }
 
   get workerId(): string {
-    return `local-${this.stackId}`;
+    return isolatedNames(this.stackId).CAIRN_WORKER_ID;
   }
 
   async up(): Promise<void> {
@@ -132,14 +133,10 @@ export class DashboardStack {
     const ids = left.stdout.split('\n').filter((id) => id !== '');
     if (ids.length > 0) await exec('docker', ['rm', '-f', ...ids]).catch(() => undefined);
     await rm(join(defaultAgentSocketRoot(), this.workerId), { recursive: true, force: true });
-    const upper = this.stackId.toUpperCase().replace(/-/g, '_');
     const nc = await connect({ servers: testNatsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
-      const leases = `cairn_leases_${this.stackId}`;
-      for (const stream of [`CAIRN_EVIDENCE_${upper}`, `CAIRN_COMMANDS_${upper}`, bucketStreamName(`cairn_workers_${this.stackId}`), bucketStreamName(leases), bucketStreamName(`${leases}_approvals`)]) {
-        await jsm.streams.delete(stream).catch(() => false);
-      }
+      for (const stream of isolatedStackStreams(this.stackId)) await jsm.streams.delete(stream).catch(() => false);
     } finally {
       await nc.close();
     }

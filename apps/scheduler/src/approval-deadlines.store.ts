@@ -17,10 +17,7 @@ export const ApprovalDeadlineSchema = z.strictObject({
 });
 export type ApprovalDeadline = z.infer<typeof ApprovalDeadlineSchema>;
 
-/** The bucket beside a stack's leases: isolated per stack wherever its leases are. */
-export function approvalsBucketFor(leasesBucket: string): string {
-  return `${leasesBucket}_approvals`;
-}
+export { approvalsBucketFor } from '@cairn/config';
 
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Approval timeouts are at most 7 days (the policy document's bound); a forgotten entry goes a day later. */

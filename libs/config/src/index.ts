@@ -9,3 +9,5 @@ export {
   loadConfig,
 } from './load-config.js';
 export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig } from './load-config.js';
+export { approvalsBucketFor, isolatedNames } from './stack-names.js';
+export type { IsolatedNames } from './stack-names.js';

@@ -1,3 +1,4 @@
+import { approvalsBucketFor, isolatedNames } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -34,6 +35,21 @@ export async function openBucket(nc: NatsConnection, name: string, limits: Bucke
 /** The JetStream stream behind a KV bucket (tests delete it to clean up). */
 export function bucketStreamName(bucket: string): string {
   return `KV_${bucket}`;
+}
+
+/**
+ * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
+ * streams, and those behind its worker, lease and approval buckets: what a teardown deletes.
+ */
+export function isolatedStackStreams(stackId: string): string[] {
+  const names = isolatedNames(stackId);
+  return [
+    names.CAIRN_EVIDENCE_STREAM,
+    names.CAIRN_COMMAND_STREAM,
+    bucketStreamName(names.CAIRN_WORKERS_BUCKET),
+    bucketStreamName(names.CAIRN_LEASES_BUCKET),
+    bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
+  ];
 }
 
 /** A compare-and-set write lost to another writer. */

@@ -4,7 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bucketStreamName } from '@cairn/operational';
+import { isolatedNames } from '@cairn/config';
+import { isolatedStackStreams } from '@cairn/operational';
 import { createDockerClient, defaultAgentSocketRoot } from '@cairn/sandbox-docker';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -63,7 +64,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     CAIRN_WORKER_SLOTS: '4',
     ...settings,
   };
-  const workerId = `local-${stackId}`;
+  const workerId = isolatedNames(stackId).CAIRN_WORKER_ID;
   const rawWorkerId = `bench-raw-${stackId}`.slice(0, 64);
   const close = async (): Promise<void> => {
     await runCli(['down'], env).catch(() => undefined);
@@ -76,14 +77,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     const nc = await connect({ servers: testNatsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
-      const upper = stackId.toUpperCase().replace(/-/g, '_');
-      const streams = [
-        `CAIRN_EVIDENCE_${upper}`,
-        `CAIRN_COMMANDS_${upper}`,
-        bucketStreamName(`cairn_workers_${stackId}`),
-        bucketStreamName(`cairn_leases_${stackId}`),
-        bucketStreamName(`cairn_leases_${stackId}_approvals`),
-      ];
+      const streams = isolatedStackStreams(stackId);
       for (const stream of streams) await jsm.streams.delete(stream).catch(() => false);
     } finally {
       await nc.close();

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfig } from '@cairn/config';
+import { isolatedNames, loadConfig } from '@cairn/config';
 import { z } from 'zod';
 
 /*
@@ -14,6 +14,8 @@ import { z } from 'zod';
  * MCP gateway is a client of the REST gateway: it needs it only when a request comes. The
  * webhooks service reacts to the evidence stream and sends deliveries; its tables are its own.
  */
+export { isolatedNames };
+
 export const STACK_SERVICES = ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'webhooks', 'mcp-gateway', 'gateway'] as const;
 export type StackService = (typeof STACK_SERVICES)[number];
 
@@ -63,23 +65,6 @@ export function stackHome(env: NodeJS.ProcessEnv): string {
 export function stackLocation(env: NodeJS.ProcessEnv): StackLocation {
   const settings = loadConfig(StackSettingsSchema, env);
   return { home: stackHome(env), stackId: settings.CAIRN_STACK_ID ?? 'default' };
-}
-
-/**
- * The names an isolated stack uses unless a variable sets them; the default stack keeps the
- * services' own defaults (CAIRN_EVIDENCE, cairn.evidence, CAIRN_COMMANDS, …).
- */
-export function isolatedNames(stackId: string): Record<string, string> {
-  const upper = stackId.toUpperCase().replace(/-/g, '_');
-  return {
-    CAIRN_EVIDENCE_STREAM: `CAIRN_EVIDENCE_${upper}`,
-    CAIRN_EVIDENCE_SUBJECT_PREFIX: `cairn.${stackId}.evidence`,
-    CAIRN_COMMAND_STREAM: `CAIRN_COMMANDS_${upper}`,
-    CAIRN_COMMAND_SUBJECT_PREFIX: `cairn.${stackId}`,
-    CAIRN_WORKERS_BUCKET: `cairn_workers_${stackId}`,
-    CAIRN_LEASES_BUCKET: `cairn_leases_${stackId}`,
-    CAIRN_WORKER_ID: `local-${stackId}`.slice(0, 64),
-  };
 }
 
 /**
