@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DeliveryQueue } from './delivery.queue.js';
 
 describe('DeliveryQueue', () => {
@@ -30,5 +30,41 @@ describe('DeliveryQueue', () => {
     const pending = waiting.take(1);
     waiting.close();
     expect(await pending).toEqual([]);
+  });
+
+  it('with a linger, lets what arrives within it join the first item, and no longer', async () => {
+    vi.useFakeTimers();
+    try {
+      const queue = new DeliveryQueue<number>();
+      queue.push(1);
+      let taken: number[] | null = null;
+      void queue.take(10, 60).then((items) => (taken = items));
+      await vi.advanceTimersByTimeAsync(10);
+      queue.push(2);
+      await vi.advanceTimersByTimeAsync(15);
+      queue.push(3);
+      await vi.advanceTimersByTimeAsync(30); // 55 ms in: still lingering
+      expect(taken).toBeNull();
+      await vi.advanceTimersByTimeAsync(5);
+      expect(taken).toEqual([1, 2, 3]);
+      queue.push(4);
+      expect(await queue.take(10)).toEqual([4]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('ends a linger as soon as a full batch is queued, or the queue closes', async () => {
+    const full = new DeliveryQueue<number>();
+    full.push(1);
+    const batch = full.take(3, 10_000);
+    full.push(2);
+    full.push(3);
+    expect(await batch).toEqual([1, 2, 3]);
+    const closing = new DeliveryQueue<number>();
+    closing.push(1);
+    const rest = closing.take(3, 10_000);
+    closing.close();
+    expect(await rest).toEqual([1]);
   });
 });

@@ -88,7 +88,10 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
 
   /**
    * A reader moves delivered messages into a queue; the writer loop takes whatever is queued (up
-   * to the batch size) each time it is free: small batches when quiet, full ones under load.
+   * to the batch size) each time it is free, after letting more join the first for up to
+   * CAIRN_PROJECTOR_LINGER_MS: a few receipts a transaction when quiet, full batches under load.
+   * A transaction per receipt cost each hop of a sandbox's create the projector's and
+   * PostgreSQL's CPU while the next service was deciding (docs/adr/0010).
    */
   private async consume(messages: ConsumerMessages): Promise<void> {
     const queue = new DeliveryQueue<JsMsg>();
@@ -101,7 +104,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     })();
     try {
       for (;;) {
-        const batch = await queue.take(this.config.CAIRN_PROJECTOR_BATCH_SIZE);
+        const batch = await queue.take(this.config.CAIRN_PROJECTOR_BATCH_SIZE, this.stopping.signal.aborted ? 0 : this.config.CAIRN_PROJECTOR_LINGER_MS);
         if (batch.length === 0) break;
         await this.flush(batch);
       }

@@ -43,6 +43,7 @@ export async function createProjectorWorld(label: string, overrides: Partial<Pro
     CAIRN_DATABASE_URL: db.url,
     CAIRN_PROJECTOR_DURABLE: uniqueName('projector'),
     CAIRN_PROJECTOR_BATCH_SIZE: 200,
+    CAIRN_PROJECTOR_LINGER_MS: 10,
     CAIRN_PROJECTOR_ACK_WAIT_MS: 10_000,
     ...overrides,
   };
