@@ -3,14 +3,14 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { approvalsBucketFor } from '@cairn/config';
+import { isolatedNames } from '@cairn/config';
 import { isolatedStackStreams } from '@cairn/operational';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'vitest';
-import { isolatedNames, STACK_SERVICES } from '../src/stack/stack-config.js';
+import { STACK_SERVICES } from '../src/stack/stack-config.js';
 import { runCairn } from './cli.harness.js';
 import type { CliRun } from './cli.harness.js';
 
@@ -66,8 +66,6 @@ export class TestStack {
       commandStream: names.CAIRN_COMMAND_STREAM,
       workersBucket: names.CAIRN_WORKERS_BUCKET,
       leasesBucket: names.CAIRN_LEASES_BUCKET,
-      // The scheduler's approval deadlines, beside the leases (scheduler.config.ts).
-      approvalsBucket: approvalsBucketFor(names.CAIRN_LEASES_BUCKET),
       workerId: names.CAIRN_WORKER_ID,
     };
   }

@@ -17,8 +17,6 @@ export const ApprovalDeadlineSchema = z.strictObject({
 });
 export type ApprovalDeadline = z.infer<typeof ApprovalDeadlineSchema>;
 
-export { approvalsBucketFor } from '@cairn/config';
-
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Approval timeouts are at most 7 days (the policy document's bound); a forgotten entry goes a day later. */
 const LIMITS = { history: 1, ttl: 8 * 86_400_000, max_bytes: 64 * 1024 * 1024, maxValueSize: 4096 };

@@ -1,8 +1,9 @@
+import { approvalsBucketFor } from '@cairn/config';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
-import { ApprovalDeadlines, approvalsBucketFor } from './approval-deadlines.store.js';
+import { ApprovalDeadlines } from './approval-deadlines.store.js';
 import { ApprovalExpiryScanner } from './approval-expiry.scanner.js';
 import { LeaseExpiryScanner } from './lease-expiry.scanner.js';
 import type { SchedulerConfig } from './scheduler.config.js';

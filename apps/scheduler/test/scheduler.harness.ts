@@ -11,7 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { approvalsBucketFor } from '../src/approval-deadlines.store.js';
+import { approvalsBucketFor } from '@cairn/config';
 import { SchedulerConfigSchema } from '../src/scheduler.config.js';
 import type { SchedulerConfig } from '../src/scheduler.config.js';
 

@@ -357,12 +357,9 @@ export class EvidenceLog {
     }
     if (cached !== null) {
       this.chainReads.fromMemory += 1;
-      for (const m of cached) {
-        // Parsed once per message held: the frozen receipt is shared by every later read.
-        m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
-        yield { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
-      }
-      this.noteHeadRead(chainId, last, cached.at(-1)?.parsed as ReceiptEnvelope | undefined);
+      const chain = heldReceipts(subject, cached);
+      yield* chain;
+      this.noteHead(chainId, last.seq, last.header.get(PubHeaders.MsgIdHdr), chain.at(-1)?.receipt);
       return;
     }
     this.chainReads.fromStream += 1;
@@ -378,7 +375,7 @@ export class EvidenceLog {
       yield { streamSeq: stored.streamSeq, subject: stored.subject, receipt: stored.receipt };
     }
     if (contiguous && read.at(-1)?.streamSeq === last.seq) this.chainCache.remember(chainId, read);
-    if (read.at(-1)?.streamSeq === last.seq) this.noteHeadRead(chainId, last, read.at(-1)?.parsed as ReceiptEnvelope | undefined);
+    if (read.at(-1)?.streamSeq === last.seq) this.noteHead(chainId, last.seq, last.header.get(PubHeaders.MsgIdHdr), read.at(-1)?.parsed as ReceiptEnvelope | undefined);
   }
 
   /**
@@ -391,26 +388,20 @@ export class EvidenceLog {
   chainThrough(chainId: string, seq: number, streamSeq: number, msgId: string): StoredReceipt[] | null {
     const held = this.chainCache.upTo(chainId, seq, streamSeq);
     if (held === null) return null;
-    const subject = this.subjectFor(chainId);
     this.chainReads.fromMemory += 1;
-    const chain = held.map((m) => {
-      m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
-      return { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
-    });
-    const head = chain.at(-1)?.receipt;
-    if (head !== undefined && msgId !== '') this.heads.advance(chainId, { streamSeq, seq: head.seq, hash: head.hash, msgId });
+    const chain = heldReceipts(this.subjectFor(chainId), held);
+    this.noteHead(chainId, streamSeq, msgId, chain.at(-1)?.receipt);
     return chain;
   }
 
   /**
-   * A chain read read its head from the stream: an append that follows (read, decide, append — every
-   * reaction) starts from it instead of reading it again. Only a hint, like every cached head: the
-   * compare-and-set rejects it if another writer moved the chain since.
+   * A chain read found its head (stored at `streamSeq` under `msgId`): an append that follows (read,
+   * decide, append — every reaction) starts from it instead of reading it again. Only a hint, like
+   * every cached head: the compare-and-set rejects it if another writer moved the chain since.
    */
-  private noteHeadRead(chainId: string, last: StoredMsg, head: ReceiptEnvelope | undefined): void {
-    const msgId = last.header.get(PubHeaders.MsgIdHdr);
+  private noteHead(chainId: string, streamSeq: number, msgId: string, head: ReceiptEnvelope | undefined): void {
     if (head === undefined || msgId === '') return;
-    this.heads.advance(chainId, { streamSeq: last.seq, seq: head.seq, hash: head.hash, msgId });
+    this.heads.advance(chainId, { streamSeq, seq: head.seq, hash: head.hash, msgId });
   }
 
   /**
@@ -688,4 +679,12 @@ function chainSeqOf(header: string | undefined, data: Uint8Array): number | null
   } catch {
     return null;
   }
+}
+
+/** The messages of a chain held in memory as stored receipts, each parsed once: the frozen receipt is shared by every later read. */
+function heldReceipts(subject: string, held: readonly CachedMessage[]): StoredReceipt[] {
+  return held.map((m) => {
+    m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
+    return { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
+  });
 }

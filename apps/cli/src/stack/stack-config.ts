@@ -14,8 +14,6 @@ import { z } from 'zod';
  * MCP gateway is a client of the REST gateway: it needs it only when a request comes. The
  * webhooks service reacts to the evidence stream and sends deliveries; its tables are its own.
  */
-export { isolatedNames };
-
 export const STACK_SERVICES = ['projector', 'intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'webhooks', 'mcp-gateway', 'gateway'] as const;
 export type StackService = (typeof STACK_SERVICES)[number];
 

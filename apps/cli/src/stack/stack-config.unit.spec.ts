@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isolatedNames, STACK_SERVICES, stackLocation, stackServiceConfig } from './stack-config.js';
+import { STACK_SERVICES, stackLocation, stackServiceConfig } from './stack-config.js';
 
 describe('the stack configuration', () => {
   it('lives in ~/.cairn unless CAIRN_HOME says otherwise, as the default stack unless CAIRN_STACK_ID names one', () => {
@@ -13,18 +13,6 @@ describe('the stack configuration', () => {
     for (const id of ['E2E', 'a.b', '-x', 'a b', 'x'.repeat(41)]) {
       expect(() => stackLocation({ CAIRN_STACK_ID: id }), id).toThrow(expect.objectContaining({ code: 'E_INPUT' }) as Error);
     }
-  });
-
-  it('gives an isolated stack its own streams, subjects, buckets and worker id', () => {
-    expect(isolatedNames('e2e-7')).toEqual({
-      CAIRN_EVIDENCE_STREAM: 'CAIRN_EVIDENCE_E2E_7',
-      CAIRN_EVIDENCE_SUBJECT_PREFIX: 'cairn.e2e-7.evidence',
-      CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_E2E_7',
-      CAIRN_COMMAND_SUBJECT_PREFIX: 'cairn.e2e-7',
-      CAIRN_WORKERS_BUCKET: 'cairn_workers_e2e-7',
-      CAIRN_LEASES_BUCKET: 'cairn_leases_e2e-7',
-      CAIRN_WORKER_ID: 'local-e2e-7',
-    });
   });
 
   it('passes the caller’s settings through, fills the isolated names, and never carries the API key', () => {
