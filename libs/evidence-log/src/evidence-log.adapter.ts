@@ -2,7 +2,8 @@ import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError 
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
-import { connect, createInbox, delay, headers, nanos } from '@nats-io/transport-node';
+import { createInbox, delay, headers, nanos } from '@nats-io/transport-node';
+import { assertSupportedNatsServer, connectNats } from './nats-connection.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { GENESIS_HEAD, prepareAppend, sealOnto } from './append-body.builder.js';
 import type { AppendInput, ChainHead, PreparedAppend } from './append-body.builder.js';
@@ -102,12 +103,7 @@ export class EvidenceLog {
   /** Opens its own connection and ensures the stream; `close()` closes the connection. */
   static async connect(options: EvidenceLogOptions): Promise<EvidenceLog> {
     const resolved = resolveEvidenceLogOptions(options);
-    let nc: NatsConnection;
-    try {
-      nc = await connect({ servers: resolved.servers.split(','), name: resolved.name, noAsyncTraces: true });
-    } catch (error) {
-      throw unavailable(`cannot connect to NATS at ${resolved.servers}`, error);
-    }
+    const nc = await connectNats({ servers: resolved.servers, name: resolved.name });
     try {
       return await EvidenceLog.open(nc, resolved, true);
     } catch (error) {
@@ -122,6 +118,7 @@ export class EvidenceLog {
   }
 
   private static async open(nc: NatsConnection, options: ResolvedEvidenceLogOptions, owns: boolean): Promise<EvidenceLog> {
+    assertSupportedNatsServer(nc);
     let jsm: JetStreamManager;
     try {
       jsm = await jetstreamManager(nc);
@@ -219,7 +216,7 @@ export class EvidenceLog {
         }
         case 'rejected':
           this.heads.forget(chainId);
-          if (outcome.errCode !== JetStreamApiCodes.StreamWrongLastSequence) {
+          if (!isWrongLastSequence(outcome.errCode)) {
             throw new CairnError('E_UNAVAILABLE', `append to ${chainId} refused by JetStream: ${outcome.description}`, {
               chainId,
               errCode: outcome.errCode,
@@ -259,7 +256,7 @@ export class EvidenceLog {
     subject: string,
     prepared: PreparedAppend,
     head: ChainHead,
-    expectStreamSeq: number,
+    expectStreamSeq: number | 'probe',
   ): Promise<{ receipt: ReceiptEnvelope; outcome: PublishOutcome }> {
     const { chainId, msgId } = prepared;
     const { receipt, canonical } = sealOnto(prepared, head);
@@ -270,7 +267,10 @@ export class EvidenceLog {
     }
     const hdrs = headers();
     hdrs.set(PubHeaders.MsgIdHdr, msgId);
-    hdrs.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(expectStreamSeq));
+    // A probe asks the duplicate window only: an expected last message id no stream can have fails
+    // after the dedupe check (on one server and in a cluster alike), so nothing is ever stored.
+    if (expectStreamSeq === 'probe') hdrs.set(PubHeaders.ExpectedLastMsgIdHdr, PROBE_LAST_MSG_ID);
+    else hdrs.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(expectStreamSeq));
     hdrs.set(CHAIN_SEQ_HEADER, String(receipt.seq));
     if (prepared.traceparent !== null) hdrs.set('traceparent', prepared.traceparent);
     const outcome = await publisher.publish(subject, data, hdrs);
@@ -292,9 +292,11 @@ export class EvidenceLog {
 
   /**
    * A guarded append whose chain head is not the one expected. Past it, our own event may be what
-   * moved it (a retry after a lost ack, the chain moved on since): a publish expecting a stream seq
-   * below the head — which can never hold, the head only grows — asks the duplicate window without
-   * storing anything. Otherwise the caller decided from a head that is gone: E_CONFLICT head_moved.
+   * moved it (a retry after a lost ack, the chain moved on since): a probe — our message id with an
+   * expected last message id that can never hold — asks the duplicate window without storing
+   * anything. (An expected subject seq below the head will not do: since 2.10 a single server checks
+   * it before the duplicate window.) Otherwise the caller decided from a head that is gone:
+   * E_CONFLICT head_moved.
    */
   private async headMoved(
     publisher: JetStreamAckPublisher,
@@ -306,13 +308,13 @@ export class EvidenceLog {
   ): Promise<AppendResult> {
     const { chainId } = prepared;
     if (headGuardStep(head.seq, expected) === 'probe') {
-      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, head.streamSeq - 1);
+      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, 'probe');
       if (outcome.kind === 'stored') {
         if (outcome.duplicate) return this.storedDuplicate(subject, prepared, outcome.seq, attempts + 1);
-        // Cannot happen on a stream whose subjects only grow; if it ever does, say so loudly.
+        // Cannot happen: no message carries the probe's id; if it ever does, say so loudly.
         throw new CairnError('E_INTERNAL', `a duplicate probe on ${chainId} was stored at stream seq ${outcome.seq}`, { chainId, streamSeq: outcome.seq });
       }
-      if (outcome.kind !== 'rejected' || outcome.errCode !== JetStreamApiCodes.StreamWrongLastSequence) {
+      if (outcome.kind !== 'rejected' || outcome.errCode !== STREAM_WRONG_LAST_MSG_ID) {
         throw new CairnError('E_UNAVAILABLE', `could not tell whether ${chainId} already holds this event (${outcome.kind})`, { chainId });
       }
     }
@@ -662,6 +664,16 @@ function deliveryOf(reply: string): Delivery | null {
 
 /** JetStream's "stream name already in use" (with a different config). */
 const STREAM_NAME_IN_USE = 10058;
+
+/** A compare-and-set that did not hold: 10071 names the sequence found, 10164 (a cluster's leader) does not. */
+function isWrongLastSequence(errCode: number): boolean {
+  return errCode === JetStreamApiCodes.StreamWrongLastSequence || errCode === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
+}
+
+/** The expected last message id of a duplicate probe: no message is ever published under it. */
+const PROBE_LAST_MSG_ID = 'cairn-duplicate-probe';
+/** JetStream's "wrong last msg ID" (10070): what a probe of an event not stored gets. */
+const STREAM_WRONG_LAST_MSG_ID = 10070;
 
 function unavailable(what: string, error: unknown): CairnError {
   if (isCairnError(error)) return error;

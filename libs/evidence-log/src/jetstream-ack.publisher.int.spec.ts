@@ -34,7 +34,23 @@ describe('JetStreamAckPublisher on JetStream', () => {
     };
     const first = await publisher.publish(`${prefix}.a`, data, h());
     expect(first).toEqual({ kind: 'stored', stream, seq: 1, duplicate: false });
-    expect(await publisher.publish(`${prefix}.a`, data, h())).toEqual({ kind: 'stored', stream, seq: 1, duplicate: true });
+    // Since 2.10 one server checks the expectation before the duplicate window: a retry that still
+    // expects the old head is refused, one that expects the head as it is now is found a duplicate.
+    expect(await publisher.publish(`${prefix}.a`, data, h())).toMatchObject({ kind: 'rejected', errCode: 10071 });
+    const current = headers();
+    current.set('Nats-Msg-Id', 'one');
+    current.set('Nats-Expected-Last-Subject-Sequence', '1');
+    expect(await publisher.publish(`${prefix}.a`, data, current)).toEqual({ kind: 'stored', stream, seq: 1, duplicate: true });
+    // A duplicate probe (an expected last message id nothing has) answers from the window and stores nothing.
+    const probe = (id: string) => {
+      const hdrs = headers();
+      hdrs.set('Nats-Msg-Id', id);
+      hdrs.set('Nats-Expected-Last-Msg-Id', 'cairn-duplicate-probe');
+      return hdrs;
+    };
+    expect(await publisher.publish(`${prefix}.a`, data, probe('one'))).toEqual({ kind: 'stored', stream, seq: 1, duplicate: true });
+    expect(await publisher.publish(`${prefix}.a`, data, probe('never-stored'))).toMatchObject({ kind: 'rejected', errCode: 10070 });
+    expect((await jsm.streams.info(stream)).state.messages).toBe(1);
     const stale = headers();
     stale.set('Nats-Expected-Last-Subject-Sequence', '0');
     expect(await publisher.publish(`${prefix}.a`, data, stale)).toMatchObject({ kind: 'rejected', errCode: 10071 });
