@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Makes sure what Cairn and its tests need is installed and answering on this machine:
-# NATS with JetStream (127.0.0.1:4222), PostgreSQL (127.0.0.1:5432, role and database `cairn`),
+# NATS with JetStream (127.0.0.1:4222, the version pinned in deploy/nats/VERSION), PostgreSQL (127.0.0.1:5432, role and database `cairn`),
 # a Docker engine (/var/run/docker.sock), and Chromium for the dashboard's browser tests. Starts
 # what it can; installs from Debian's packages what is absent (needs root). A no-op when
 # everything already answers.
 set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
 
 log() { printf '[services] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -21,12 +22,45 @@ wait_for() { # what, tries, command...
 }
 
 # --- NATS with JetStream -------------------------------------------------------------------
-if ! port_open 4222; then
-  command -v nats-server >/dev/null || { log "installing nats-server"; apt_install nats-server; }
-  log "starting nats-server with JetStream"
-  as_root mkdir -p /var/lib/nats-server
-  as_root start-stop-daemon --start --oknodo --background --exec "$(command -v nats-server)" -- \
-    -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+# A current nats-server, pinned in deploy/nats/VERSION, built from the Go module proxy once per version
+# and cached (never Debian's 2.9: it fsyncs every 60 s and lacks what Cairn uses), started from
+# deploy/nats/nats-server.conf. A server already answering on 4222 is used when it is new enough.
+nats_version=$(tr -d '[:space:]' < "$repo/deploy/nats/VERSION")
+nats_min=2.12.0
+nats_cache=${CAIRN_TOOLS_DIR:-/var/cache/cairn}/nats-server/$nats_version
+nats_bin=$nats_cache/nats-server
+nats_store=${CAIRN_NATS_STORE_DIR:-/var/lib/cairn/nats}
+# The version in the INFO line a NATS server sends first on a connection.
+nats_running_version() {
+  local line
+  exec 3<>/dev/tcp/127.0.0.1/4222 || return 1
+  IFS= read -r -t 5 line <&3 || { exec 3<&-; return 1; }
+  exec 3<&-
+  printf '%s' "$line" | sed -n 's/.*"version":"\([^"]*\)".*/\1/p'
+}
+version_at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+if [ ! -x "$nats_bin" ]; then
+  go=$(command -v go || echo /usr/local/go/bin/go)
+  [ -x "$go" ] || { log "go is needed to build nats-server $nats_version (install Go, or put it on PATH)"; exit 1; }
+  log "building nats-server $nats_version from the Go module proxy (once per version; 1-3 minutes)"
+  as_root mkdir -p "$nats_cache"
+  build_dir=$(mktemp -d)
+  (cd "$build_dir" && GOBIN="$build_dir" GOFLAGS=-buildvcs=false CGO_ENABLED=0 "$go" install "github.com/nats-io/nats-server/v2@$nats_version")
+  as_root install -m 0755 "$build_dir/nats-server" "$nats_bin"
+  rm -rf "$build_dir"
+fi
+if port_open 4222; then
+  running=$(nats_running_version || true)
+  if [ -z "$running" ] || ! version_at_least "$running" "$nats_min"; then
+    log "a NATS server ${running:-of unknown version} answers on 127.0.0.1:4222; Cairn needs $nats_min or newer."
+    log "stop it (Debian's: systemctl stop nats-server) and run this script again: it starts nats-server $nats_version from $nats_bin"
+    exit 1
+  fi
+else
+  log "starting nats-server $nats_version with JetStream (store $nats_store)"
+  as_root mkdir -p "$nats_store"
+  as_root start-stop-daemon --start --oknodo --background --make-pidfile --pidfile /run/cairn-nats-server.pid \
+    --exec "$nats_bin" -- -c "$repo/deploy/nats/nats-server.conf" -sd "$nats_store" -l /var/log/cairn-nats-server.log
   wait_for "nats-server" 40 port_open 4222
 fi
 

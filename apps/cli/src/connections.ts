@@ -1,12 +1,8 @@
-import { EvidenceLogConfigSchema, DatabaseConfigSchema, loadConfig } from '@cairn/config';
+import { EvidenceLogConfigSchema, DatabaseConfigSchema, loadConfig, redactUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
-import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
+import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { redactUrl } from './url-redaction.js';
-
-export { redactUrl };
 
 /** How long the CLI waits for NATS or PostgreSQL before saying it cannot reach them. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -65,8 +61,10 @@ export async function openEvidenceLog(env: NodeJS.ProcessEnv, options: OpenEvide
   const url = config.CAIRN_NATS_URL;
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: url.split(','), name: 'cairn-cli', timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: 0 });
+    nc = await connectNats({ servers: url, name: 'cairn-cli', timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: 0, noAsyncTraces: false });
   } catch (error) {
+    // A server too old for the log says so in its own words; anything else is "cannot reach".
+    if (isCairnError(error) && error.details?.['minimum'] !== undefined) throw error;
     throw unavailableError('NATS', 'CAIRN_NATS_URL', url, error);
   }
   const close = async () => {

@@ -1,6 +1,6 @@
 import { CairnError, ErrorCodeSchema, isCairnError } from '@cairn/contracts';
+import { redactUrl } from '@cairn/config';
 import { z } from 'zod';
-import { redactUrl } from './url-redaction.js';
 
 /*
  * The CLI's side of the REST contract (base `<url>/v1`, Bearer key, camelCase JSON, errors as

@@ -1,7 +1,10 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOldNatsServer } from '@cairn/testing';
 import { closedLoopbackPort, runCairn } from './cli.harness.js';
 import { isRunning, TestStack } from './stack.harness.js';
 
@@ -36,6 +39,57 @@ describe('cairn up, when something is missing', () => {
     expect(error).toContain('bash tools/ensure-services.sh');
     expect(run.stderr).not.toContain('secret');
     expect(await readdir(join(home, 'missing'))).not.toContain('stack.json');
+  });
+
+  it('refuses a NATS server older than 2.12, naming its version and how to install ours (E_UNAVAILABLE, exit 1)', async () => {
+    const old = await startOldNatsServer('2.9.10');
+    try {
+      const run = await runCairn(['up', '--no-setup'], { CAIRN_HOME: join(home, 'old-nats'), CAIRN_NATS_URL: old.url });
+      expect(run.code).toBe(1);
+      const error = run.stderr.split('\n').find((line) => line.startsWith('error '))!;
+      expect(error).toMatch(/^error E_UNAVAILABLE: cannot start the stack: /);
+      expect(error).toContain(`the NATS server is 2.9.10; Cairn needs 2.12.0 or newer`);
+      expect(error).toContain('deploy/nats/VERSION');
+      expect(await readdir(join(home, 'old-nats')).catch(() => [])).not.toContain('stack.json');
+    } finally {
+      await old.close();
+    }
+  });
+
+  it('every service and gateway refuses it at start, exit 1, with the same message', async () => {
+    const old = await startOldNatsServer('2.11.9');
+    const keyFile = join(home, 'old-nats.key');
+    await writeFile(keyFile, Buffer.alloc(32, 7), { mode: 0o600 });
+    try {
+      const services = ['intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'projector', 'webhooks', 'gateway'];
+      const results = await Promise.all(
+        services.map(
+          (service) =>
+            new Promise<{ service: string; code: number | null; output: string }>((resolve, reject) => {
+              const main = fileURLToPath(new URL(`../../${service}/dist/main.js`, import.meta.url));
+              const child = spawn(process.execPath, [main], {
+                env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', CAIRN_NATS_URL: old.url, CAIRN_SECRETS_KEY_FILE: keyFile, CAIRN_GATEWAY_PORT: '0', CAIRN_HOME: join(home, 'old-nats-svc') },
+                stdio: ['ignore', 'pipe', 'pipe'],
+              });
+              const chunks: Buffer[] = [];
+              child.stdout.on('data', (c: Buffer) => chunks.push(c));
+              child.stderr.on('data', (c: Buffer) => chunks.push(c));
+              const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+              child.on('error', reject);
+              child.on('close', (code) => {
+                clearTimeout(timer);
+                resolve({ service, code, output: Buffer.concat(chunks).toString('utf8') });
+              });
+            }),
+        ),
+      );
+      for (const { service, code, output } of results) {
+        expect(code, `${service}: ${output.slice(-400)}`).toBe(1);
+        expect(output, service).toContain('the NATS server is 2.11.9; Cairn needs 2.12.0 or newer');
+      }
+    } finally {
+      await old.close();
+    }
   });
 
   it('fails closed when a service does not start: its log tail is shown, and nothing is left running', async () => {

@@ -1,12 +1,11 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '@cairn/contracts';
-import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
+import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -57,12 +56,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   };
   try {
-    let nc: NatsConnection;
-    try {
-      nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-gateway', maxReconnectAttempts: -1, noAsyncTraces: true });
-    } catch (error) {
-      throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${config.CAIRN_NATS_URL}: ${String(error)}`);
-    }
+    const nc: NatsConnection = await connectNats({ servers: config.CAIRN_NATS_URL, name: 'cairn-gateway', maxReconnectAttempts: -1 });
     cleanups.push(() => nc.drain());
 
     const dataSource: DataSource = createGatewayDataSource(config.CAIRN_DATABASE_URL);

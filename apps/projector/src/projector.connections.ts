@@ -1,6 +1,6 @@
+import { connectNats } from '@cairn/evidence-log';
 import { createDataSource } from '@cairn/persistence';
 import type { Consumer } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
 import { openEvidenceConsumer } from './evidence-consumer.adapter.js';
@@ -17,7 +17,7 @@ export interface ProjectorConnections {
 
 /** Opens NATS (checking the stream and the durable consumer) and the database, or nothing. */
 export async function openProjectorConnections(config: ProjectorConfig): Promise<ProjectorConnections> {
-  const nc = await connect({ servers: config.CAIRN_NATS_URL.split(','), name: 'cairn-projector', noAsyncTraces: true });
+  const nc = await connectNats({ servers: config.CAIRN_NATS_URL, name: 'cairn-projector' });
   const dataSource = createDataSource(config.CAIRN_DATABASE_URL, { applicationName: 'cairn-projector' });
   const close = async () => {
     if (!nc.isClosed()) await nc.drain();

@@ -9,5 +9,6 @@ export {
   loadConfig,
 } from './load-config.js';
 export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig } from './load-config.js';
+export { redactUrl } from './redact-url.js';
 export { approvalsBucketFor, isolatedNames } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';

@@ -1,9 +1,7 @@
-import { CairnError } from '@cairn/contracts';
 import type { EvidenceLogConfig } from '@cairn/config';
-import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
+import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import type { DynamicModule, OnApplicationBootstrap, OnApplicationShutdown, Provider, Type } from '@nestjs/common';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EvidenceReactor } from './evidence-reactor.js';
 import type { ReactorHandler } from './evidence-reactor.js';
@@ -93,13 +91,7 @@ export class ServiceRuntimeModule {
         {
           provide: NATS_CONNECTION,
           useFactory: async (): Promise<NatsConnection> => {
-            try {
-              // noAsyncTraces: no Error (and its stack) made ahead of every request, publish and ack on the
-              // chance it times out — a few % of a service's CPU; a timeout is still reported, without the caller's frames.
-              return await connect({ servers: options.config.CAIRN_NATS_URL.split(','), name: `cairn-${options.service}`, maxReconnectAttempts: -1, noAsyncTraces: true });
-            } catch (error) {
-              throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${options.config.CAIRN_NATS_URL}: ${String(error)}`);
-            }
+            return connectNats({ servers: options.config.CAIRN_NATS_URL, name: `cairn-${options.service}`, maxReconnectAttempts: -1 });
           },
         },
         {

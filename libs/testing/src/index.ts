@@ -1,2 +1,4 @@
 export { createTestDatabase, testDatabaseUrl, testNatsUrl, uniqueName } from './infra.js';
+export { startOldNatsServer } from './old-nats-server.js';
+export type { OldNatsServer } from './old-nats-server.js';
 export type { TestDatabase } from './infra.js';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { receiptLine } from '../chain-file.writer.js';
-import { redactUrl } from '../connections.js';
 import { parseChainId } from './export.command.js';
 import { eventsPerSecond, formatRebuild } from './projections.command.js';
 import { chainBrokenError, formatVerified } from './verify.command.js';
@@ -56,13 +55,5 @@ describe('cairn projections rebuild formatting', () => {
 
   it('does not divide by zero', () => {
     expect(eventsPerSecond({ events: 0, durationMs: 0 })).toBe(0);
-  });
-});
-
-describe('redactUrl', () => {
-  it('drops credentials and keeps where the server is', () => {
-    expect(redactUrl('postgres://cairn:secret@127.0.0.1:5432/cairn')).toBe('postgres://127.0.0.1:5432/cairn');
-    expect(redactUrl('nats://127.0.0.1:4222')).toBe('nats://127.0.0.1:4222');
-    expect(redactUrl('not a url')).toBe('(unparseable URL)');
   });
 });

@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
-import { CairnError } from '@cairn/contracts';
-import { connect } from '@nats-io/transport-node';
+import { DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig, redactUrl } from '@cairn/config';
+import { CairnError, isCairnError } from '@cairn/contracts';
+import { connectNats } from '@cairn/evidence-log';
 import pg from 'pg';
 import { withTimeout } from '../connections.js';
-import { redactUrl } from '../url-redaction.js';
 
 /** What `cairn up` needs answering before it starts anything. */
 export type Prerequisite = 'docker' | 'nats' | 'postgres';
@@ -41,10 +40,11 @@ async function checkDocker(socket: string): Promise<PrerequisiteProblem | null> 
 
 async function checkNats(url: string): Promise<PrerequisiteProblem | null> {
   try {
-    const nc = await connect({ servers: url.split(','), name: 'cairn-up', timeout: CHECK_TIMEOUT_MS, maxReconnectAttempts: 0 });
+    const nc = await connectNats({ servers: url, name: 'cairn-up', timeout: CHECK_TIMEOUT_MS, maxReconnectAttempts: 0 });
     await nc.close();
     return null;
   } catch (error) {
+    if (isCairnError(error) && error.details?.['minimum'] !== undefined) return { what: 'nats', message: `${error.message} (CAIRN_NATS_URL ${redactUrl(url)})` };
     return { what: 'nats', message: `NATS does not answer at ${redactUrl(url)} (CAIRN_NATS_URL): ${causeOf(error)}` };
   }
 }
