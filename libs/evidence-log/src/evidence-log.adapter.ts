@@ -294,7 +294,7 @@ export class EvidenceLog {
    * A guarded append whose chain head is not the one expected. Past it, our own event may be what
    * moved it (a retry after a lost ack, the chain moved on since): a probe — our message id with an
    * expected last message id that can never hold — asks the duplicate window without storing
-   * anything. (An expected subject seq below the head will not do: since 2.10 a single server checks
+   * anything. (An expected subject seq below the head will not do: a current single server (2.15) checks
    * it before the duplicate window.) Otherwise the caller decided from a head that is gone:
    * E_CONFLICT head_moved.
    */

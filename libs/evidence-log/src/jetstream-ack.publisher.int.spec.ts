@@ -34,7 +34,7 @@ describe('JetStreamAckPublisher on JetStream', () => {
     };
     const first = await publisher.publish(`${prefix}.a`, data, h());
     expect(first).toEqual({ kind: 'stored', stream, seq: 1, duplicate: false });
-    // Since 2.10 one server checks the expectation before the duplicate window: a retry that still
+    // A current single server (2.15) checks the expectation before the duplicate window: a retry that still
     // expects the old head is refused, one that expects the head as it is now is found a duplicate.
     expect(await publisher.publish(`${prefix}.a`, data, h())).toMatchObject({ kind: 'rejected', errCode: 10071 });
     const current = headers();
