@@ -3,10 +3,11 @@ import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from './auth/api-key.entity.js';
 import { GatewayApiKeys1796200000000 } from './migrations/1796200000000-gateway-api-keys.migration.js';
 import { GatewaySecretsScope1796200000001 } from './migrations/1796200000001-gateway-secrets-scope.migration.js';
+import { GatewaySecretsUseScope1796200000002 } from './migrations/1796200000002-gateway-secrets-use-scope.migration.js';
 
 /** The gateway's own migrations table, so it never meets the projections' or intake's migrations. */
 export const GATEWAY_MIGRATIONS_TABLE = 'gateway_migrations';
-export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001];
+export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001, GatewaySecretsUseScope1796200000002];
 
 /**
  * The gateway's connection to PostgreSQL: its own table (`api_keys`, by hand-written migration)

@@ -1,5 +1,5 @@
-export { API_KEY_PATTERN, API_KEY_SCOPES, apiKeyPrefix, apiKeySha256, ApiKeyScopeSchema, generateApiKey } from './auth/api-key.codec.js';
-export type { ApiKeyScope, GeneratedApiKey } from './auth/api-key.codec.js';
+export { API_KEY_PATTERN, apiKeyPrefix, apiKeySha256, generateApiKey } from './auth/api-key.codec.js';
+export type { GeneratedApiKey } from './auth/api-key.codec.js';
 export { authenticateApiKey, createApiKey, ensureApiKey, revokeApiKey } from './auth/api-key.store.js';
 export type { CreateApiKeyOptions, CreatedApiKey, Principal } from './auth/api-key.store.js';
 export { ApiKeyEntity } from './auth/api-key.entity.js';

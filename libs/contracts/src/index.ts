@@ -1,3 +1,5 @@
+export { API_KEY_SCOPES, ApiKeyScopeSchema, hasScope } from './api-key-scope.schema.js';
+export type { ApiKeyScope } from './api-key-scope.schema.js';
 export {
   API_ERROR_CODES,
   assertUnreachable,

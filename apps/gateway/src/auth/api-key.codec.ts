@@ -1,15 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 
 /*
  * API keys (PRODUCT.md): 256-bit random secrets behind a public prefix, `cairn_<prefix>_<secret>`.
  * The prefix finds the row; only the SHA-256 of the whole key is stored, compared in constant time.
  */
 
-/** `secrets:write` sets, lists (last four characters) and removes the tenant's secrets; `admin` holds every scope. */
-export const API_KEY_SCOPES = ['runs:read', 'runs:write', 'approve', 'secrets:write', 'admin'] as const;
-export const ApiKeyScopeSchema = z.enum(API_KEY_SCOPES);
-export type ApiKeyScope = z.infer<typeof ApiKeyScopeSchema>;
 
 const PREFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 const PREFIX_LENGTH = 8;
@@ -49,10 +44,6 @@ export function sameDigest(aHex: string, bHex: string): boolean {
   return a.length === 32 && b.length === 32 && timingSafeEqual(a, b);
 }
 
-/** `admin` holds every scope; otherwise a key holds exactly the scopes it was given. */
-export function hasScope(granted: readonly ApiKeyScope[], needed: ApiKeyScope): boolean {
-  return granted.includes('admin') || granted.includes(needed);
-}
 
 /** `Authorization: Bearer <key>` → the key text, or null when the header is absent or another scheme. */
 export function bearerToken(header: string | string[] | undefined): string | null {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { API_KEY_PATTERN, apiKeyPrefix, apiKeySha256, bearerToken, generateApiKey, hasScope, sameDigest } from './api-key.codec.js';
+import { hasScope } from '@cairn/contracts';
+import { API_KEY_PATTERN, apiKeyPrefix, apiKeySha256, bearerToken, generateApiKey, sameDigest } from './api-key.codec.js';
 
 describe('API keys', () => {
   it('are cairn_<8-char prefix>_<43-char secret> with 256 random bits of secret', () => {

@@ -4,7 +4,7 @@ import { Check, Column, Entity, PrimaryColumn, Unique } from 'typeorm';
 @Entity({ name: 'api_keys' })
 @Unique('uq_api_keys_prefix', ['prefix'])
 @Check('ck_api_keys_sha256', `key_sha256 ~ '^[0-9a-f]{64}$'`)
-@Check('ck_api_keys_scopes', `cardinality(scopes) > 0 AND scopes <@ ARRAY['runs:read', 'runs:write', 'approve', 'secrets:write', 'admin']::text[]`)
+@Check('ck_api_keys_scopes', `cardinality(scopes) > 0 AND scopes <@ ARRAY['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'admin']::text[]`)
 export class ApiKeyEntity {
   @PrimaryColumn({ name: 'id', type: 'text', primaryKeyConstraintName: 'pk_api_keys' })
   id!: string;

@@ -1,10 +1,10 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, hasScope } from '@cairn/contracts';
+import type { ApiKeyScope } from '@cairn/contracts';
 import { Injectable } from '@nestjs/common';
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ROUTE_SCOPE } from '../http/api-route.decorator.js';
-import { bearerToken, hasScope } from './api-key.codec.js';
-import type { ApiKeyScope } from './api-key.codec.js';
+import { bearerToken } from './api-key.codec.js';
 import { ApiKeyRepository } from './api-key.repository.js';
 import type { AuthenticatedRequest } from './authenticated-request.js';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { CairnError, inputIssues, TenantIdSchema } from '@cairn/contracts';
+import { ApiKeyScopeSchema, CairnError, inputIssues, TenantIdSchema } from '@cairn/contracts';
+import type { ApiKeyScope } from '@cairn/contracts';
 import type { DataSource } from 'typeorm';
 import { z } from 'zod';
-import { apiKeyPrefix, apiKeySha256, ApiKeyScopeSchema, generateApiKey, sameDigest } from './api-key.codec.js';
-import type { ApiKeyScope } from './api-key.codec.js';
+import { apiKeyPrefix, apiKeySha256, generateApiKey, sameDigest } from './api-key.codec.js';
 
 /** Who a request acts as, once its key is verified. */
 export interface Principal {

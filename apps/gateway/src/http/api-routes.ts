@@ -1,7 +1,6 @@
 import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretNameSchema } from '@cairn/contracts';
-import type { ErrorCode } from '@cairn/contracts';
+import type { ApiKeyScope, ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
-import type { ApiKeyScope } from '../auth/api-key.codec.js';
 import { PolicyInForceSchema } from '../policy/policy.schemas.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
 import {
