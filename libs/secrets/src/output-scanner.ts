@@ -17,7 +17,7 @@ export interface ScannedSecret {
 }
 
 /** How a secret's value was spelled where it was found. */
-export const SECRET_ENCODINGS = ['plain', 'base64', 'base64url', 'hex', 'url', 'json'] as const;
+export const SECRET_ENCODINGS = ['plain', 'base64', 'base64url', 'hex', 'url', 'json', 'line'] as const;
 export type SecretEncoding = (typeof SECRET_ENCODINGS)[number];
 
 /** One kind of thing a scan found, and how often. */
@@ -76,14 +76,25 @@ function needlesOf(secret: ScannedSecret): Needle[] {
     if (spelling.length < MIN_NEEDLE_CHARS || needles.some((n) => n.text === spelling)) return;
     needles.push({ text: spelling, secret: secret.name, encoding, wraps });
   };
-  add('plain', bytes.toString('latin1'), false);
-  for (const spelling of base64Spellings(bytes, 'base64')) add('base64', spelling, true);
-  for (const spelling of base64Spellings(bytes, 'base64url')) add('base64url', spelling, true);
-  add('hex', bytes.toString('hex'), true);
-  add('hex', bytes.toString('hex').toUpperCase(), true);
-  // As a URL or a JSON string would carry it; each as UTF-8 bytes seen as latin1, like the output.
-  add('url', Buffer.from(encodeURIComponent(text), 'utf8').toString('latin1'), false);
-  add('json', Buffer.from(JSON.stringify(text).slice(1, -1), 'utf8').toString('latin1'), false);
+  const spellAll = (value: Buffer) => {
+    const valueText = value.toString('utf8');
+    add('plain', value.toString('latin1'), false);
+    for (const spelling of base64Spellings(value, 'base64')) add('base64', spelling, true);
+    for (const spelling of base64Spellings(value, 'base64url')) add('base64url', spelling, true);
+    add('hex', value.toString('hex'), true);
+    add('hex', value.toString('hex').toUpperCase(), true);
+    // As a URL or a JSON string would carry it; each as UTF-8 bytes seen as latin1, like the output.
+    add('url', Buffer.from(encodeURIComponent(valueText), 'utf8').toString('latin1'), false);
+    add('json', Buffer.from(JSON.stringify(valueText).slice(1, -1), 'utf8').toString('latin1'), false);
+  };
+  spellAll(bytes);
+  // `echo $(cat /run/secrets/X)` prints the value without the whitespace around it (a stored
+  // "tok\n", a PEM's last line break): the trimmed value is looked for in every spelling too.
+  const trimmed = text.trim();
+  if (trimmed !== text) spellAll(Buffer.from(trimmed, 'utf8'));
+  // One line of a multi-line secret (a PEM's body) printed alone is the secret seen as well.
+  const lines = text.split(/\r?\n/);
+  if (lines.length > 1) for (const line of lines) add('line', Buffer.from(line.trim(), 'utf8').toString('latin1'), false);
   return needles;
 }
 
@@ -203,6 +214,16 @@ export class OutputScanner {
     if (tally.size === 0) return { bytes: input, findings: [] };
     const findings = [...tally.values()].sort((a, b) => (a.secret ?? '').localeCompare(b.secret ?? '') || a.pattern.localeCompare(b.pattern));
     return { bytes: new Uint8Array(Buffer.from(text, 'latin1')), findings };
+  }
+
+  /**
+   * `scan` of a string (its UTF-8 bytes): what a receipt field, a log line or an error message
+   * would carry. Returns the string itself when nothing was found.
+   */
+  scanText(text: string): { text: string; findings: readonly Finding[] } {
+    const scanned = this.scan(new TextEncoder().encode(text));
+    if (scanned.findings.length === 0) return { text, findings: [] };
+    return { text: new TextDecoder().decode(scanned.bytes), findings: scanned.findings };
   }
 
   /**

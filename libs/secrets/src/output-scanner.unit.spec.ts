@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { KEY_PATTERNS } from './key-patterns.js';
 import { OutputScanner, redactionMarker } from './output-scanner.js';
+import type { ScannedSecret } from './output-scanner.js';
 
 const bytes = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
 const text = (data: Uint8Array) => Buffer.from(data).toString('utf8');
@@ -189,5 +190,37 @@ describe('OutputScanner.heldTail: what streamed output must hold back', () => {
     const open = `before\n${FAKE.pem.slice(0, FAKE.pem.indexOf('-----END'))}`;
     expect(scanner.heldTail(open)).toBe(open.length - 'before\n'.length);
     expect(scanner.heldTail(`${FAKE.pem}\n`)).toBe(0);
+  });
+});
+
+describe('OutputScanner: secrets as a workload prints them back', () => {
+  const secret = (name: string, value: string): ScannedSecret => ({ name, value: new Uint8Array(Buffer.from(value, 'utf8')) });
+  const scanText = (scanner: OutputScanner, text: string) => scanner.scanText(text);
+
+  it('finds a value stored with a trailing newline when it is printed trimmed (`echo $(cat …)`)', () => {
+    const scanner = new OutputScanner([secret('TOKEN', 'tok-3f9a1c7e2b\n')]);
+    const out = scanText(scanner, 'value: tok-3f9a1c7e2b!');
+    expect(out.text).toBe('value: [REDACTED:TOKEN]!');
+    expect(out.findings).toEqual([{ pattern: 'secret.plain', secret: 'TOKEN', count: 1 }]);
+    // its trimmed spellings too
+    const hex = Buffer.from('tok-3f9a1c7e2b').toString('hex');
+    expect(scanText(scanner, `h=${hex}`).text).toBe('h=[REDACTED:TOKEN]');
+  });
+
+  it('finds one line of a multi-line secret (a PEM body line) printed alone', () => {
+    const body = ['MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7', 'Xq8Kd2L0c5Rj3yJm1zWv9Tq4sHfQ0pN7uE6bA2oC1xYk8gD5lV3h', 'short'];
+    const pem = `-----BEGIN RSA PRIVATE KEY-----\n${body.join('\n')}\n-----END RSA PRIVATE KEY-----\n`;
+    const scanner = new OutputScanner([secret('DEPLOY_KEY', pem)], []);
+    const out = scanText(scanner, `line 2 is ${body[1]} and that is all`);
+    expect(out.text).toBe('line 2 is [REDACTED:DEPLOY_KEY] and that is all');
+    expect(out.findings).toEqual([{ pattern: 'secret.line', secret: 'DEPLOY_KEY', count: 1 }]);
+    // a line shorter than the needle minimum is not looked for: it would match ordinary output
+    expect(scanText(scanner, 'a short line').findings).toEqual([]);
+  });
+
+  it('keeps text it finds nothing in as the same string', () => {
+    const scanner = new OutputScanner([secret('TOKEN', 'tok-3f9a1c7e2b')]);
+    const text = 'nothing here ✓';
+    expect(scanText(scanner, text).text).toBe(text);
   });
 });

@@ -45,3 +45,14 @@ export function lastFour(value: Uint8Array): string {
   const chars = [...new TextDecoder('utf-8').decode(value)];
   return chars.slice(-4).join('');
 }
+
+/**
+ * One trailing line break (what `echo` and editors add) is not part of the value: the CLI and the
+ * REST route both drop it (LF or CRLF), and nothing else.
+ */
+export function withoutTrailingNewline(bytes: Uint8Array): Uint8Array {
+  let end = bytes.length;
+  if (end > 0 && bytes[end - 1] === 0x0a) end--;
+  if (end > 0 && bytes[end - 1] === 0x0d && end === bytes.length - 1) end--;
+  return bytes.subarray(0, end);
+}

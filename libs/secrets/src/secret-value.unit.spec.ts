@@ -1,6 +1,6 @@
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { checkSecretName, checkSecretValue, lastFour, MAX_SECRET_BYTES } from './secret-value.js';
+import { checkSecretName, checkSecretValue, lastFour, MAX_SECRET_BYTES, withoutTrailingNewline } from './secret-value.js';
 
 const bytes = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
 function codeOf(run: () => unknown): string {
@@ -38,5 +38,16 @@ describe('secret values and names', () => {
     expect(checkSecretName('API_TOKEN')).toBe('API_TOKEN');
     expect(codeOf(() => checkSecretName('api-token'))).toBe('E_INPUT');
     expect(codeOf(() => checkSecretName('A'.repeat(65)))).toBe('E_INPUT');
+  });
+});
+
+describe('withoutTrailingNewline', () => {
+  const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
+  it('drops exactly one trailing line break (LF or CRLF), nothing else', () => {
+    expect(text(withoutTrailingNewline(Buffer.from('value\n')))).toBe('value');
+    expect(text(withoutTrailingNewline(Buffer.from('value\r\n')))).toBe('value');
+    expect(text(withoutTrailingNewline(Buffer.from('value\n\n')))).toBe('value\n');
+    expect(text(withoutTrailingNewline(Buffer.from('value\r')))).toBe('value\r');
+    expect(text(withoutTrailingNewline(Buffer.from('  value  ')))).toBe('  value  ');
   });
 });

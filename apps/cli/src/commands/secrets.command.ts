@@ -1,4 +1,5 @@
 import { SecretNameSchema } from '@cairn/contracts';
+import { withoutTrailingNewline } from '@cairn/secrets';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
@@ -25,14 +26,6 @@ export function parseSecretName(value: string): string {
   const parsed = SecretNameSchema.safeParse(value);
   if (!parsed.success) throw usageError(`invalid secret name ${JSON.stringify(value.slice(0, 80))}: a secret name is [A-Z_][A-Z0-9_]*, at most 64 characters`, { name: value.slice(0, 80) });
   return parsed.data;
-}
-
-/** One trailing line break (what `echo` and editors add) is not part of the value. */
-export function withoutTrailingNewline(bytes: Uint8Array): Uint8Array {
-  let end = bytes.length;
-  if (end > 0 && bytes[end - 1] === 0x0a) end--;
-  if (end > 0 && bytes[end - 1] === 0x0d && end === bytes.length - 1) end--;
-  return bytes.subarray(0, end);
 }
 
 export interface SecretInput extends NodeJS.ReadableStream {

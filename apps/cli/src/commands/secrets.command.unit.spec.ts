@@ -1,19 +1,11 @@
 import { Readable } from 'node:stream';
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { parseSecretName, readSecretValue, withoutTrailingNewline } from './secrets.command.js';
+import { parseSecretName, readSecretValue } from './secrets.command.js';
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 
 describe('cairn secrets: reading a value', () => {
-  it('drops exactly one trailing line break (LF or CRLF), nothing else', () => {
-    expect(text(withoutTrailingNewline(Buffer.from('value\n')))).toBe('value');
-    expect(text(withoutTrailingNewline(Buffer.from('value\r\n')))).toBe('value');
-    expect(text(withoutTrailingNewline(Buffer.from('value\n\n')))).toBe('value\n');
-    expect(text(withoutTrailingNewline(Buffer.from('value\r')))).toBe('value\r');
-    expect(text(withoutTrailingNewline(Buffer.from('  value  ')))).toBe('  value  ');
-  });
-
   it('reads piped stdin to its end, in chunks', async () => {
     const value = await readSecretValue(Readable.from([Buffer.from('first-'), Buffer.from('second\n')]), () => undefined);
     expect(text(value)).toBe('first-second');

@@ -1,5 +1,6 @@
 import { CairnError, SecretNameSchema } from '@cairn/contracts';
 import type { SecretStore } from '@cairn/secret-store';
+import { withoutTrailingNewline } from '@cairn/secrets';
 import { JsonLogger } from '@cairn/service-kit';
 import { Body, Controller, Inject, Param } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
@@ -31,7 +32,8 @@ export class SecretsController {
       throw new CairnError('E_INPUT', 'send the value as the request body, with Content-Type: text/plain', { field: 'body' });
     }
     try {
-      const stored = await store.put(principal.tenant, name, body);
+      // As `cairn secrets set` does: a value sent with `curl --data-binary @file` keeps no line break of the file's.
+      const stored = await store.put(principal.tenant, name, withoutTrailingNewline(body));
       this.logger.write('info', 'secret stored', { tenant: principal.tenant, name, key_id: principal.keyId, created: stored.created });
       return { name, created: stored.created, lastFour: stored.lastFour, createdAt: stored.createdAt.toISOString(), updatedAt: stored.updatedAt.toISOString() };
     } finally {
