@@ -1,9 +1,10 @@
-import { ArtifactReadConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { ArtifactReadConfigSchema, EvidenceLogConfigSchema, SecretValuesConfigSchema } from '@cairn/config';
 import { z } from 'zod';
 
 /** The grader's whole configuration, read once from the environment at boot. */
 export const GraderConfigSchema = EvidenceLogConfigSchema.extend({
   ...ArtifactReadConfigSchema.shape,
+  ...SecretValuesConfigSchema.shape,
   /**
    * How long a run that ended with its sandbox not yet torn down on the record (a cancel or a
    * lost lease mid-run) waits for the runtime's `sandbox.destroyed` before it is sealed anyway.

@@ -1,5 +1,5 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, RunScanners, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
 import { GradingHandler } from './grading.handler.js';
@@ -18,6 +18,6 @@ export function graderModule(config: GraderConfig): DynamicModule {
     config,
     handler: GradingHandler,
     ackWaitMs: config.CAIRN_GRADER_ACK_WAIT_MS,
-    providers: [{ provide: ArtifactLoader, useValue: loader }],
+    providers: [{ provide: ArtifactLoader, useValue: loader }, RunScanners.provider(config, 'cairn-grader-secrets')],
   });
 }

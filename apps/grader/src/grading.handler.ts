@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/contracts';
 import { readRunChain, readSandboxChain } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import { ArtifactLoader, endRunSecretSeen, JsonLogger, outputRefsOf, recordedRunOf, RunScanners, scanFields, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
@@ -21,6 +21,7 @@ export class GradingHandler implements ReactorHandler {
 
   constructor(
     private readonly artifacts: ArtifactLoader,
+    private readonly scanners: RunScanners,
     @Inject(SERVICE_CONFIG) private readonly config: GraderConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
   ) {}
@@ -46,7 +47,15 @@ export class GradingHandler implements ReactorHandler {
     if (shouldGrade(chain, trigger)) {
       const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(chain.receipts)).map((ref) => ref.sha256));
       ctx.working();
-      const grade = gradeRun(chain.receipts, loaded);
+      // A criterion's detail may quote what it read from an output (decoded): scanned with the run's secrets first.
+      const scanned = scanFields(await this.scanners.forRun(chain.receipts), gradeRun(chain.receipts, loaded));
+      if (scanned.findings.length > 0) {
+        this.logger.write('fatal', 'secret seen in a grade: not recorded, run stopped', { run_id: ctx.chainId, error_code: 'E_SECRET_SEEN', findings: scanned.findings.length });
+        // Its run.failed is delivered here next, and seals the run.
+        await endRunSecretSeen(ctx, head, 'grade.recorded', scanned.findings);
+        return;
+      }
+      const grade = scanned.fields;
       const graded = await ctx.appendAt(head, 'grade.recorded', grade);
       this.logger.write('info', 'graded', { run_id: ctx.chainId, score: grade.score, max_score: grade.max_score, upper_bound: grade.upper_bound });
       // Stored onto the head read, the grade is the new head; a duplicate (stored by an earlier

@@ -3,10 +3,11 @@ import { loadConfig } from '@cairn/config';
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
 import { readRunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, ReactionContext, recordedRunOf, runFacts } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ReactionContext, recordedRunOf, runFacts, RunScanners } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
 import { createEvidenceWorld, expectSealedChain, passingRun, plannedRun, racingLog } from '@cairn/service-kit/testing';
 import type { EvidenceWorld, PlannedEvent, RaceOptions } from '@cairn/service-kit/testing';
+import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
 import { GradingHandler } from '../src/grading.handler.js';
@@ -23,7 +24,12 @@ beforeAll(async () => {
   world = await createEvidenceWorld('gradrace');
   // No teardown grace: the grader seals as soon as it has a reason to, the worst case for a late teardown.
   const config = loadConfig(GraderConfigSchema, { ...world.env, CAIRN_GRADER_TEARDOWN_GRACE_MS: '0' });
-  handler = new GradingHandler(new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }), config, new JsonLogger('grader', 'error'));
+  handler = new GradingHandler(
+    new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
+    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'grader-race'),
+    config,
+    new JsonLogger('grader', 'error'),
+  );
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { FACTS_OPERATIONS } from '@cairn/kernel';
 import { readRunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, runFacts, SERVICE_LOGGER } from '@cairn/service-kit';
+import { ArtifactLoader, endRunSecretSeen, JsonLogger, outputRefsOf, recordedRunOf, runFacts, RunScanners, scanFields, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 
@@ -16,6 +16,7 @@ export class KernelFactsHandler implements ReactorHandler {
 
   constructor(
     private readonly artifacts: ArtifactLoader,
+    private readonly scanners: RunScanners,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
   ) {}
 
@@ -35,8 +36,16 @@ export class KernelFactsHandler implements ReactorHandler {
       const run = recordedRunOf(chain.receipts);
       const loaded = await this.artifacts.load(outputRefsOf(run).map((ref) => ref.sha256));
       ctx.working();
-      const facts = runFacts(run, loaded);
-      await ctx.appendAt(headSeq, 'kernel.facts', { facts, operations: [...FACTS_OPERATIONS] });
+      // A test's name or a JSON value may decode (an XML entity, a `\u` escape) to a secret the
+      // runtime's scan of the raw bytes could not see: the facts are scanned with the run's secrets.
+      const scanned = scanFields(await this.scanners.forRun(chain.receipts), { facts: runFacts(run, loaded), operations: [...FACTS_OPERATIONS] });
+      if (scanned.findings.length > 0) {
+        this.logger.write('fatal', 'secret seen in the facts of a run: not recorded, run stopped', { run_id: ctx.chainId, error_code: 'E_SECRET_SEEN', findings: scanned.findings.length });
+        await endRunSecretSeen(ctx, headSeq, 'kernel.facts', scanned.findings);
+        return;
+      }
+      const { facts } = scanned.fields;
+      await ctx.appendAt(headSeq, 'kernel.facts', scanned.fields);
       const level = facts.unavailable.length === 0 ? 'info' : 'warn';
       this.logger.write(level, 'facts computed', {
         run_id: ctx.chainId,

@@ -1,5 +1,5 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, RunScanners, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
 import { KernelFactsHandler } from './kernel-facts.handler.js';
 import type { KernelConfig } from './kernel.config.js';
@@ -17,6 +17,6 @@ export function kernelModule(config: KernelConfig): DynamicModule {
     service: KERNEL_SERVICE,
     config,
     handler: KernelFactsHandler,
-    providers: [{ provide: ArtifactLoader, useValue: loader }],
+    providers: [{ provide: ArtifactLoader, useValue: loader }, RunScanners.provider(config, 'cairn-kernel-secrets')],
   });
 }

@@ -3,9 +3,10 @@ import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { foldRun } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, ReactionContext } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ReactionContext, RunScanners } from '@cairn/service-kit';
 import { createEvidenceWorld, passingRun, plannedRun, racingLog } from '@cairn/service-kit/testing';
 import type { EvidenceWorld } from '@cairn/service-kit/testing';
+import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KernelFactsHandler } from '../src/kernel-facts.handler.js';
 
@@ -19,7 +20,11 @@ let handler: KernelFactsHandler;
 
 beforeAll(async () => {
   world = await createEvidenceWorld('kernrace');
-  handler = new KernelFactsHandler(new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }), new JsonLogger('kernel', 'error'));
+  handler = new KernelFactsHandler(
+    new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
+    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'kernel-race'),
+    new JsonLogger('kernel', 'error'),
+  );
 });
 
 afterAll(async () => {

@@ -175,7 +175,9 @@ export type StopCause =
   /** Someone else ended it (the scheduler failed it for a lost worker, …). */
   | { kind: 'ended'; state: string }
   /** The lease is another's or gone: the scheduler decides this run now. */
-  | { kind: 'lease_lost'; reason: string };
+  | { kind: 'lease_lost'; reason: string }
+  /** A secret was seen in what this worker was about to record or log (a name, a host): the run ends E_SECRET_SEEN. */
+  | { kind: 'secret_seen' };
 
 /** What the chain as stored says about a run this worker is running: go on (null), or stop and why. */
 export function stopCauseOf(chain: readonly EvidenceReceipt[]): StopCause | null {

@@ -33,12 +33,13 @@ import type { CompletedStep, TeardownReason } from './runtime-receipts.builder.j
 import type { RuntimeConfig } from './runtime.config.js';
 import { recordableOutputs } from './output-names.js';
 import { describeRedactions, redactFiles, redactStepResult, secretAlertFields, secretRedactedFields, withRedactions } from './output-redaction.js';
-import type { RuntimeSecrets } from './runtime-secrets.adapter.js';
+import type { SecretValuesReader } from '@cairn/secret-store';
 import { confirmedHardening } from './sandbox-hardening.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 import { breachMessage, budgetBreach, budgetedTimeout, budgetStepFields, holdSeconds } from './step-budget.js';
 import { sandboxLifetimeSeconds } from './step-plan.js';
 import type { PlannedStep } from './step-plan.js';
+import { describeLeaks, LeakGuard, leakRedactedFields } from './leak-guard.js';
 
 export interface RunExecutionDeps {
   ctx: ReactionContext;
@@ -49,7 +50,7 @@ export interface RunExecutionDeps {
   engine: SandboxEngine;
   artifacts: ArtifactStore;
   /** The run's secrets come from here (its tenant's, the names policy allowed). */
-  secrets: RuntimeSecrets;
+  secrets: SecretValuesReader;
   leases: LeaseStore;
   log: EvidenceLog;
   nc: NatsConnection;
@@ -112,9 +113,20 @@ export class RunExecution {
   /** The run's secrets (read when it starts, zeroed when it ends) and the scanner output meets first. */
   private secretValues: ScannedSecret[] = [];
   private scanner = new OutputScanner([]);
+  /** Scans what this run appends and logs beyond its output (names, hosts, messages); a hit ends it E_SECRET_SEEN. */
+  private readonly guard: LeakGuard;
+  /** `secret.redacted` receipts of the guard's findings appended so far (their keys). */
+  private leaksRecorded = 0;
+  private readonly deps: RunExecutionDeps;
 
-  constructor(private readonly deps: RunExecutionDeps) {
-    const { ctx, scheduled, config, leases, logger, nc, log } = deps;
+  constructor(deps: RunExecutionDeps) {
+    this.guard = new LeakGuard(
+      () => this.scanner,
+      () => this.stop({ kind: 'secret_seen' }),
+    );
+    // Every line this run logs is redacted first: a host or a file name in a message is the workload's.
+    this.deps = { ...deps, logger: deps.logger.filtered(this.guard.logFilter) };
+    const { ctx, scheduled, config, leases, logger, nc, log } = this.deps;
     this.driver = deps.engine.driver;
     this.workerId = config.CAIRN_WORKER_ID;
     this.lastSeq = deps.assessedSeq;
@@ -586,7 +598,9 @@ export class RunExecution {
    * dropped if the run is to stop, a `record` one only if the run is sealed; otherwise it goes
    * onto the new head. Returns whether it was appended.
    */
-  private async appendOwn(kind: OwnReceipt, type: EventType, fields: Record<string, unknown>, key?: string): Promise<boolean> {
+  private async appendOwn(kind: OwnReceipt, type: EventType, unscanned: Record<string, unknown>, key?: string): Promise<boolean> {
+    // What the workload chose (a host, a path, an error's text) is redacted before it is hashed.
+    const fields = this.guard.receipt(type, unscanned);
     for (let reads = 0; ; reads++) {
       try {
         this.lastSeq = (await this.deps.ctx.appendAt(this.lastSeq, type, fields, key)).receipt.seq;
@@ -661,7 +675,7 @@ export class RunExecution {
         return;
       }
       const fields = sandboxDestroyedFields(handle.name, gone.verifiedGone, parsed.ok ? teardownReason(outcome, parsed.receipts) : 'failed', durationMs);
-      this.lastSeq = (await ctx.appendAt(headSeq, 'sandbox.destroyed', fields, 'teardown')).receipt.seq;
+      this.lastSeq = (await ctx.appendAt(headSeq, 'sandbox.destroyed', this.guard.receipt('sandbox.destroyed', fields), 'teardown')).receipt.seq;
     }, MAX_READS);
   }
 
@@ -671,9 +685,10 @@ export class RunExecution {
    * lease is the scheduler's to settle: this worker records nothing more and keeps its hands off
    * the lease.
    */
-  private async end(outcome: Outcome, durationMs: number): Promise<void> {
+  private async end(unsettled: Outcome, durationMs: number): Promise<void> {
     const { ctx, logger } = this.deps;
-    if (outcome.kind === 'stopped' && outcome.cause.kind === 'lease_lost') return;
+    if (unsettled.kind === 'stopped' && unsettled.cause.kind === 'lease_lost') return;
+    const outcome = await this.settleLeaks(this.scanned(unsettled));
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
       const parsed = parseChain(receipts);
       if (!parsed.ok) {
@@ -684,7 +699,7 @@ export class RunExecution {
           return;
         }
         logger.write('error', 'the run is stopped: its chain holds a receipt that breaks its contract', { run_id: this.runId, seq: parsed.seq, reason: parsed.message });
-        await ctx.appendAt(headSeq, 'run.failed', runFailedFields('E_UNKNOWN_STATE', unknown.message, outcome.kind === 'failed' ? outcome.stepIndex : undefined), 'failed');
+        await ctx.appendAt(headSeq, 'run.failed', this.guard.receipt('run.failed', runFailedFields('E_UNKNOWN_STATE', unknown.message, outcome.kind === 'failed' ? outcome.stepIndex : undefined)), 'failed');
         return;
       }
       const ending = decideEnding(parsed.receipts, outcome.kind);
@@ -698,15 +713,51 @@ export class RunExecution {
           return;
         case 'failed':
           if (outcome.kind !== 'failed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end failed`);
-          await ctx.appendAt(headSeq, 'run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex), 'failed');
+          await ctx.appendAt(headSeq, 'run.failed', this.guard.receipt('run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex)), 'failed');
           return;
         case 'executed':
           if (outcome.kind !== 'executed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end executed`);
-          await ctx.appendAt(headSeq, 'run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs, outcome.outputsSkipped));
+          await ctx.appendAt(headSeq, 'run.executed', this.guard.receipt('run.executed', runExecutedFields(this.completed, outcome.artifactHashes, durationMs, outcome.outputsSkipped)));
           return;
       }
     }, MAX_READS);
     await this.releaseLease();
+  }
+
+  /**
+   * The outcome with what it would record scanned first — a failure's message (an error may name a
+   * file the workload made), the collected files' names (keys of `artifact_hashes`) — so a finding
+   * there ends the run E_SECRET_SEEN like any other.
+   */
+  private scanned(outcome: Outcome): Outcome {
+    if (outcome.kind === 'failed') return { ...outcome, message: this.guard.text('receipt', 'message', outcome.message) };
+    if (outcome.kind === 'executed') return { ...outcome, artifactHashes: this.guard.receipt('run.executed', { artifact_hashes: outcome.artifactHashes }).artifact_hashes };
+    return outcome;
+  }
+
+  /**
+   * What the guard found (a name, a host, a message — beyond the output scanned at each step) goes
+   * on the chain before the run's ending: a `secret.redacted` each and a critical `alert.raised`,
+   * and the run ends ROLLBACK E_SECRET_SEEN — unless someone else ended or cancelled it meanwhile,
+   * which stands (the findings are still recorded).
+   */
+  private async settleLeaks(outcome: Outcome): Promise<Outcome> {
+    if (!this.guard.seen) return outcome;
+    const described: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const fresh = this.guard.takeUnrecorded();
+      if (fresh.length === 0) break;
+      for (const leak of fresh.slice(0, 64)) {
+        await this.appendOwn('record', 'secret.redacted', leakRedactedFields(leak, this.runningStep), `leak-${this.leaksRecorded}`);
+        this.leaksRecorded += 1;
+      }
+      described.push(describeLeaks(fresh));
+      await this.appendOwn('record', 'alert.raised', { severity: 'critical', error_code: 'E_SECRET_SEEN', message: `E_SECRET_SEEN: ${described.at(-1)}; redacted before it was recorded, and the run is stopped` }, `alert-leak-${round}-${this.leaksRecorded}`);
+      this.deps.logger.write('fatal', 'secret seen in what the run would record: redacted, run stopped', { run_id: this.runId, error_code: 'E_SECRET_SEEN', findings: fresh.length });
+    }
+    if (outcome.kind === 'stopped' && outcome.cause.kind !== 'secret_seen') return outcome;
+    if (outcome.kind === 'failed' && outcome.code === 'E_SECRET_SEEN') return outcome;
+    return { kind: 'failed', code: 'E_SECRET_SEEN', message: `E_SECRET_SEEN: ${described.join('; ') || 'a secret was seen'}; redacted before it was recorded, and the run is stopped` };
   }
 
   private async releaseLease(): Promise<void> {

@@ -14,9 +14,9 @@ import type { Assessment } from './run-assessment.js';
 import { describe, RunExecution } from './run-execution.js';
 import { runFailedFields } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
-import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE } from './runtime.tokens.js';
+import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
-import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
+import { SecretValuesReader } from '@cairn/secret-store';
 import { SandboxSessionHost } from './sandbox-session.host.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 
@@ -40,7 +40,7 @@ export class RuntimeHandler implements ReactorHandler {
     @Inject(ARTIFACT_STORE) private readonly artifacts: ArtifactStore,
     @Inject(LEASE_STORE) private readonly leases: LeaseStore,
     @Inject(RuntimeWorker) private readonly worker: RuntimeWorker,
-    @Inject(RUNTIME_SECRETS) private readonly secrets: RuntimeSecrets,
+    @Inject(RUNTIME_SECRETS) private readonly secrets: SecretValuesReader,
     @Inject(SandboxSessionHost) private readonly sessions: SandboxSessionHost,
   ) {}
 

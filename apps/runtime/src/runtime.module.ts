@@ -5,9 +5,9 @@ import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { RuntimeHandler } from './runtime.handler.js';
-import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
+import { SecretValuesReader } from '@cairn/secret-store';
 import type { RuntimeConfig } from './runtime.config.js';
-import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
+import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
 import { SandboxEngine } from './sandbox-engine.adapter.js';
 import { SandboxSessionHost } from './sandbox-session.host.js';
@@ -43,7 +43,7 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
       },
       { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },
       // The key file is read and checked at boot: one that others may read stops the worker here.
-      { provide: RUNTIME_SECRETS, useFactory: () => RuntimeSecrets.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL) },
+      { provide: RUNTIME_SECRETS, useFactory: () => SecretValuesReader.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL, 'cairn-runtime-secrets') },
       {
         provide: LEASE_STORE,
         inject: [NATS_CONNECTION],

@@ -24,12 +24,13 @@ import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/
 import { inputFile } from './run-assessment.js';
 import { egressDeniedFields, runFailedFields, sandboxCaps, sandboxCreatedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
-import { ARTIFACT_STORE, LEASE_STORE, SANDBOX_ENGINE } from './runtime.tokens.js';
+import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
-import { RUNTIME_SECRETS, RuntimeSecrets } from './runtime-secrets.adapter.js';
+import { SecretValuesReader } from '@cairn/secret-store';
 import { confirmedHardening } from './sandbox-hardening.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 import { SandboxSession } from './sandbox-session.js';
+import { LeakGuard } from './leak-guard.js';
 
 /** The PID 1 of a session's sandbox outlives its time to live by this much, so teardown is never raced. */
 const LIFETIME_MARGIN_SECONDS = 300;
@@ -57,7 +58,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     @Inject(ARTIFACT_STORE) private readonly artifacts: ArtifactStore,
     @Inject(LEASE_STORE) private readonly leases: LeaseStore,
     @Inject(RuntimeWorker) private readonly worker: RuntimeWorker,
-    @Inject(RUNTIME_SECRETS) private readonly secrets: RuntimeSecrets,
+    @Inject(RUNTIME_SECRETS) private readonly secrets: SecretValuesReader,
   ) {}
 
   /** Live sessions here (for tests and logs). */
@@ -241,11 +242,18 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     }
     secretValues = secretsRead.value;
     const network = decided.network === undefined ? null : decided.network;
+    // One scanner and guard for the session's life: the egress proxy's denials meet it before the session exists.
+    const scanner = new OutputScanner(secretValues);
+    let live: SandboxSession | null = null;
+    const guard = new LeakGuard(
+      () => scanner,
+      () => live?.secretSeen(),
+    );
     const ttlSeconds = Math.max(1, Math.ceil((Date.parse(requested.expires_at) - Date.now()) / 1000));
     let hardening: SandboxHardening;
     try {
       const egress =
-        network === null ? undefined : { allow: network.egress, allowPrivate: network.allow_private, onDenied: (d: EgressDenial) => this.recordDenial(ctx, d) };
+        network === null ? undefined : { allow: network.egress, allowPrivate: network.allow_private, onDenied: (d: EgressDenial) => this.recordDenial(ctx, d, guard) };
       handle = await this.engine.createSandbox(
         { image: imageId, caps: sandboxCaps(caps), labels: { workerId: this.config.CAIRN_WORKER_ID, chainId: ctx.chainId }, lifetimeSeconds: ttlSeconds + LIFETIME_MARGIN_SECONDS },
         egress,
@@ -274,7 +282,8 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
       artifacts: this.artifacts,
       leases: this.leases,
       nc: this.nc,
-      scanner: new OutputScanner(secretValues),
+      scanner,
+      guard,
       secretValues,
       workerId: this.config.CAIRN_WORKER_ID,
       renewMs: this.config.CAIRN_LEASE_RENEW_MS,
@@ -282,6 +291,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
       logger: this.logger,
       onEnded: (id) => this.sessions.delete(id),
     });
+    live = session;
     // Live before its `sandbox.created` is stored: an op sent the moment the caller sees it finds the session.
     this.sessions.set(ctx.chainId, session);
     const created = await session.created(sandboxCreatedFields(handle, image, hardening, network === null ? 'none' : 'egress_proxy')).catch(async (error: unknown) => {
@@ -326,9 +336,10 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     return 'failed';
   }
 
-  private recordDenial(ctx: ReactionContext, denial: EgressDenial): void {
+  private recordDenial(ctx: ReactionContext, denial: EgressDenial, guard: LeakGuard): void {
+    // The host is the workload's to choose: redacted before it is recorded (a finding ends the session).
     void ctx
-      .append('egress.denied', { ...egressDeniedFields(denial, null) }, `egress-${denial.host}-${denial.port}-${Date.now()}`)
+      .append('egress.denied', guard.receipt('egress.denied', { ...egressDeniedFields(denial, null) }), `egress-${denial.host}-${denial.port}-${Date.now()}`)
       .catch((error: unknown) => this.logger.write('warn', 'could not record an egress denial', { sandbox_id: ctx.chainId, error: describe(error) }));
   }
 }

@@ -16,7 +16,9 @@ import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveRedactor } from './live-output.js';
-import { redactionsOf } from './output-redaction.js';
+import { describeLeaks, leakRedactedFields } from './leak-guard.js';
+import type { LeakGuard } from './leak-guard.js';
+import { describeRedactions, redactionsOf, secretRedactedFields } from './output-redaction.js';
 import { limitsHit, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { EventFields, TeardownReason } from './runtime-receipts.builder.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
@@ -46,6 +48,11 @@ export interface SandboxSessionDeps {
   leases: LeaseStore;
   nc: NatsConnection;
   scanner: OutputScanner;
+  /**
+   * Scans what the session appends, answers and logs beyond its output (names, hosts, messages),
+   * with `scanner`; its first finding must call the session's `secretSeen()`.
+   */
+  guard: LeakGuard;
   secretValues: ScannedSecret[];
   workerId: string;
   renewMs: number;
@@ -84,9 +91,14 @@ export class SandboxSession {
   private finished!: () => void;
   /** Resolves once the session's teardown is recorded. */
   readonly done: Promise<void>;
+  /** The session's log: every line redacted by the guard first. */
+  private readonly logger: JsonLogger;
+  /** `secret.redacted` receipts this session appended (their keys). */
+  private redactedCount = 0;
 
   constructor(private readonly deps: SandboxSessionDeps) {
     this.sandboxId = deps.ctx.chainId;
+    this.logger = deps.logger.filtered(deps.guard.logFilter);
     this.headSeq = deps.createdSeq;
     this.done = new Promise((resolve) => (this.finished = resolve));
     this.keeper = new LeaseKeeper(
@@ -100,7 +112,7 @@ export class SandboxSession {
         onTick: () => undefined,
         onLost: () => void this.enqueue(async () => void (await this.end({ reason: 'worker_lost' }))),
       },
-      deps.logger,
+      this.logger,
     );
   }
 
@@ -138,7 +150,7 @@ export class SandboxSession {
       try {
         await setup();
       } catch (error) {
-        this.deps.logger.write('error', 'a sandbox session could not be set up', { sandbox_id: this.sandboxId, error: describe(error) });
+        this.logger.write('error', 'a sandbox session could not be set up', { sandbox_id: this.sandboxId, error: describe(error) });
         await this.fail(isCairnError(error) && LIMIT_CODES.has(error.code) ? error.code : 'E_SANDBOX_START', `setting up the sandbox failed: ${describe(error)}`);
       }
     });
@@ -157,10 +169,18 @@ export class SandboxSession {
     return this.enqueue(async () => void (await this.end({ reason })));
   }
 
+  /**
+   * The guard found a secret in something this session was about to record, answer or log: after
+   * the operation in hand, it is recorded and the session ends E_SECRET_SEEN (destroyed).
+   */
+  secretSeen(): void {
+    void this.enqueue(() => this.endSecretSeen([]));
+  }
+
   private enqueue(task: () => Promise<void>): Promise<void> {
     const next = this.queue.then(task, task);
     this.queue = next.catch((error: unknown) => {
-      this.deps.logger.write('error', 'a sandbox session task failed', { sandbox_id: this.sandboxId, error: describe(error) });
+      this.logger.write('error', 'a sandbox session task failed', { sandbox_id: this.sandboxId, error: describe(error) });
     });
     return this.queue;
   }
@@ -191,7 +211,9 @@ export class SandboxSession {
       this.armIdle();
       reply.end({ ok: true, seq: done.receipt.receipt.seq, stream_seq: done.receipt.streamSeq, chunks: done.chunks, sandbox_destroyed: this.ended });
     } catch (error) {
-      reply.end({ ok: false, error: errorBody(error) });
+      // An error's text may name what the workload made (a file, a path): it leaves redacted.
+      const body = errorBody(error);
+      reply.end({ ok: false, error: { ...body, message: this.deps.guard.text('reply', 'message', body.message), ...(body.details === undefined ? {} : { details: this.deps.guard.value('reply', 'details', body.details) }) } });
     }
   }
 
@@ -277,8 +299,10 @@ export class SandboxSession {
       ...(errorCode === undefined ? {} : { error_code: errorCode }),
     };
     const receipt = await this.appendOwn('sandbox.exec.completed', fields, key);
+    // A secret in the output ends the session as it ends a run (ROLLBACK E_SECRET_SEEN): recorded, destroyed.
+    if (scanned.redactions.length > 0) await this.endSecretSeen(scanned.redactions, `the output of exec ${op.exec_id}`, result.teardown);
     // A cap (or the output budget) stopped the exec by destroying the sandbox, as for a run's step.
-    if (limit !== null) await this.end({ reason: 'limit', teardown: result.teardown });
+    else if (limit !== null) await this.end({ reason: 'limit', teardown: result.teardown });
     return { receipt, chunks };
   }
 
@@ -298,9 +322,17 @@ export class SandboxSession {
     const result = await this.fileCommand(getFileCommand(op.path), undefined, MAX_SANDBOX_FILE_BYTES);
     if (result.exitCode !== 0) throw fileCommandError(op.path, result);
     if (result.stdoutBytes > MAX_SANDBOX_FILE_BYTES) throw new CairnError('E_TOO_LARGE', `${op.path} is larger than ${MAX_SANDBOX_FILE_BYTES} bytes`, { path: op.path });
-    // What leaves the sandbox is scanned like a run's collected files.
-    const content = this.deps.scanner.scan(result.stdout).bytes;
+    // What leaves the sandbox is scanned like a run's collected files; a secret in it is not sent at
+    // all: the read is recorded (of the redacted bytes), and the session ends E_SECRET_SEEN.
+    const scanned = this.deps.scanner.scan(result.stdout);
+    const content = scanned.bytes;
     const sha256 = await this.deps.artifacts.put(content);
+    if (scanned.findings.length > 0) {
+      await this.appendOwn('sandbox.file.read', { path: op.path, sha256, bytes: content.byteLength }, `read-${opId}`);
+      const redactions = redactionsOf(scanned.findings, 'file', op.path);
+      await this.endSecretSeen(redactions, `the file read of ${op.path}`);
+      throw new CairnError('E_SECRET_SEEN', `E_SECRET_SEEN: ${describeRedactions(redactions, 'read from the sandbox')}; nothing was sent, and the sandbox was destroyed`, { path: op.path });
+    }
     const data = reply.chunks('data', content);
     const receipt = await this.appendOwn('sandbox.file.read', { path: op.path, sha256, bytes: content.byteLength }, `read-${opId}`);
     return { receipt, chunks: { stdout: 0, stderr: 0, data } };
@@ -321,13 +353,36 @@ export class SandboxSession {
     return result;
   }
 
+  /**
+   * A secret or key pattern was seen — in the output (`redactions`) or by the guard (a name, a host,
+   * a message): one `secret.redacted` per finding and a critical `alert.raised` on the chain, a
+   * `fatal` log line (names and counts only), then `run.failed` E_SECRET_SEEN and the sandbox destroyed.
+   */
+  private async endSecretSeen(redactions: readonly Redaction[], where = 'what the sandbox produced', teardown?: DestroyResult | null): Promise<void> {
+    if (this.ended) return;
+    const leaks = this.deps.guard.takeUnrecorded();
+    if (redactions.length === 0 && leaks.length === 0) return;
+    try {
+      for (const redaction of redactions.slice(0, 64)) await this.appendOwn('secret.redacted', secretRedactedFields(redaction), `redacted-${this.redactedCount++}`);
+      for (const leak of leaks.slice(0, 64)) await this.appendOwn('secret.redacted', leakRedactedFields(leak), `redacted-${this.redactedCount++}`);
+      const said = [redactions.length > 0 ? describeRedactions(redactions, where) : null, leaks.length > 0 ? describeLeaks(leaks) : null].filter((x) => x !== null).join('; ');
+      const message = `E_SECRET_SEEN: ${said}; redacted before it was recorded, and the sandbox is destroyed`;
+      await this.appendOwn('alert.raised', { severity: 'critical', error_code: 'E_SECRET_SEEN', message: message.slice(0, 2048) }, `alert-${this.redactedCount}`);
+      this.logger.write('fatal', 'secret seen in a sandbox session: redacted, session ended', { sandbox_id: this.sandboxId, error_code: 'E_SECRET_SEEN', findings: redactions.length + leaks.length });
+      await this.appendOwn('run.failed', { error_code: 'E_SECRET_SEEN', message: message.slice(0, 2000) }, 'failed');
+    } catch (error) {
+      this.logger.write('error', 'could not record a secret seen in a sandbox session', { sandbox_id: this.sandboxId, error: describe(error) });
+    }
+    await this.end({ reason: 'failed', ...(teardown === undefined ? {} : { teardown }) });
+  }
+
   /** Fails the session on the record (`run.failed`), then tears it down. */
   private async fail(code: ErrorCode, message: string): Promise<void> {
     if (this.ended) return;
     try {
       await this.appendOwn('run.failed', { error_code: code, message: message.slice(0, 2000) }, 'failed');
     } catch (error) {
-      this.deps.logger.write('error', 'could not record a sandbox session failure', { sandbox_id: this.sandboxId, error: describe(error) });
+      this.logger.write('error', 'could not record a sandbox session failure', { sandbox_id: this.sandboxId, error: describe(error) });
     }
     await this.end({ reason: 'failed' });
   }
@@ -342,7 +397,8 @@ export class SandboxSession {
     this.ended = true;
     if (this.ttlTimer !== null) clearTimeout(this.ttlTimer);
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    const { engine, handle, leases, logger } = this.deps;
+    const { engine, handle, leases } = this.deps;
+    const logger = this.logger;
     let destroyed: AppendResult | null = null;
     try {
       await this.keeper.stop();
@@ -380,7 +436,9 @@ export class SandboxSession {
    * failing a lost worker) is read: while the sandbox is still READY the append is tried on the new
    * head, otherwise the session stops taking operations (E_CONFLICT) — teardown receipts excepted.
    */
-  private async appendOwn(type: EventType, fields: Record<string, unknown>, key: string): Promise<AppendResult> {
+  private async appendOwn(type: EventType, unscanned: Record<string, unknown>, key: string): Promise<AppendResult> {
+    // What the caller or the workload chose (a path, an error's text) is redacted before it is hashed.
+    const fields = this.deps.guard.receipt(type, unscanned);
     const teardown = type === 'sandbox.destroyed' || type === 'sandbox.expired' || type === 'run.failed';
     for (let attempt = 0; ; attempt++) {
       try {

@@ -239,10 +239,17 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     expect(chunks.join('')).toBe('token: [REDACTED:github-token] done\nafter\n');
     for (const chunk of chunks) expect(chunk).not.toContain('ghp_');
     expect(text(leaked.stdout)).toBe(chunks.join(''));
-    expect(leaked).toMatchObject({ exitCode: 0, errorCode: 'E_SECRET_SEEN', sandboxDestroyed: false });
-    const completed = (await chainOf(id)).findLast((r) => r.type === 'sandbox.exec.completed');
+    // A secret seen ends the session as it ends a run: recorded, alerted, failed, destroyed.
+    expect(leaked).toMatchObject({ exitCode: 0, errorCode: 'E_SECRET_SEEN', sandboxDestroyed: true });
+    const chain = await chainOf(id);
+    const completed = chain.findLast((r) => r.type === 'sandbox.exec.completed');
     expect(completed).toMatchObject({ stdout_sha256: leaked.stdoutSha256, redactions: [{ stream: 'stdout', pattern: 'github-token', count: 1 }] });
-    await sessions.destroy(id, TENANT, 'key:t1');
+    const after = chain.slice(chain.indexOf(completed!)).map((r) => r.type).filter((type) => type !== 'run.sealed');
+    expect(after).toEqual(['sandbox.exec.completed', 'secret.redacted', 'alert.raised', 'run.failed', 'sandbox.destroyed']);
+    expect(chain.find((r) => r.type === 'secret.redacted')).toMatchObject({ where: 'stdout', pattern: 'github-token', count: 1 });
+    expect(chain.find((r) => r.type === 'run.failed')).toMatchObject({ error_code: 'E_SECRET_SEEN' });
+    expect(chain.find((r) => r.type === 'sandbox.destroyed')).toMatchObject({ reason: 'failed', verified_gone: true });
+    expect(await refusal(sessions.exec(id, TENANT, { argv: ['true'] }))).toMatchObject({ code: 'E_CONFLICT' });
   }, 90_000);
 
   it('refuses .. and symbolic links on the path (inside the sandbox), a missing file, and another tenant', async () => {

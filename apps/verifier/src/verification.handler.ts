@@ -3,7 +3,7 @@ import { verifyChain } from '@cairn/evidence';
 import type { ChainVerification } from '@cairn/evidence';
 import { readRunChain } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, outputRefsOf, recordedRunOf, SERVICE_LOGGER } from '@cairn/service-kit';
+import { ArtifactLoader, endRunSecretSeen, JsonLogger, outputRefsOf, recordedRunOf, RunScanners, scanFields, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { chainBreakMessage, chainBreakResponse, verifyRun } from './run-verification.js';
@@ -23,6 +23,7 @@ export class VerificationHandler implements ReactorHandler {
 
   constructor(
     private readonly artifacts: ArtifactLoader,
+    private readonly scanners: RunScanners,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
   ) {}
 
@@ -58,7 +59,14 @@ export class VerificationHandler implements ReactorHandler {
 
     const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(receipts)).map((ref) => ref.sha256));
     ctx.working();
-    const fields = verifyRun(integrity, receipts, loaded);
+    // A check's detail may quote what it read from an output (decoded): scanned with the run's secrets first.
+    const scanned = scanFields(await this.scanners.forRun(receipts), verifyRun(integrity, receipts, loaded));
+    if (scanned.findings.length > 0) {
+      this.logger.write('fatal', 'secret seen in a verification: not recorded, run stopped', { run_id: ctx.chainId, error_code: 'E_SECRET_SEEN', findings: scanned.findings.length });
+      await endRunSecretSeen(ctx, headSeq, 'verification.completed', scanned.findings);
+      return;
+    }
+    const fields = scanned.fields;
     await ctx.appendAt(headSeq, 'verification.completed', fields);
     const failed = fields.invariants.filter((i) => !i.ok);
     this.logger.write(failed.length === 0 ? 'info' : 'error', 'verified', {

@@ -1,5 +1,5 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { ArtifactLoader, JsonLogger, ServiceRuntimeModule } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, RunScanners, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { DynamicModule } from '@nestjs/common';
 import { VerificationHandler } from './verification.handler.js';
 import type { VerifierConfig } from './verifier.config.js';
@@ -17,6 +17,6 @@ export function verifierModule(config: VerifierConfig): DynamicModule {
     service: VERIFIER_SERVICE,
     config,
     handler: VerificationHandler,
-    providers: [{ provide: ArtifactLoader, useValue: loader }],
+    providers: [{ provide: ArtifactLoader, useValue: loader }, RunScanners.provider(config, 'cairn-verifier-secrets')],
   });
 }

@@ -3,11 +3,12 @@ import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, ReceiptEnvelope } from '@cairn/contracts';
 import { canonicalJson, verifyChain } from '@cairn/evidence';
 import { foldRun, readRunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, JsonLogger, ReactionContext, recordedRunOf, runFacts } from '@cairn/service-kit';
+import { ArtifactLoader, JsonLogger, ReactionContext, recordedRunOf, runFacts, RunScanners } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
 import { createEvidenceWorld, passingRun, plannedRun, racingLog, TENANT } from '@cairn/service-kit/testing';
 import type { EvidenceWorld } from '@cairn/service-kit/testing';
 import { jetstream } from '@nats-io/jetstream';
+import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerificationHandler } from '../src/verification.handler.js';
 
@@ -21,7 +22,11 @@ let handler: VerificationHandler;
 
 beforeAll(async () => {
   world = await createEvidenceWorld('verirace');
-  handler = new VerificationHandler(new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }), new JsonLogger('verifier', 'error'));
+  handler = new VerificationHandler(
+    new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
+    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'verifier-race'),
+    new JsonLogger('verifier', 'error'),
+  );
 });
 
 afterAll(async () => {

@@ -7,8 +7,9 @@ export {
   DEFAULT_NATS_URL,
   EvidenceLogConfigSchema,
   loadConfig,
+  SecretValuesConfigSchema,
 } from './load-config.js';
-export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig } from './load-config.js';
+export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig } from './load-config.js';
 export { redactUrl } from './redact-url.js';
 export { approvalsBucketFor, isolatedNames } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';

@@ -52,6 +52,16 @@ export const DatabaseConfigSchema = z.object({
 });
 export type DatabaseConfig = z.infer<typeof DatabaseConfigSchema>;
 
+/**
+ * What a service that scans a run's derived text for the run's secrets needs (the kernel, verifier,
+ * grader): the secret store's database and the operator's key file. Without the key file a run that
+ * lists secrets is not served (its reaction fails E_RUNTIME_ABSENT and is delivered again).
+ */
+export const SecretValuesConfigSchema = DatabaseConfigSchema.extend({
+  CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
+});
+export type SecretValuesConfig = z.infer<typeof SecretValuesConfigSchema>;
+
 const MIB = 1024 * 1024;
 
 /**

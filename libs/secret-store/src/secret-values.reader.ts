@@ -1,27 +1,27 @@
 import { CairnError } from '@cairn/contracts';
-import { readSecretKeyFile, SecretStore } from '@cairn/secret-store';
+import { readSecretKeyFile } from './secret-key.file.js';
+import { SecretStore } from './secret-store.adapter.js';
 import type { ScannedSecret, SecretKeyring } from '@cairn/secrets';
 
-/** Injection token of the runtime's `RuntimeSecrets`. */
-export const RUNTIME_SECRETS = Symbol('cairn.runtime-secrets');
-
 /**
- * The secret store as the runtime uses it: the values a run lists, of the run's tenant, opened with
- * the operator's key file (read and checked at boot: a key file others may read stops the worker).
- * The database connection opens on the first run that needs a secret. Without a key file the
- * worker has no secret store, and a run that lists secrets fails E_RUNTIME_ABSENT before any
- * sandbox starts.
+ * The secret store as a service that needs values uses it — the runtime, to provide them to a
+ * sandbox; the kernel, verifier and grader, to scan what they derive from a run's outputs: the
+ * values a run lists, of the run's tenant, opened with the operator's key file (read and checked at
+ * boot: a key file others may read stops the service). The database connection opens on the first
+ * run that needs a secret. Without a key file there are no values: `read` of any name is
+ * E_RUNTIME_ABSENT (a run that lists secrets fails before any sandbox starts).
  */
-export class RuntimeSecrets {
+export class SecretValuesReader {
   private store: Promise<SecretStore> | null = null;
 
   private constructor(
     private readonly keyring: SecretKeyring | null,
     private readonly databaseUrl: string,
+    private readonly applicationName: string,
   ) {}
 
-  static async fromKeyFile(path: string | undefined, databaseUrl: string): Promise<RuntimeSecrets> {
-    return new RuntimeSecrets(path === undefined ? null : await readSecretKeyFile(path), databaseUrl);
+  static async fromKeyFile(path: string | undefined, databaseUrl: string, applicationName = 'cairn-secret-values'): Promise<SecretValuesReader> {
+    return new SecretValuesReader(path === undefined ? null : await readSecretKeyFile(path), databaseUrl, applicationName);
   }
 
   get available(): boolean {
@@ -32,10 +32,10 @@ export class RuntimeSecrets {
   async read(tenant: string, names: readonly string[]): Promise<ScannedSecret[]> {
     if (names.length === 0) return [];
     if (this.keyring === null) {
-      throw new CairnError('E_RUNTIME_ABSENT', 'this worker has no secret store (CAIRN_SECRETS_KEY_FILE): runs that reference secrets cannot start here');
+      throw new CairnError('E_RUNTIME_ABSENT', 'this service has no secret store (CAIRN_SECRETS_KEY_FILE): runs that reference secrets cannot be served here');
     }
     const keyring = this.keyring;
-    this.store ??= SecretStore.open({ url: this.databaseUrl, keyring, applicationName: 'cairn-runtime-secrets' });
+    this.store ??= SecretStore.open({ url: this.databaseUrl, keyring, applicationName: this.applicationName });
     let store: SecretStore;
     try {
       store = await this.store;

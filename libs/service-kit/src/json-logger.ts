@@ -1,6 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+/** What a logger does to a line's fields before writing them. */
+export type LogFilter = (fields: Record<string, unknown>) => Record<string, unknown>;
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40, fatal: 50 };
 
 /**
@@ -12,12 +14,22 @@ export class JsonLogger implements LoggerService {
     private readonly service: string,
     private readonly minLevel: LogLevel = 'info',
     private readonly sink: (line: string) => void = (line) => process.stderr.write(line),
+    private readonly filter: LogFilter | null = null,
   ) {}
 
   write(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
     if (RANK[level] < RANK[this.minLevel]) return;
-    const record = { ts: new Date().toISOString(), level, service: this.service, msg, ...fields };
+    const record = { ts: new Date().toISOString(), level, service: this.service, msg, ...(this.filter === null ? fields : this.filter(fields)) };
     this.sink(`${safeStringify(record)}\n`);
+  }
+
+  /**
+   * This logger with every line's fields passed through `filter` first — how a run's logger
+   * redacts what a workload chose (a host, a file name in an error) before it is written.
+   */
+  filtered(filter: LogFilter): JsonLogger {
+    const outer = this.filter;
+    return new JsonLogger(this.service, this.minLevel, this.sink, outer === null ? filter : (fields) => outer(filter(fields)));
   }
 
   debug(message: unknown, ...rest: unknown[]): void {

