@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jsonLine, splitLines } from '@cairn/evidence';
 
 /*
  * The quick start (`npm run quickstart`, after tools/ensure-services.sh and the build): starts
@@ -45,12 +46,12 @@ function log(message: string): void {
 
 /** A copy of the chain file with one recorded exit code changed: what an editor of evidence would do. */
 export function tamper(chainFile: string): { text: string; seq: number; field: string } {
-  const lines = chainFile.trimEnd().split('\n');
+  const lines = splitLines(chainFile).filter((line) => line.trim() !== '');
   const index = lines.findIndex((line) => (JSON.parse(line) as { type?: unknown }).type === 'step.completed');
   if (index === -1) throw new QuickstartError('the chain has no step.completed receipt to edit');
   const receipt = JSON.parse(lines[index]!) as { seq: number; exit_code: number };
   const changed = receipt.exit_code === 0 ? 1 : 0;
-  lines[index] = JSON.stringify({ ...receipt, exit_code: changed });
+  lines[index] = jsonLine({ ...receipt, exit_code: changed }).trimEnd();
   return { text: `${lines.join('\n')}\n`, seq: receipt.seq, field: `exit_code ${receipt.exit_code} → ${changed}` };
 }
 

@@ -3,6 +3,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { jsonLine } from '@cairn/evidence';
 import { usageError } from './exit-codes.js';
 
 /** Where a chain file goes: receipts in, one JSON line each; `commit` makes it visible. */
@@ -20,9 +21,9 @@ function errnoCode(error: unknown): string {
   return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'failed';
 }
 
-/** A receipt as one line: plain `JSON.stringify` never emits a raw newline. */
+/** A receipt as one line (`jsonLine`: no raw newline, U+2028/U+2029 escaped, the same parsed value). */
 export function receiptLine(receipt: unknown): string {
-  return `${JSON.stringify(receipt)}\n`;
+  return jsonLine(receipt);
 }
 
 /** Writes to stdout, waiting for a slow reader rather than buffering the whole chain. */

@@ -1,4 +1,5 @@
 import type { ErrorBody } from '@cairn/contracts';
+import { escapeLineSeparators, jsonLine } from '@cairn/evidence';
 
 /** Where a command writes: data to stdout, progress and logs to stderr. */
 export interface CliStreams {
@@ -28,7 +29,7 @@ export function formatHumanError(body: ErrorBody, colour = false): string {
 
 /** `{ ok: false, error: { code, message, details } }`, the one machine shape of every failure. */
 export function formatJsonError(body: ErrorBody): string {
-  return JSON.stringify({ ok: false, error: { code: body.code, message: body.message, details: body.details ?? {} } });
+  return escapeLineSeparators(JSON.stringify({ ok: false, error: { code: body.code, message: body.message, details: body.details ?? {} } }));
 }
 
 /** Human or `--json` output for one command invocation. */
@@ -46,7 +47,7 @@ export class Output {
 
   /** The command's result, on stdout: the JSON document with `--json`, the human line otherwise. */
   result(human: string, machine: Record<string, unknown>): void {
-    this.streams.stdout.write(this.json ? `${JSON.stringify(machine)}\n` : `${human}\n`);
+    this.streams.stdout.write(this.json ? jsonLine(machine) : `${human}\n`);
   }
 
   /** `OK` in green when a person is watching. */

@@ -62,6 +62,19 @@ describe('Output', () => {
     expect(io.err()).toBe('progress\n');
   });
 
+  it('writes --json lines with U+2028/U+2029 escaped, so a line reader sees one line each', () => {
+    const io = capture();
+    const output = new Output(io.streams, true);
+    output.result('ignored', { ok: true, name: 'a\u2028b' });
+    output.failure({ code: 'E_INPUT', message: 'bad\u2029name' });
+    const text = io.out();
+    expect(text).toBe('{"ok":true,"name":"a\\u2028b"}\n{"ok":false,"error":{"code":"E_INPUT","message":"bad\\u2029name","details":{}}}\n');
+    expect(text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown)).toEqual([
+      { ok: true, name: 'a\u2028b' },
+      { ok: false, error: { code: 'E_INPUT', message: 'bad\u2029name', details: {} } },
+    ]);
+  });
+
   it('colours only at a terminal', () => {
     const io = capture(true);
     expect(new Output(io.streams, false).okMark()).toBe('\u001b[32mOK\u001b[0m');

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ArgvSchema, CairnError, EnvSchema, ErrorCodeSchema, formatIssuePath, parseSandboxSpec, SandboxIdSchema, sandboxPathSchema, WorkdirSchema } from '@cairn/contracts';
 import type { SandboxSpec } from '@cairn/contracts';
+import { LineTooLongError, readLines } from '@cairn/evidence';
 import { z } from 'zod';
 import { usageError } from './exit-codes.js';
 import { chainPath } from './gateway-client.js';
@@ -124,10 +125,14 @@ export function checkSandboxSpec(spec: unknown): SandboxSpec {
   }
 }
 
-/** One JSON value per line (blank lines skipped); a line that is not JSON is E_INTERNAL. */
-export async function* parseNdjson(body: AsyncIterable<Uint8Array>): AsyncGenerator<unknown> {
-  const decoder = new TextDecoder();
-  let buffer = '';
+/**
+ * A line of the exec stream is one output chunk as base64 (a chunk fits a NATS message, at most
+ * 1 MiB), a result or an error: anything longer is not the gateway's.
+ */
+export const MAX_EXEC_STREAM_LINE = 4 * 1024 * 1024;
+
+/** One JSON value per line (`readLines`: "\n" only; blank lines skipped); a line that is not JSON, or too long, is E_INTERNAL. */
+export async function* parseNdjson(body: AsyncIterable<Uint8Array>, maxLineLength = MAX_EXEC_STREAM_LINE): AsyncGenerator<unknown> {
   const parse = (line: string): unknown => {
     try {
       return JSON.parse(line) as unknown;
@@ -135,17 +140,12 @@ export async function* parseNdjson(body: AsyncIterable<Uint8Array>): AsyncGenera
       throw new CairnError('E_INTERNAL', `the exec stream carried a line that is not JSON: ${line.slice(0, 80)}`);
     }
   };
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let newline: number;
-    while ((newline = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, newline).replace(/\r$/, '');
-      buffer = buffer.slice(newline + 1);
-      if (line.trim() !== '') yield parse(line);
-    }
+  try {
+    for await (const line of readLines(body, { maxLineLength })) if (line.trim() !== '') yield parse(line);
+  } catch (error) {
+    if (error instanceof LineTooLongError) throw new CairnError('E_INTERNAL', `the exec stream carried a line longer than ${maxLineLength} characters`, { line: error.line });
+    throw error;
   }
-  buffer += decoder.decode();
-  if (buffer.trim() !== '') yield parse(buffer);
 }
 
 export function sha256Hex(bytes: Uint8Array): string {

@@ -11,6 +11,13 @@ async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {
   }
 }
 
+async function* toAsync(parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const part of parts) {
+    await Promise.resolve();
+    yield part;
+  }
+}
+
 async function collect<T>(source: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of source) out.push(item);
@@ -67,6 +74,22 @@ describe('parseNdjson', () => {
 
   it('a line that is not JSON is E_INTERNAL', async () => {
     await expect(collect(parseNdjson(chunks('{"a":1}\nnot json\n')))).rejects.toMatchObject({ code: 'E_INTERNAL' });
+  });
+
+  it('splits on "\\n" only: raw U+2028, U+2029 and a lone "\\r" are inside a line (a U+2028 cut across chunks too)', async () => {
+    const message = 'no such file a\u2028b\u2029c\rd';
+    const text = `{"type":"error","code":"E_INPUT","message":"${message.replace('\r', '\\r')}"}\n{"m":"x\\ry"}\n`;
+    const encoded = new TextEncoder().encode(text);
+    const cut = encoded.indexOf(0xe2) + 1; // inside U+2028's three bytes
+    const twoChunks = [encoded.subarray(0, cut), encoded.subarray(cut)];
+    expect(await collect(parseNdjson(toAsync(twoChunks)))).toEqual([{ type: 'error', code: 'E_INPUT', message }, { m: 'x\ry' }]);
+    // A raw "\r" inside a line is not a break (JSON then refuses it inside a string: E_INTERNAL names the line, not half of it).
+    await expect(collect(parseNdjson(chunks('{"a":"x\ry"}\n')))).rejects.toMatchObject({ code: 'E_INTERNAL', message: expect.stringContaining('{"a":"x\ry"}') as string });
+  });
+
+  it('a line longer than its limit is E_INTERNAL before it is held whole', async () => {
+    await expect(collect(parseNdjson(chunks('{"a":1}\n', `{"b":"${'x'.repeat(64)}`), 32))).rejects.toMatchObject({ code: 'E_INTERNAL', message: 'the exec stream carried a line longer than 32 characters', details: { line: 2 } });
+    expect(await collect(parseNdjson(chunks(`{"b":"${'x'.repeat(24)}"}\n`), 32))).toEqual([{ b: 'x'.repeat(24) }]);
   });
 });
 

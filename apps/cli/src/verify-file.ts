@@ -1,8 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { isCairnError } from '@cairn/contracts';
-import { ChainVerifier, verifyChain } from '@cairn/evidence';
+import { ChainVerifier, LineTooLongError, readLines, verifyChain } from '@cairn/evidence';
 import type { ChainVerification } from '@cairn/evidence';
 import { usageError } from './exit-codes.js';
 
@@ -11,6 +10,8 @@ export const BUNDLE_FORMAT = 'cairn.bundle/v1';
 const BUNDLE_FORMAT_PREFIX = 'cairn.bundle/';
 /** A bundle is read whole; a chain file never is (it streams line by line in constant memory). */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
+/** A line of a chain file is held whole while it is read: at most what a bundle may be (one may be a line). */
+export const MAX_LINE_LENGTH = MAX_BUNDLE_BYTES;
 
 export type EvidenceFileFormat = 'chain' | 'bundle';
 
@@ -91,11 +92,13 @@ async function readWholeBundle(path: string, size: number): Promise<unknown> {
 }
 
 /**
- * Verifies an evidence file offline: a chain file (JSON Lines, one receipt per line) streamed
- * line by line through `ChainVerifier`, or a proof bundle (one JSON document). A line that is
- * not a receipt breaks the chain at its position; an unreadable file is a usage error.
+ * Verifies an evidence file offline: a chain file (JSON Lines, one receipt per line: lines end at
+ * "\n" only, a "\r" before it dropped, so U+2028/U+2029 and a lone "\r" are text) streamed line by
+ * line through `ChainVerifier`, or a proof bundle (one JSON document). A line that is not a
+ * receipt, or longer than `maxLineLength`, breaks the chain at its position; an unreadable file is
+ * a usage error.
  */
-export async function verifyFile(path: string): Promise<FileVerification> {
+export async function verifyFile(path: string, options: { maxLineLength?: number } = {}): Promise<FileVerification> {
   let size: number;
   try {
     const info = await stat(path);
@@ -106,15 +109,14 @@ export async function verifyFile(path: string): Promise<FileVerification> {
     throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });
   }
 
-  const input = createReadStream(path, { encoding: 'utf8' });
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  const input = createReadStream(path);
   const verifier = new ChainVerifier({ requireNonEmpty: true });
   let lineNo = 0;
   let firstBlankLine = 0;
   let seenContent = false;
   let oneLineBundle: unknown = undefined;
   try {
-    for await (const raw of lines) {
+    for await (const raw of readLines(input, { maxLineLength: options.maxLineLength ?? MAX_LINE_LENGTH })) {
       lineNo += 1;
       const line = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw;
       if (line.trim() === '') {
@@ -132,7 +134,6 @@ export async function verifyFile(path: string): Promise<FileVerification> {
           continue;
         }
         if (!parsed.ok && line.trimStart().startsWith('{')) {
-          lines.close();
           input.destroy();
           const bundle = await readWholeBundle(path, size);
           if (bundle !== undefined) return verifyBundleDocument(bundle, path);
@@ -150,10 +151,18 @@ export async function verifyFile(path: string): Promise<FileVerification> {
       if (!verifier.push(parsed.value)) break;
     }
   } catch (error) {
-    if (isCairnError(error)) throw error;
-    throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });
+    if (error instanceof LineTooLongError) {
+      // Refused before it is held whole: memory stays bounded whatever the file holds.
+      if (oneLineBundle !== undefined) throw usageError(`${path}: unexpected content after the proof bundle (line ${error.line})`);
+      verifier.breakHere(
+        'malformed',
+        firstBlankLine !== 0 ? `line ${firstBlankLine} is blank: a chain file holds one receipt per line` : `line ${error.line} is longer than ${error.maxLineLength} characters`,
+      );
+    } else {
+      if (isCairnError(error)) throw error;
+      throw usageError(`cannot read ${path}: ${errnoCode(error)}`, { path });
+    }
   } finally {
-    lines.close();
     input.destroy();
   }
   if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);

@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sealReceipt } from '@cairn/evidence';
+import { jsonLine, sealReceipt } from '@cairn/evidence';
+import { awkwardName, awkwardText, foreignJson } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCairn, sampleChain, toJsonLines } from './cli.harness.js';
 
@@ -141,6 +142,73 @@ describe('cairn verify <proof bundle>', () => {
     const run = await runCairn(['verify', await file('bundle-none.json', JSON.stringify(bundle({ receipts: [] })))]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('E_CHAIN_BROKEN');
+  });
+});
+
+describe('cairn verify: strings holding U+2028, U+2029, a lone "\\r" and every control character', () => {
+  const AWKWARD_CHAIN = 'run_verify-awkward';
+  const text = awkwardText({ nul: true });
+  let awkward: Record<string, unknown>[];
+  let awkwardHead: string;
+
+  beforeAll(() => {
+    // Each receipt carries the text where receipts carry text: argv, a name, file names, a claim.
+    awkward = [];
+    let prev = '0'.repeat(64);
+    for (let seq = 1; seq <= 5; seq += 1) {
+      const receipt = sealReceipt(prev, {
+        v: 1,
+        seq,
+        run_id: AWKWARD_CHAIN,
+        tenant: 'default',
+        type: seq === 1 ? 'run.submitted' : 'step.completed',
+        actor: seq === 1 ? 'intake' : 'runtime',
+        ts: new Date(Date.UTC(2026, 11, 1, 0, 0, seq)).toISOString(),
+        causation: seq === 1 ? null : `${AWKWARD_CHAIN}:${seq - 1}`,
+        ...(seq === 1
+          ? { spec: { name: awkwardName(), steps: [{ argv: ['sh', '-c', text] }], files: [{ path: `/work/${awkwardName()}`, content: text }], claim: { statement: text } } }
+          : { argv: ['echo', text, String(seq)], exit_code: 0, artifact_hashes: { [`/out/${awkwardName()}`]: 'a'.repeat(64) } }),
+      });
+      awkward.push(receipt);
+      prev = receipt.hash;
+    }
+    awkwardHead = String(awkward[4]!.hash);
+  });
+
+  it('verifies the chain file Cairn writes (U+2028/U+2029 escaped), as JSON.stringify writes it (raw), and as another producer does (raw, LF or CRLF)', async () => {
+    const forms = {
+      'cairn.jsonl': awkward.map(jsonLine).join(''),
+      'stringify.jsonl': toJsonLines(awkward),
+      'foreign-lf.jsonl': awkward.map((r) => `${foreignJson(r)}\n`).join(''),
+      'foreign-crlf.jsonl': awkward.map((r) => `${foreignJson(r)}\r\n`).join(''),
+    };
+    expect(forms['cairn.jsonl']).not.toMatch(/[\u2028\u2029]/);
+    for (const raw of [forms['stringify.jsonl'], forms['foreign-lf.jsonl']]) expect(raw).toMatch(/\u2028[^]*\u2029/);
+    for (const [name, content] of Object.entries(forms)) {
+      const run = await runCairn(['verify', await file(name, content)]);
+      expect({ name, code: run.code, stderr: run.stderr }).toEqual({ name, code: 0, stderr: '' });
+      expect(run.stdout).toBe(`OK  5 receipts  chain ${AWKWARD_CHAIN}  head ${awkwardHead}\n`);
+    }
+  });
+
+  it('verifies a proof bundle holding them: one line raw or escaped, or pretty-printed', async () => {
+    const document = { format: 'cairn.bundle/v1', runId: AWKWARD_CHAIN, headHash: awkwardHead, receipts: awkward };
+    for (const [name, content] of [
+      ['awkward-bundle-foreign.json', foreignJson(document)],
+      ['awkward-bundle-escaped.json', jsonLine(document)],
+      ['awkward-bundle-pretty.json', JSON.stringify(document, null, 2)],
+    ] as const) {
+      const run = await runCairn(['verify', await file(name, content)]);
+      expect({ name, code: run.code, stderr: run.stderr }).toEqual({ name, code: 0, stderr: '' });
+      expect(run.stdout).toBe(`OK  5 receipts  chain ${AWKWARD_CHAIN}  head ${awkwardHead}  (proof bundle)\n`);
+    }
+  });
+
+  it('still fails such a chain where one separator was swapped for the other', async () => {
+    const swapped = awkward.map((r) => (r.seq === 3 ? { ...r, argv: ['echo', text.replace('\u2028', '\u2029'), '3'] } : r));
+    const run = await runCairn(['verify', await file('awkward-swapped.jsonl', swapped.map((r) => `${foreignJson(r)}\n`).join('')), '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 3, reason: 'hash_mismatch' } } });
   });
 });
 

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { uniqueName } from '@cairn/testing';
+import { jsonLine } from '@cairn/evidence';
+import { awkwardName, awkwardText, foreignJson, uniqueName } from '@cairn/testing';
 import { parsePolicy, policyVersion } from '@cairn/policy';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
@@ -220,6 +221,77 @@ describe('the admin dashboard in Chromium', () => {
     }
     await page.reload();
     await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+  });
+
+  it('verifies in the browser a run whose strings hold U+2028, U+2029 and control characters: live and stored, raw or escaped', async () => {
+    const text = awkwardText();
+    const runId = await stack.submit(stack.admin, {
+      name: `dashboard: ${awkwardName()}`,
+      image: 'cairn/sandbox-busybox:1',
+      files: [{ path: `/work/${awkwardName()}.txt`, content: text }],
+      steps: [{ argv: ['sh', '-c', 'sleep 3; printf "%s" "$1" > "/out/$2"', 'sh', text, `${awkwardName()}.txt`], env: { AWKWARD: text } }],
+      outputs: ['/out'],
+      caps: SMALL,
+      network: 'none',
+      claim: { statement: text, checks: [{ id: 'wrote', source: `artifacts["/out/${awkwardName()}.txt"]`, op: 'exists' }] },
+    });
+    // A second tab is served the same receipts as another producer would write them: the events
+    // page and every SSE data line rewritten with raw U+2028/U+2029 and \u00XX escapes.
+    const raw = await context.newPage();
+    // sessionStorage is per tab: this one is signed in with the same key before the app loads.
+    await raw.addInitScript((key) => sessionStorage.setItem('cairn.apiKey', key), stack.admin.key);
+    await raw.route(
+      (url) => url.pathname === `/v1/runs/${runId}/events`,
+      async (route) => {
+        const response = await route.fetch();
+        const body = foreignJson(await response.json());
+        expect(body).toMatch(/[\u2028\u2029]/);
+        await route.fulfill({ response, body });
+      },
+    );
+    await raw.route(
+      (url) => url.pathname === `/v1/runs/${runId}/events/stream`,
+      async (route) => {
+        // Fetched whole (the stream ends after run.sealed), then handed to the page rewritten.
+        const response = await route.fetch({ timeout: 60_000 });
+        const body = (await response.text()).split('\n').map((line) => (line.startsWith('data: ') ? `data: ${foreignJson(JSON.parse(line.slice(6)))}` : line));
+        expect(body.some((line) => line.startsWith('data: ') && /[\u2028\u2029]/.test(line))).toBe(true);
+        await route.fulfill({ response, body: body.join('\n') });
+      },
+    );
+    try {
+      await Promise.all([page.goto(dashboard(`runs/${runId}`)), raw.goto(dashboard(`runs/${runId}`))]);
+      for (const tab of [page, raw]) {
+        await expect.poll(() => tab.locator('[data-opened-unsealed]').getAttribute('data-opened-unsealed'), SOON).toBe('true');
+        await expect.poll(() => tab.locator('[data-live]').getAttribute('data-live'), { timeout: 60_000 }).toBe('ended');
+      }
+      const run = (await (await stack.api(stack.admin, `/v1/runs/${runId}`)).json()) as { headHash: string; eventCount: number; state: string };
+      expect(run.state).toBe('SEALED');
+      for (const tab of [page, raw]) {
+        const badge = tab.locator('[data-chain]');
+        await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('verified');
+        expect(await badge.getAttribute('title')).toBe(`head ${run.headHash}`);
+        expect(await badge.textContent()).toContain(`${run.eventCount} receipts`);
+      }
+      // Stored, as the gateway serves it (raw in JSON), and as Cairn writes JSON Lines (escaped).
+      await page.reload();
+      await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+      await raw.unrouteAll();
+      await raw.route(
+        (url) => url.pathname === `/v1/runs/${runId}/events`,
+        async (route) => {
+          const response = await route.fetch();
+          const escaped = jsonLine(await response.json());
+          expect(escaped).toContain('\\u2028');
+          await route.fulfill({ response, body: escaped });
+        },
+      );
+      await raw.reload();
+      await expect.poll(() => raw.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+      expect(await raw.locator('[data-chain]').getAttribute('title')).toBe(`head ${run.headHash}`);
+    } finally {
+      await raw.close();
+    }
   });
 
   it('moves through the runs table with the keyboard and opens a run with Enter', async () => {

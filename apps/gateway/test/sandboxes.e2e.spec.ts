@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '@cairn/config';
-import { verifyChain } from '@cairn/evidence';
+import { readLines, verifyChain } from '@cairn/evidence';
 import { EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { bucketStreamName } from '@cairn/operational';
 import { createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 import { createDataSource, migrate, rebuildProjections } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { awkwardName, awkwardText, createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -384,6 +384,51 @@ describe('interactive sandbox sessions through REST', () => {
     const listed = body(await http(base, 'GET', '/v1/sandboxes?state=DESTROYED', { key: keys.writer }), 200, SandboxListSchema);
     expect(listed.items.find((item) => item.id === id)).toMatchObject({ state: 'DESTROYED', sealed: true });
     expect(await containersOf(id)).toEqual([]);
+  });
+
+  it('keeps a chain verifiable whose argv and file names hold U+2028, U+2029 and control characters: NDJSON, events, SSE, bundle', async () => {
+    const text = awkwardText();
+    const name = `/work/${awkwardName()}.txt`;
+    const { id } = await create();
+    body(await putFile(id, name, text), 200, FileWrittenSchema);
+    // Streamed, read with the shared JSON Lines reader ("\n" only).
+    const response = await fetch(`${base}/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.writer}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
+      body: JSON.stringify({ argv: ['sh', '-c', 'printf "%s" "$1"; cat "$2" >&2', 'sh', text, name] }),
+    });
+    const lines: ExecStreamLine[] = [];
+    for await (const line of readLines(response.body!)) lines.push(ExecStreamLineSchema.parse(JSON.parse(line)));
+    expect(lines.at(-1), gatewayLog.join('')).toMatchObject({ type: 'result', exitCode: 0 });
+    const output = (stream: string) => Buffer.concat(lines.flatMap((l) => (l.type === 'output' && l.stream === stream ? [Buffer.from(l.data, 'base64')] : []))).toString();
+    expect(output('stdout')).toBe(text);
+    expect(output('stderr')).toBe(text);
+
+    const sse = await openSse(`${base}/v1/sandboxes/${id}/events/stream`, keys.writer);
+    body(await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer }), 200, SandboxSchema);
+    const sealed = await waitFor('the sandbox chain sealed', async () => {
+      const current = await view(id);
+      return current.sealed ? current : null;
+    });
+    const streamed: unknown[] = [];
+    for (;;) {
+      const message = await sse.next(15_000);
+      if (message === null) break;
+      if (message.event !== 'receipt') continue;
+      // One data line per receipt, the separators escaped in it.
+      expect(message.data).not.toMatch(/[\u2028\u2029\r\n]/);
+      streamed.push(JSON.parse(message.data ?? 'null'));
+    }
+    sse.close();
+    const recorded = await receipts(id);
+    expect(JSON.stringify(recorded)).toContain(JSON.stringify(text).slice(1, -1));
+    expect(recorded.some((r) => r.type === 'sandbox.file.written' && r.path === name)).toBe(true);
+    for (const chain of [recorded, streamed]) {
+      expect(verifyChain(chain, { requireNonEmpty: true, chainId: id })).toMatchObject({ ok: true, headHash: sealed.headHash });
+    }
+    const bundle = body(await http(base, 'GET', `/v1/sandboxes/${id}/bundle`, { key: keys.writer }), 200, ProofBundleSchema);
+    expect(verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: id })).toMatchObject({ ok: true, headHash: sealed.headHash });
+    expect(bundle.artifacts[name]).toBe(sha256(text));
   });
 
   it('runs operations on one sandbox one at a time: a second request waits its turn', async () => {

@@ -2,3 +2,4 @@ export { canonicalJson, CanonicalJsonError } from './canonical-json.js';
 export { LINK_FIELDS, receiptBody, receiptHash, receiptPreimage, sealReceipt, sha256Hex } from './receipt-hash.js';
 export { ChainVerifier, verifyChain } from './verify-chain.js';
 export type { ChainBreakReason, ChainVerification, VerifyOptions } from './verify-chain.js';
+export { escapeLineSeparators, jsonLine, LineSplitter, LineTooLongError, readLines, splitLines } from './json-lines.js';

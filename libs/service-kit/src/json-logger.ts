@@ -1,3 +1,4 @@
+import { escapeLineSeparators } from '@cairn/evidence';
 import type { LoggerService } from '@nestjs/common';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
@@ -6,7 +7,8 @@ export type LogFilter = (fields: Record<string, unknown>) => Record<string, unkn
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40, fatal: 50 };
 
 /**
- * One JSON object per line on stderr (stdout stays free for data and protocols). Fields are
+ * One JSON object per line on stderr (stdout stays free for data and protocols), U+2028/U+2029
+ * escaped like every JSON Lines line Cairn writes (`jsonLine`). Fields are
  * whatever the caller passes — never secrets: callers log ids, codes and counts, not payloads.
  */
 export class JsonLogger implements LoggerService {
@@ -20,7 +22,7 @@ export class JsonLogger implements LoggerService {
   write(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
     if (RANK[level] < RANK[this.minLevel]) return;
     const record = { ts: new Date().toISOString(), level, service: this.service, msg, ...(this.filter === null ? fields : this.filter(fields)) };
-    this.sink(`${safeStringify(record)}\n`);
+    this.sink(`${escapeLineSeparators(safeStringify(record))}\n`);
   }
 
   /**

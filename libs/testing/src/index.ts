@@ -2,3 +2,4 @@ export { createTestDatabase, testDatabaseUrl, testNatsUrl, uniqueName } from './
 export { startOldNatsServer } from './old-nats-server.js';
 export type { OldNatsServer } from './old-nats-server.js';
 export type { TestDatabase } from './infra.js';
+export { awkwardName, awkwardText, CONTROL_CHARACTERS, foreignJson, LINE_SEPARATORS } from './awkward-text.js';

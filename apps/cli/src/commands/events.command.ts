@@ -1,4 +1,5 @@
 import { ChainIdSchema } from '@cairn/contracts';
+import { jsonLine } from '@cairn/evidence';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
@@ -39,7 +40,7 @@ export function registerEventsCommand(program: Command, context: CommandContext)
       const runId = parseEventsChainId(rawRun);
       const after = parseAfter(options.after);
       const { client } = await resolveTarget(context.env);
-      const print = (receipt: Receipt) => context.streams.stdout.write(output.json ? `${JSON.stringify(receipt)}\n` : `${formatEventLine(receipt)}\n`);
+      const print = (receipt: Receipt) => context.streams.stdout.write(output.json ? jsonLine(receipt) : `${formatEventLine(receipt)}\n`);
       if (options.follow === true) {
         for await (const receipt of client.follow(runId, after)) print(receipt);
         return;

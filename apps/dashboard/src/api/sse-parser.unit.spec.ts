@@ -37,6 +37,17 @@ describe('createSseParser', () => {
     ]);
   });
 
+  it('keeps U+2028 and U+2029 inside a data line, raw or escaped (only CR and LF end an SSE line)', () => {
+    const raw = '{"argv":["a\u2028b\u2029c"]}';
+    const escaped = '{"argv":["a\\u2028b\\u2029c"]}';
+    const stream = `id: run_a:1\nevent: receipt\ndata: ${raw}\n\nid: run_a:2\nevent: receipt\ndata: ${escaped}\n\n`;
+    for (const chunks of [[stream], stream.split('')]) {
+      const { messages } = parse(chunks);
+      expect(messages.map((m) => m.data)).toEqual([raw, escaped]);
+      expect(messages.map((m) => JSON.parse(m.data) as unknown)).toEqual([{ argv: ['a\u2028b\u2029c'] }, { argv: ['a\u2028b\u2029c'] }]);
+    }
+  });
+
   it('does not dispatch a message that has not ended', () => {
     expect(parse(['id: run_a:3\nevent: receipt\ndata: {"seq":3}\n']).messages).toEqual([]);
   });

@@ -1,5 +1,6 @@
 import { webcrypto } from 'node:crypto';
 import * as evidence from '@cairn/evidence';
+import { awkwardName, awkwardText, foreignJson } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
 import { GENESIS_HASH, sha256Hex, verifyChain } from './verify-chain.js';
@@ -102,6 +103,27 @@ describe('verifyChain in the page (WebCrypto SHA-256)', () => {
     const page = await verifyChain(JSON.parse(JSON.stringify(receipts)) as unknown[], 'run_ok');
     expect(server.ok).toBe(true);
     expect(page).toEqual({ ok: true, count: 4, headHash: server.ok ? server.headHash : '', headSeq: 4 });
+  });
+
+  it('accepts a chain whose strings hold every control character, U+2028 and U+2029, from its raw or escaped JSON text', async () => {
+    const text = awkwardText({ nul: true });
+    let prev = GENESIS_HASH;
+    const receipts = [
+      { type: 'run.submitted', actor: 'key:abc', spec: { name: awkwardName(), steps: [{ argv: ['sh', '-c', text] }], claim: { statement: text } } },
+      { type: 'step.completed', actor: 'runtime', argv: ['sh', '-c', text], artifact_hashes: { [`/out/${awkwardName()}`]: 'a'.repeat(64) } },
+    ].map((fields, i) => {
+      const receipt = evidence.sealReceipt(prev, { v: 1, seq: i + 1, run_id: 'run_awkward', tenant: 'default', ts: '2026-01-01T00:00:00.000Z', causation: null, ...fields });
+      prev = receipt.hash;
+      return receipt;
+    });
+    const page = { items: receipts };
+    const texts = { stringify: JSON.stringify(page), escaped: evidence.jsonLine(page), foreign: foreignJson(page) };
+    expect(texts.foreign).toMatch(/\u2028/);
+    expect(texts.escaped).not.toMatch(/\u2028/);
+    for (const [form, json] of Object.entries(texts)) {
+      const check = await verifyChain((JSON.parse(json) as typeof page).items, 'run_awkward');
+      expect(check, form).toEqual({ ok: true, count: 2, headHash: prev, headSeq: 2 });
+    }
   });
 
   it.each([

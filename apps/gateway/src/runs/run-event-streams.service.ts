@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { CairnError } from '@cairn/contracts';
+import { jsonLine } from '@cairn/evidence';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
@@ -79,7 +80,8 @@ class RunEventStream {
       const rows = await this.reads.receiptsAfter(this.runId, this.last, PAGE);
       for (const row of rows) {
         if (this.stopped || row.seq !== this.last + 1) break;
-        const open = this.write(`id: ${this.runId}:${row.seq}\nevent: receipt\ndata: ${JSON.stringify(row.receipt)}\n\n`);
+        // One data line (`jsonLine`: no raw line break of any kind, U+2028/U+2029 escaped too).
+        const open = this.write(`id: ${this.runId}:${row.seq}\nevent: receipt\ndata: ${jsonLine(row.receipt)}\n`);
         this.last = row.seq;
         if (row.type === 'run.sealed') return;
         if (!open) await this.drained();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { CairnError } from '@cairn/contracts';
+import { jsonLine } from '@cairn/evidence';
 import type { ExecOutcome, OutputStream } from '@cairn/sandbox-sessions';
 import type { FastifyReply } from 'fastify';
 import { execSummary } from './sandbox-operations.service.js';
@@ -12,7 +13,7 @@ const NDJSON_HEADERS = {
 };
 
 /**
- * The streamed answer of one exec (`Accept: application/x-ndjson`): one JSON object per line,
+ * The streamed answer of one exec (`Accept: application/x-ndjson`): one JSON object per line (`jsonLine`),
  * written as it happens. The reply is taken over (status and headers sent) only with the first
  * line, so an error before any output is still answered as an ordinary error. Writes after the
  * client went away are dropped: the exec still completes and is recorded on the chain.
@@ -44,7 +45,7 @@ export class ExecStream {
   private write(line: ExecStreamLine): void {
     const raw = this.start();
     if (raw.writableEnded || raw.destroyed) return;
-    raw.write(`${JSON.stringify(line)}\n`);
+    raw.write(jsonLine(line));
   }
 
   private start(): ServerResponse {

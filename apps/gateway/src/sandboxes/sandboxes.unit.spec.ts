@@ -131,4 +131,16 @@ describe('exec answers', () => {
     expect(state.ended).toBe(true);
     expect(JSON.parse(written.at(-1) ?? '')).toEqual({ type: 'error', code: 'E_WORKER_LOST', message: 'the worker went away' });
   });
+
+  it('NDJSON: a line holds no raw line break of any kind (U+2028/U+2029 escaped), and parses to the same message', () => {
+    const { reply, written } = fakeReply();
+    const message = 'cannot run a\u2028b\u2029c\rd\ne\u0085f';
+    new ExecStream(reply).error(new CairnError('E_INPUT', message));
+    expect(written).toHaveLength(1);
+    const line = written[0]!;
+    expect(line.indexOf('\n')).toBe(line.length - 1);
+    expect(line).not.toMatch(/[\r\u2028\u2029]/);
+    expect(line).toContain('a\\u2028b\\u2029c');
+    expect(JSON.parse(line)).toEqual({ type: 'error', code: 'E_INPUT', message });
+  });
 });
