@@ -28,6 +28,7 @@ import { GATEWAY_SANDBOX_SESSIONS } from './sandboxes/sandbox-sessions.token.js'
 import { SandboxesController } from './sandboxes/sandboxes.controller.js';
 import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
 import { SecretsController } from './secrets/secrets.controller.js';
+import { TenantKeysRepository } from './secrets/tenant-keys.repository.js';
 import { WorkersController } from './workers/workers.controller.js';
 import { GatewayWebhooks } from './webhooks/gateway-webhooks.js';
 import { WebhooksController } from './webhooks/webhooks.controller.js';
@@ -73,6 +74,7 @@ export class GatewayModule {
         RunEventStreams,
         SandboxReadsRepository,
         SandboxOperations,
+        TenantKeysRepository,
         HealthService,
         { provide: APP_GUARD, useClass: ApiKeyGuard },
       ],
