@@ -14,6 +14,7 @@ import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
 import { HealthService } from './health/health.service.js';
+import { RateLimitGuard } from './http/rate-limit.guard.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
 import { PolicyController } from './policy/policy.controller.js';
 import { RunApprovalsController } from './runs/run-approvals.controller.js';
@@ -76,7 +77,9 @@ export class GatewayModule {
         SandboxOperations,
         TenantKeysRepository,
         HealthService,
+        // In this order: the key is verified, then its bucket is charged.
         { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
       ],
     };
   }

@@ -89,6 +89,15 @@ describe('the OpenAPI document', () => {
     expect(files.get?.['x-cairn-scope']).toBe('runs:write');
   });
 
+  it('says every keyed route may answer 429 E_RATE_LIMITED with Retry-After, and public ones never', () => {
+    const doc = buildOpenApi() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, unknown> }> }>> };
+    for (const route of Object.values(API_ROUTES)) {
+      const limited = doc.paths[openApiPath(route.path)]?.[route.method.toLowerCase()]?.responses['429'];
+      if (route.scope === null) expect(limited, route.operationId).toBeUndefined();
+      else expect(limited, route.operationId).toMatchObject({ description: expect.stringContaining('E_RATE_LIMITED'), headers: { 'Retry-After': expect.anything() } });
+    }
+  });
+
   it('resolves every reference inside the document', () => {
     const doc = buildOpenApi() as Doc;
     const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
