@@ -176,7 +176,7 @@ export class SecretStore {
     const wanted = names === undefined ? null : [...new Set(names.map(checkSecretName))];
     if (wanted !== null && wanted.length === 0) return [];
     const rows = await this.query<{ name: string; grantees: string[] }>(
-      `SELECT s.name, coalesce(array_agg(g.grantee ORDER BY g.grantee) FILTER (WHERE g.grantee IS NOT NULL), '{}') AS grantees
+      `SELECT s.name, coalesce(array_agg(g.grantee ORDER BY g.grantee COLLATE "C") FILTER (WHERE g.grantee IS NOT NULL), '{}') AS grantees
        FROM secrets s LEFT JOIN secret_grants g ON g.tenant = s.tenant AND g.name = s.name
        WHERE s.tenant = $1 AND ($2::text[] IS NULL OR s.name = ANY($2::text[]))
        GROUP BY s.name ORDER BY s.name`,
@@ -217,7 +217,7 @@ export class SecretStore {
   /** The grants of one secret, by grantee. */
   async grantsOf(tenant: string, name: string): Promise<SecretGrant[]> {
     const rows = await this.query<{ grantee: string; granted_by: string; granted_at: Date }>(
-      'SELECT grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 AND name = $2 ORDER BY grantee',
+      'SELECT grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 AND name = $2 ORDER BY grantee COLLATE "C"',
       [checkTenant(tenant), checkSecretName(name)],
     );
     return rows.map((row) => ({ grantee: row.grantee, grantedBy: row.granted_by, grantedAt: row.granted_at }));
@@ -230,7 +230,7 @@ export class SecretStore {
       checkTenant(tenant),
     ]);
     const grants = await this.query<{ name: string; grantee: string; granted_by: string; granted_at: Date }>(
-      'SELECT name, grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 ORDER BY name, grantee',
+      'SELECT name, grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 ORDER BY name, grantee COLLATE "C"',
       [tenant],
     );
     return rows.map((row) => {
