@@ -108,6 +108,11 @@ export class McpController {
     } catch (error) {
       const code = isCairnError(error) ? error.code : 'E_INTERNAL';
       if (code === 'E_UNAUTHORIZED') return refuse(reply, 401, code, 'the Cairn API key is unknown, expired or revoked', challenge);
+      // The REST gateway's own limit for this key: passed on as it is, not as an outage.
+      const retryAfter = isCairnError(error) ? error.details?.retryAfterSeconds : undefined;
+      if (code === 'E_RATE_LIMITED' && typeof retryAfter === 'number') {
+        return refuse(reply, 429, code, `too many requests with this API key: try again in ${retryAfter} s`, { 'retry-after': String(retryAfter) }, { retryAfterSeconds: retryAfter });
+      }
       this.logger.write('error', 'cannot check an API key', { code, error: error instanceof Error ? error.message : String(error) });
       return refuse(reply, 503, 'E_UNAVAILABLE', 'the Cairn REST gateway cannot check the key right now: try again later');
     }
