@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uniqueName } from '@cairn/testing';
@@ -65,6 +65,8 @@ const POLICY = {
   budgets: { runsPerJob: 6, jobMinutes: 90 },
 };
 
+const DENIALS_RECORDED = 3;
+
 async function runAndWait(name: string, spec: unknown): Promise<{ code: number; outcome: RunOutcome; stderr: string }> {
   const path = await stack.specFile(name, spec);
   const cli = await stack.cairn(['run', path, '--wait', '--json']);
@@ -90,7 +92,12 @@ beforeAll(async () => {
   const { ensureBusyboxImage } = await import('@cairn/sandbox-docker');
   await ensureBusyboxImage();
   await startSink();
-  stack = await TestStack.create('egress-e2e', { CAIRN_POLICY_FILE: policyFile, CAIRN_EGRESS_HOSTS: `sink.test=${sinkIp},evil.test=${sinkIp}` });
+  stack = await TestStack.create('egress-e2e', {
+    CAIRN_POLICY_FILE: policyFile,
+    CAIRN_EGRESS_HOSTS: `sink.test=${sinkIp},evil.test=${sinkIp}`,
+    // Small, so a session can be seen to pass it (a run here is refused once).
+    CAIRN_EGRESS_DENIALS_RECORDED: String(DENIALS_RECORDED),
+  });
   const up = await stack.up();
   expect(up.outcome).toBe('started');
 });
@@ -152,5 +159,37 @@ describe('egress through the stack', () => {
     expect(chain.map((r) => r.type)).toEqual(['run.submitted', 'policy.decided', 'run.sealed']);
     expect(chain[1]).toMatchObject({ decision: 'deny', reasons: ["network: egress to evil.test:8080 is not on the policy's egress allowlist"] });
     await stack.expectCleanAndVerifiable(outcome.runId);
+  });
+
+  it('a sandbox session’s refusals are recorded as a run’s: at most CAIRN_EGRESS_DENIALS_RECORDED, all before its teardown, the chain verifying', async () => {
+    const created = await stack.api('/v1/sandboxes', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ image: 'cairn/sandbox-busybox:1', caps: { memoryMiB: 64, pids: 64, diskMiB: 16, cpus: 0.5 }, network: { egress: ['sink.test:8080'] }, ttlSeconds: 300 }),
+    });
+    const sandbox = (await created.json()) as { id: string };
+    expect(created.status, JSON.stringify(sandbox)).toBe(201);
+    const exec = async (argv: string[]) => {
+      const answer = await stack.api(`/v1/sandboxes/${sandbox.id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ argv }) });
+      expect(answer.status).toBe(200);
+      return (await answer.json()) as { stdout: string; exitCode: number };
+    };
+    const attempts = DENIALS_RECORDED + 3;
+    await exec(['sh', '-c', `for i in $(seq ${attempts}); do busybox wget -q -O - http://evil.test:8080/; done; true`]);
+    // The session goes on: the allowlisted host still answers.
+    expect((await exec(['busybox', 'wget', '-q', '-O', '-', 'http://sink.test:8080/'])).stdout).toContain('sink-ok');
+    expect((await stack.api(`/v1/sandboxes/${sandbox.id}`, { method: 'DELETE' })).status).toBe(200);
+
+    const response = await stack.api(`/v1/sandboxes/${sandbox.id}/events?after=0&limit=1000`);
+    const chain = ((await response.json()) as { items: Record<string, unknown>[] }).items;
+    const denied = chain.filter((r) => r.type === 'egress.denied');
+    expect(denied).toHaveLength(DENIALS_RECORDED);
+    for (const r of denied) expect(r).toMatchObject({ host: 'evil.test', port: 8080, reason: 'not_allowlisted', error_code: 'E_EGRESS' });
+    const destroyedAt = chain.findIndex((r) => r.type === 'sandbox.destroyed');
+    expect(destroyedAt).toBeGreaterThan(0);
+    expect(chain.slice(destroyedAt).map((r) => r.type)).not.toContain('egress.denied');
+    const log = await readFile(join(stack.home, 'logs', 'runtime.log'), 'utf8');
+    expect(log).toContain('egress refusals past the recorded maximum are only logged');
+    await stack.expectCleanAndVerifiable(sandbox.id);
   });
 });

@@ -115,6 +115,11 @@ export class TestStack {
 
   /** A key of `tenant` with `scopes`, minted straight into the stack's key table (only its hash is stored). */
   async mintKey(tenant: string, scopes: string[]): Promise<string> {
+    return (await this.mintScopedKey(tenant, scopes)).key;
+  }
+
+  /** As `mintKey`, with the key's id too (what grants and `key:<id>` actors name). */
+  async mintScopedKey(tenant: string, scopes: string[]): Promise<{ id: string; key: string }> {
     const { createDataSource } = await import('@cairn/persistence');
     const ds = createDataSource(this.database.url, { poolSize: 1 });
     await ds.initialize();
@@ -122,8 +127,9 @@ export class TestStack {
       const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
       const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
       const sha = createHash('sha256').update(key).digest('hex');
-      await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [randomUUID(), prefix, sha, tenant, scopes]);
-      return key;
+      const id = randomUUID();
+      await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [id, prefix, sha, tenant, scopes]);
+      return { id, key };
     } finally {
       await ds.destroy();
     }

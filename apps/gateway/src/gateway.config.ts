@@ -27,6 +27,14 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
     /** Event streams open at once; past it a new one is E_RATE_LIMITED. */
     CAIRN_GATEWAY_MAX_STREAMS: z.coerce.number().int().min(1).max(100_000).default(256),
+    /**
+     * Requests per second each API key may make, sustained (a token bucket per key id); past it
+     * 429 E_RATE_LIMITED with Retry-After. Generous by default: the test suites and benchmarks
+     * stay far below it; an operator lowers it for keys handed to agents.
+     */
+    CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: z.coerce.number().min(0.01).max(1_000_000).default(100),
+    /** Requests one key may send at once before the sustained rate applies (the bucket's size). */
+    CAIRN_GATEWAY_RATE_LIMIT_BURST: z.coerce.number().int().min(1).max(1_000_000).default(500),
     /** The dashboard's build (index.html and assets/); absent: the `dist/` of the @cairn/dashboard workspace. */
     CAIRN_DASHBOARD_DIR: z.string().min(1).optional(),
     /** The policy document the policy service runs with (the same variable); absent: the built-in default. Read by GET /v1/policy. */

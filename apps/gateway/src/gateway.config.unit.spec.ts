@@ -28,4 +28,14 @@ describe('GatewayConfigSchema', () => {
     }
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_PORT: '70000' })).toThrow(/CAIRN_GATEWAY_PORT/);
   });
+
+  it('takes a rate limit per key, generous by default, and refuses one that lets nothing through', () => {
+    expect(loadConfig(GatewayConfigSchema, {})).toMatchObject({ CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: 100, CAIRN_GATEWAY_RATE_LIMIT_BURST: 500 });
+    expect(loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: '0.5', CAIRN_GATEWAY_RATE_LIMIT_BURST: '3' })).toMatchObject({
+      CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: 0.5,
+      CAIRN_GATEWAY_RATE_LIMIT_BURST: 3,
+    });
+    expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: '0' })).toThrow(/CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND/);
+    expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_BURST: '0.5' })).toThrow(/CAIRN_GATEWAY_RATE_LIMIT_BURST/);
+  });
 });

@@ -14,6 +14,7 @@ import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
 import { HealthService } from './health/health.service.js';
+import { RateLimitGuard } from './http/rate-limit.guard.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
 import { PolicyController } from './policy/policy.controller.js';
 import { RunApprovalsController } from './runs/run-approvals.controller.js';
@@ -28,6 +29,7 @@ import { GATEWAY_SANDBOX_SESSIONS } from './sandboxes/sandbox-sessions.token.js'
 import { SandboxesController } from './sandboxes/sandboxes.controller.js';
 import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
 import { SecretsController } from './secrets/secrets.controller.js';
+import { TenantKeysRepository } from './secrets/tenant-keys.repository.js';
 import { WorkersController } from './workers/workers.controller.js';
 import { GatewayWebhooks } from './webhooks/gateway-webhooks.js';
 import { WebhooksController } from './webhooks/webhooks.controller.js';
@@ -73,8 +75,11 @@ export class GatewayModule {
         RunEventStreams,
         SandboxReadsRepository,
         SandboxOperations,
+        TenantKeysRepository,
         HealthService,
+        // In this order: the key is verified, then its bucket is charged.
         { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
       ],
     };
   }

@@ -519,6 +519,8 @@ describe('interactive sandbox sessions through REST', () => {
       ['create', () => http(base, 'POST', '/v1/sandboxes', { key: keys.reader, body: SPEC })],
       ['exec', () => execRaw(id, { argv: ['true'] }, keys.reader)],
       ['PUT file', () => putFile(id, '/work/x', 'x', keys.reader)],
+      // A read returns the sandbox's bytes, which may carry what it was given: not a reader's.
+      ['GET file', () => http(base, 'GET', `/v1/sandboxes/${id}/files?path=/work/x`, { key: keys.reader })],
       ['DELETE', () => http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.reader })],
     ];
     for (const [what, send] of readOnly) {

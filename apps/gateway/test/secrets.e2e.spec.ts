@@ -37,7 +37,9 @@ let config: GatewayConfig;
 let gateway: RunningGateway;
 let keysDb: DataSource;
 const logLines: string[] = [];
-const keys = { secrets: '', runsOnly: '', globex: '' };
+const keys = { secrets: '', runsOnly: '', globex: '', otherOps: '' };
+/** Key ids, for grants (`key:<id>`). */
+const ids = { secrets: '', ci: '', globex: '', otherOps: '' };
 
 /** A value of the test's own (random), so a search for it cannot be fooled. */
 const freshValue = () => `tok_${randomBytes(21).toString('base64url')}`;
@@ -111,9 +113,21 @@ beforeAll(async () => {
   keysDb = createGatewayDataSource(db.url, 2);
   await keysDb.initialize();
   // The new scope is one the api_keys table takes (its migration) and the guard knows.
-  keys.secrets = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] })).key;
-  keys.runsOnly = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
-  keys.globex = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['secrets:write'] })).key;
+  const minted = {
+    secrets: await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] }),
+    runsOnly: await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] }),
+    globex: await createApiKey(keysDb, { tenant: 'globex', scopes: ['secrets:write'] }),
+    otherOps: await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] }),
+    ci: await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:write', 'secrets:use'] }),
+  };
+  keys.secrets = minted.secrets.key;
+  keys.runsOnly = minted.runsOnly.key;
+  keys.globex = minted.globex.key;
+  keys.otherOps = minted.otherOps.key;
+  ids.secrets = minted.secrets.id;
+  ids.ci = minted.ci.id;
+  ids.globex = minted.globex.id;
+  ids.otherOps = minted.otherOps.id;
 });
 
 afterAll(async () => {
@@ -140,7 +154,7 @@ describe('PUT / GET / DELETE /v1/secrets: write-only, per tenant', () => {
     expect(listed.status).toBe(200);
     const items = (listed.body?.items ?? []) as { name: string; lastFour: string; keyId: string }[];
     expect(items.map((i) => [i.name, i.lastFour])).toEqual([['API_TOKEN', second.slice(-4)]]);
-    expect(Object.keys(items[0]!).sort()).toEqual(['createdAt', 'keyId', 'lastFour', 'name', 'updatedAt']);
+    expect(Object.keys(items[0]!).sort()).toEqual(['createdAt', 'grants', 'keyId', 'lastFour', 'name', 'setBy', 'updatedAt']);
     expect(listed.text).not.toContain(second);
     expect(listed.text).not.toContain(value);
 
@@ -204,6 +218,94 @@ describe('PUT / GET / DELETE /v1/secrets: write-only, per tenant', () => {
       expect(answer.text).not.toContain(value);
     }
     expect(await tableDump()).toBe(before);
+  });
+});
+
+describe('who may use a secret: grants over REST', () => {
+  interface Grant {
+    grantee: string;
+    grantedBy: string;
+    grantedAt: string;
+  }
+  const listed = async (name: string) => ((await call('GET', '/v1/secrets')).body?.items as { name: string; lastFour: string; setBy: string | null; grants: Grant[] }[]).find((i) => i.name === name);
+
+  it('grants the key that sets a secret, and the keys and scopes `grant` names, in the same write; the listing shows them', async () => {
+    const value = freshValue();
+    const path = `/v1/secrets/CI_TOKEN?grant=key:${ids.ci}&grant=scope:runs:write`;
+    expect((await call('PUT', path, { text: value })).status).toBe(200);
+    const secret = await listed('CI_TOKEN');
+    expect(secret).toMatchObject({ setBy: `key:${ids.secrets}`, lastFour: value.slice(-4) });
+    // In grantee order (byte order: what the store answers), each granted by the key that set it.
+    const setter = `key:${ids.secrets}`;
+    expect(secret!.grants.map((g) => [g.grantee, g.grantedBy])).toEqual([`key:${ids.ci}`, setter, 'scope:runs:write'].sort().map((grantee) => [grantee, setter]));
+    const one = await call('PUT', `/v1/secrets/ONE_GRANT?grant=key:${ids.ci}`, { text: freshValue() });
+    expect(one.status, one.text).toBe(200);
+    expect((await listed('ONE_GRANT'))!.grants.map((g) => g.grantee).sort()).toEqual([`key:${ids.ci}`, `key:${ids.secrets}`].sort());
+  });
+
+  it('refuses a grant to a key that is not one of the tenant’s (unknown, or another tenant’s) or a bad grantee, storing nothing', async () => {
+    const before = await tableDump();
+    for (const [grant, status] of [
+      ['key:9b2c1d3e-0000-4000-8000-00000000dead', 400],
+      [`key:${ids.globex}`, 400],
+      ['tenant:acme', 400],
+      ['scope:root', 400],
+    ] as const) {
+      const answer = await call('PUT', `/v1/secrets/NEVER_STORED?grant=${encodeURIComponent(grant)}`, { text: freshValue() });
+      expect([answer.status, answer.body?.code], grant).toEqual([status, 'E_INPUT']);
+    }
+    expect(await tableDump()).toBe(before);
+  });
+
+  it('lets only a key holding a grant change a secret: another secrets:write key may not replace, grant itself, revoke or remove it (403)', async () => {
+    const before = await listed('CI_TOKEN');
+    const attempts: [string, string, Parameters<typeof call>[2]][] = [
+      ['PUT', '/v1/secrets/CI_TOKEN', { text: freshValue() }],
+      ['POST', '/v1/secrets/CI_TOKEN/grants', { text: JSON.stringify({ grantees: [`key:${ids.otherOps}`] }), contentType: 'application/json' }],
+      ['DELETE', `/v1/secrets/CI_TOKEN/grants/key:${ids.ci}`, {}],
+      ['DELETE', '/v1/secrets/CI_TOKEN', {}],
+    ];
+    for (const [method, path, options] of attempts) {
+      const answer = await call(method, path, { ...options, key: keys.otherOps });
+      expect([answer.status, answer.body?.code], `${method} ${path}`).toEqual([403, 'E_FORBIDDEN']);
+      expect(answer.body?.message).toContain('CI_TOKEN');
+    }
+    expect(await listed('CI_TOKEN')).toEqual(before);
+    // Its own secret it manages as it likes.
+    expect((await call('PUT', '/v1/secrets/OTHER_OPS', { key: keys.otherOps, text: freshValue() })).status).toBe(200);
+  });
+
+  it('grants, lists and revokes through /v1/secrets/:name/grants; a grant granted twice is held once; revoking what is not there is 404', async () => {
+    const json = (body: unknown) => ({ text: JSON.stringify(body), contentType: 'application/json' });
+    const granted = await call('POST', '/v1/secrets/CI_TOKEN/grants', json({ grantees: [`key:${ids.otherOps}`, `key:${ids.otherOps}`, 'scope:approve'] }));
+    expect(granted.status, granted.text).toBe(200);
+    const grantees = (granted.body?.grants as Grant[]).map((g) => g.grantee);
+    expect(grantees).toEqual([...new Set([`key:${ids.ci}`, `key:${ids.otherOps}`, `key:${ids.secrets}`, 'scope:approve', 'scope:runs:write'])].sort());
+    expect((await call('GET', '/v1/secrets/CI_TOKEN/grants')).body).toEqual(granted.body);
+    // Now a grant holder, the other key may pass it on and take grants back.
+    const revoked = await call('DELETE', `/v1/secrets/CI_TOKEN/grants/${encodeURIComponent('scope:approve')}`, { key: keys.otherOps });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect((revoked.body?.grants as Grant[]).map((g) => g.grantee)).not.toContain('scope:approve');
+    expect(await call('DELETE', '/v1/secrets/CI_TOKEN/grants/scope:approve')).toMatchObject({ status: 404, body: { code: 'E_NOT_FOUND' } });
+    expect(await call('POST', '/v1/secrets/NO_SUCH_SECRET/grants', json({ grantees: ['scope:runs:write'] }))).toMatchObject({ status: 404, body: { code: 'E_NOT_FOUND' } });
+    expect(await call('GET', '/v1/secrets/NO_SUCH_SECRET/grants')).toMatchObject({ status: 404, body: { code: 'E_NOT_FOUND' } });
+    for (const bad of [{ grantees: [] }, { grantees: ['everyone'] }, { grantee: 'scope:runs:write' }]) {
+      expect(await call('POST', '/v1/secrets/CI_TOKEN/grants', json(bad)), JSON.stringify(bad)).toMatchObject({ status: 400, body: { code: 'E_INPUT' } });
+    }
+    // Another tenant sees none of it.
+    expect(await call('GET', '/v1/secrets/CI_TOKEN/grants', { key: keys.globex })).toMatchObject({ status: 404, body: { code: 'E_NOT_FOUND' } });
+    expect(await call('POST', '/v1/secrets/CI_TOKEN/grants', { ...json({ grantees: [`key:${ids.globex}`] }), key: keys.globex })).toMatchObject({ status: 404 });
+  });
+
+  it('needs secrets:write for every grant route', async () => {
+    for (const [method, path] of [
+      ['GET', '/v1/secrets/CI_TOKEN/grants'],
+      ['POST', '/v1/secrets/CI_TOKEN/grants'],
+      ['DELETE', `/v1/secrets/CI_TOKEN/grants/key:${ids.ci}`],
+    ] as const) {
+      expect((await call(method, path, { key: keys.runsOnly })).status, `${method} ${path}`).toBe(403);
+      expect((await call(method, path, { key: null })).status, `${method} ${path}`).toBe(401);
+    }
   });
 });
 

@@ -48,6 +48,7 @@ export class CreateSandboxHandler {
       spec_sha256: specSha256,
       requested_by: command.requested_by,
       ...(command.idempotency_key_sha256 === undefined ? {} : { idempotency_key_sha256: command.idempotency_key_sha256 }),
+      ...(command.principal === undefined ? {} : { principal: command.principal }),
       expires_at: new Date(now + ttlSeconds * 1000).toISOString(),
       idle_seconds: spec.idleSeconds ?? this.config.CAIRN_SANDBOX_DEFAULT_IDLE_SECONDS,
     };

@@ -48,6 +48,8 @@ export class SubmitRunHandler {
       spec_sha256: specSha256,
       submitted_by: command.submitted_by,
       idempotency_key_sha256: command.idempotency_key_sha256,
+      // Who asked, for policy's secret decisions; a command without it (an older gateway) records none.
+      ...(command.principal === undefined ? {} : { principal: command.principal }),
     };
     checkEventFields('run.submitted', { chainId: runId, tenant: command.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
     // Guarded on the empty chain: `run.submitted` is only ever first.

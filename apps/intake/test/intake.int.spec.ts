@@ -117,6 +117,14 @@ describe('intake: submit', () => {
     });
   });
 
+  it('records the submitting key’s id and scopes the command carries as run.submitted’s principal; a command without one records none', async () => {
+    const principal = { key_id: 'k1', scopes: ['runs:write' as const, 'secrets:use' as const] };
+    const withPrincipal = okRunId(await bus.send('submit', submit({ principal }), { msgId: uniqueName('m') }));
+    expect((await chain(withPrincipal))[0]).toMatchObject({ type: 'run.submitted', submitted_by: 'key:k1', principal });
+    const without = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    expect((await chain(without))[0]).not.toHaveProperty('principal');
+  });
+
   it('answers a resubmission (same key, same body) with the same run and appends nothing', async () => {
     const command = submit();
     const first = okRunId(await bus.send('submit', command, { msgId: command.idempotency_key_sha256 }));

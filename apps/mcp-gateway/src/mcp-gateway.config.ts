@@ -37,6 +37,14 @@ export const McpGatewayConfigSchema = z.object({
   CAIRN_MCP_MAX_SESSIONS: z.coerce.number().int().min(1).max(100_000).default(256),
   /** An HTTP session nobody used for this long is closed. */
   CAIRN_MCP_SESSION_IDLE_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(30 * 60_000),
+  /**
+   * Requests per second one API key may send to the HTTP endpoint, sustained (a token bucket per
+   * key); past it 429 E_RATE_LIMITED with Retry-After. Each tool call is charged again by the REST
+   * gateway's own limit, so this bounds what a key costs the MCP gateway itself.
+   */
+  CAIRN_MCP_RATE_LIMIT_PER_SECOND: z.coerce.number().min(0.01).max(1_000_000).default(100),
+  /** Requests one key may send at once before the sustained rate applies. */
+  CAIRN_MCP_RATE_LIMIT_BURST: z.coerce.number().int().min(1).max(1_000_000).default(500),
 });
 export type McpGatewayConfig = z.infer<typeof McpGatewayConfigSchema>;
 

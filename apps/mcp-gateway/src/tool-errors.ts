@@ -31,7 +31,7 @@ export const MCP_ERROR_HINTS: Readonly<Record<ErrorCode, string>> = {
   E_CONFLICT: 'the request conflicts with the run’s or sandbox’s current state (a destroyed sandbox takes no more operations: create a new one)',
   E_IDEMPOTENCY_MISMATCH: 'this idempotency key was used with a different spec: use a new key',
   E_TOO_LARGE: 'the request is too large: send less',
-  E_RATE_LIMITED: 'too many requests: wait and try again',
+  E_RATE_LIMITED: 'too many requests with this key: wait details.retryAfterSeconds seconds, then try again',
   E_UNAVAILABLE: 'Cairn is not reachable right now: try again later',
   E_INTERNAL: 'Cairn failed unexpectedly: try again, or report it',
 };

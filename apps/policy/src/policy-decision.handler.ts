@@ -9,7 +9,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { BudgetUsageRepository } from './budget-usage.repository.js';
 import type { PolicyServiceConfig } from './policy.config.js';
 import { decideSandboxPolicy } from './sandbox-policy.js';
-import { SecretNamesRepository } from './secret-names.repository.js';
+import { SecretAccessRepository } from './secret-access.repository.js';
 
 /** Injection token of the policy document in force (validated at boot). */
 export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
@@ -32,7 +32,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
     @Inject(SERVICE_CONFIG) private readonly config: PolicyServiceConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
     /** Absent (no store): a run that names a secret is denied, fail closed. */
-    @Optional() @Inject(SecretNamesRepository) private readonly secretNames: SecretNamesRepository | null = null,
+    @Optional() @Inject(SecretAccessRepository) private readonly secretAccess: SecretAccessRepository | null = null,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -74,20 +74,29 @@ export class PolicyDecisionHandler implements ReactorHandler {
         return;
       }
       if (chain.receipts.some((r) => r.type === 'policy.decided') || chain.view?.state !== 'PENDING') return;
-      const context = await this.contextFor(requested.tenant, requested.run_id, requested.spec.secrets ?? [], undefined);
+      const context = await this.contextFor(requested, requested.spec.secrets ?? [], undefined);
       const outcome = decideSandboxPolicy(requested, context);
       await ctx.appendAt(headSeq, 'policy.decided', { ...policyDecidedFields(outcome) });
       this.logger.write('info', 'decided', { sandbox_id: ctx.chainId, decision: outcome.decision, error_code: outcome.error_code ?? null });
     });
   }
 
-  /** What a decision depends on besides the spec: the live images, secret names, usage where budgets need it. */
-  private async contextFor(tenant: string, chainId: string, secrets: readonly string[], job: string | undefined): Promise<PolicyContext> {
+  /**
+   * What a decision depends on besides the spec: the live images, the secrets' grants and the
+   * submitting key (as its first receipt recorded it), usage where budgets need it.
+   */
+  private async contextFor(
+    first: EvidenceReceiptOf<'run.submitted'> | EvidenceReceiptOf<'sandbox.requested'>,
+    secrets: readonly string[],
+    job: string | undefined,
+  ): Promise<PolicyContext> {
+    const { tenant, run_id: chainId } = first;
     const now = Date.now();
     const workers = await this.workers.list();
     const localImageDigests = liveImageDigests(workers, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
     const context: PolicyContext = { policy: this.policy, localImageDigests };
-    if (secrets.length > 0 && this.secretNames !== null) context.secretNames = await this.secretNames.of(tenant);
+    if (first.principal !== undefined) context.submitter = first.principal;
+    if (secrets.length > 0 && this.secretAccess !== null) context.secrets = await this.secretAccess.of(tenant, secrets);
     if (job !== undefined || hasTenantQuota(this.policy.budgets)) {
       const records = await this.usage.earlierRuns(chainId, tenant, job, now);
       const usage = summariseUsage(records, job, now);
@@ -98,7 +107,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
   }
 
   private async decide(submitted: EvidenceReceiptOf<'run.submitted'>): Promise<PolicyOutcome> {
-    const context = await this.contextFor(submitted.tenant, submitted.run_id, submitted.spec.secrets ?? [], submitted.spec.job);
+    const context = await this.contextFor(submitted, submitted.spec.secrets ?? [], submitted.spec.job);
     return decidePolicy(submitted.spec, context);
   }
 

@@ -6,7 +6,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { BudgetUsageRepository } from './budget-usage.repository.js';
 import { loadPolicyDocument } from './policy-document.loader.js';
 import { POLICY_DOCUMENT, PolicyDecisionHandler } from './policy-decision.handler.js';
-import { SecretNamesRepository } from './secret-names.repository.js';
+import { SecretAccessRepository } from './secret-access.repository.js';
 import type { PolicyServiceConfig } from './policy.config.js';
 
 export const POLICY_SERVICE = 'policy';
@@ -22,7 +22,7 @@ export function policyModule(config: PolicyServiceConfig): DynamicModule {
     providers: [
       { provide: POLICY_DOCUMENT, useValue: policy },
       BudgetUsageRepository,
-      SecretNamesRepository,
+      SecretAccessRepository,
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],

@@ -21,7 +21,8 @@ import { POLICY_SERVICE, policyModule } from '../src/policy.module.js';
 
 /*
  * Policy and the secret store: a run that lists secrets is allowed only when its own tenant's store
- * holds every name (policy reads names only, with no key); a name it lacks is denied, named.
+ * holds every name and the submitting key, as `run.submitted` records it, holds `secrets:use` and a
+ * grant of each (policy reads names and grants only, with no key); anything else is denied, named.
  */
 
 let nc: NatsConnection;
@@ -36,14 +37,27 @@ async function chain(runId: string): Promise<ReceiptEnvelope[]> {
   return out;
 }
 
-async function decide(tenant: string, spec: RunSpec): Promise<ReceiptEnvelope & { decision?: string; error_code?: string; reasons?: string[] }> {
+const USER = { key_id: 'k1', scopes: ['runs:write', 'secrets:use'] };
+
+/** `principal: null` appends a receipt without one, as intake did before secrets were governed. */
+async function decide(
+  tenant: string,
+  spec: RunSpec,
+  principal: { key_id: string; scopes: string[] } | null = USER,
+): Promise<ReceiptEnvelope & { decision?: string; error_code?: string; reasons?: string[] }> {
   const runId = `run_${uniqueName('polsec').toLowerCase()}`;
   await log.append(runId, {
     type: 'run.submitted',
     actor: 'intake',
     tenant,
     causation: null,
-    fields: { spec, spec_sha256: sha256Hex(canonicalJson(spec)), submitted_by: 'key:k1', idempotency_key_sha256: sha256Hex(runId) },
+    fields: {
+      spec,
+      spec_sha256: sha256Hex(canonicalJson(spec)),
+      submitted_by: `key:${principal?.key_id ?? 'k1'}`,
+      idempotency_key_sha256: sha256Hex(runId),
+      ...(principal === null ? {} : { principal }),
+    },
   });
   const end = Date.now() + 15_000;
   for (;;) {
@@ -82,8 +96,10 @@ beforeAll(async () => {
   const key = generateSecretKey();
   const store = await SecretStore.open({ url: db.url, keyring: { primary: key, keys: [key] } });
   try {
-    await store.put('acme', 'API_TOKEN', new Uint8Array(randomBytes(24)).map((b) => 0x41 + (b % 26)));
-    await store.put('acme', 'DB_PASSWORD', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)));
+    await store.put('acme', 'API_TOKEN', new Uint8Array(randomBytes(24)).map((b) => 0x41 + (b % 26)), { setBy: 'key:k1' });
+    await store.put('acme', 'DB_PASSWORD', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:ops', grants: ['scope:runs:write'] });
+    await store.put('acme', 'OPS_ONLY', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:ops' });
+    await store.put('globex', 'GLOBEX_TOKEN', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:k1' });
   } finally {
     await store.close();
   }
@@ -103,8 +119,30 @@ afterAll(async () => {
 });
 
 describe('policy and the secret store', () => {
-  it('allows a run whose tenant holds every secret it lists', async () => {
+  it('allows a run whose tenant holds every secret it lists, each granted to its key (by id, or by scope)', async () => {
     expect(await decide('acme', spec(['API_TOKEN', 'DB_PASSWORD']))).toMatchObject({ decision: 'allow', reasons: [] });
+  });
+
+  it('denies E_POLICY_DENIED a secret granted to another key, naming the secret and the key', async () => {
+    const decided = await decide('acme', spec(['API_TOKEN', 'OPS_ONLY']));
+    expect(decided).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: ['secrets: OPS_ONLY is not granted to key k1'] });
+  });
+
+  it('denies a key with the grant but without secrets:use, and a receipt that records no key (from before grants)', async () => {
+    expect(await decide('acme', spec(['API_TOKEN']), { key_id: 'k1', scopes: ['runs:write'] })).toMatchObject({
+      decision: 'deny',
+      reasons: ['secrets: API_TOKEN cannot be used: key k1 lacks the secrets:use scope'],
+    });
+    expect(await decide('acme', spec(['API_TOKEN']), null)).toMatchObject({
+      decision: 'deny',
+      reasons: ['secrets: API_TOKEN cannot be used: the submission records no API key scopes'],
+    });
+    // Receipts without a principal still fold and are decided as before when they name no secret.
+    expect(await decide('acme', { name: 'plain', steps: [{ argv: ['true'] }] }, null)).toMatchObject({ decision: 'allow' });
+  });
+
+  it('allows an admin key every secret of its tenant', async () => {
+    expect(await decide('acme', spec(['OPS_ONLY', 'API_TOKEN']), { key_id: 'root', scopes: ['admin'] })).toMatchObject({ decision: 'allow' });
   });
 
   it('denies E_POLICY_DENIED, naming each secret the tenant lacks', async () => {

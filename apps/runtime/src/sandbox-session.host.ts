@@ -22,7 +22,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { inputFile } from './run-assessment.js';
-import { egressDeniedFields, runFailedFields, sandboxCaps, sandboxCreatedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
+import { runFailedFields, sandboxCaps, sandboxCreatedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
@@ -253,7 +253,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     let hardening: SandboxHardening;
     try {
       const egress =
-        network === null ? undefined : { allow: network.egress, allowPrivate: network.allow_private, onDenied: (d: EgressDenial) => this.recordDenial(ctx, d, guard) };
+        network === null ? undefined : { allow: network.egress, allowPrivate: network.allow_private, onDenied: (d: EgressDenial) => this.recordDenial(ctx.chainId, d, guard) };
       handle = await this.engine.createSandbox(
         { image: imageId, caps: sandboxCaps(caps), labels: { workerId: this.config.CAIRN_WORKER_ID, chainId: ctx.chainId }, lifetimeSeconds: ttlSeconds + LIFETIME_MARGIN_SECONDS },
         egress,
@@ -278,6 +278,7 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
       idleMs: (requested.idle_seconds ?? ttlSeconds) * 1000,
       leaseId: scheduled.lease_id,
       outputBytesPerExec: decided.budget?.output_bytes_per_step ?? null,
+      egressDenialsRecorded: this.config.CAIRN_EGRESS_DENIALS_RECORDED,
       engine: this.engine,
       artifacts: this.artifacts,
       leases: this.leases,
@@ -336,11 +337,11 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     return 'failed';
   }
 
-  private recordDenial(ctx: ReactionContext, denial: EgressDenial, guard: LeakGuard): void {
-    // The host is the workload's to choose: redacted before it is recorded (a finding ends the session).
-    void ctx
-      .append('egress.denied', guard.receipt('egress.denied', { ...egressDeniedFields(denial, null) }), `egress-${denial.host}-${denial.port}-${Date.now()}`)
-      .catch((error: unknown) => this.logger.write('warn', 'could not record an egress denial', { sandbox_id: ctx.chainId, error: describe(error) }));
+  /** Recorded by the session (capped, guarded on its head); one refused before the session exists is only logged, its host redacted. */
+  private recordDenial(sandboxId: string, denial: EgressDenial, guard: LeakGuard): void {
+    const session = this.sessions.get(sandboxId);
+    if (session !== undefined) session.recordDenial(denial);
+    else this.logger.write('warn', 'egress refused before the session started', guard.logFilter({ sandbox_id: sandboxId, host: denial.host, port: denial.port, reason: denial.reason }));
   }
 }
 

@@ -7,6 +7,7 @@ import { readSandboxChain } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { assertSandboxPath } from '@cairn/sandbox';
 import type { DestroyResult, ExecResult, SandboxHandle } from '@cairn/sandbox';
+import type { EgressDenial } from '@cairn/sandbox-docker';
 import { MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES } from '@cairn/sandbox-sessions';
 import type { ExecOp, OpEnd, ReadOp, SandboxOp, WriteOp } from '@cairn/sandbox-sessions';
 import type { OutputScanner, ScannedSecret } from '@cairn/secrets';
@@ -19,7 +20,7 @@ import { LiveRedactor } from './live-output.js';
 import { describeLeaks, leakRedactedFields } from './leak-guard.js';
 import type { LeakGuard } from './leak-guard.js';
 import { describeRedactions, redactionsOf, secretRedactedFields } from './output-redaction.js';
-import { limitsHit, sandboxDestroyedFields } from './runtime-receipts.builder.js';
+import { egressDeniedFields, limitsHit, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { EventFields, TeardownReason } from './runtime-receipts.builder.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
 import { fileCommandError, getFileCommand, putFileCommand } from './sandbox-file.commands.js';
@@ -43,6 +44,8 @@ export interface SandboxSessionDeps {
   idleMs: number;
   leaseId: string;
   outputBytesPerExec: number | null;
+  /** At most this many `egress.denied` go on the chain (CAIRN_EGRESS_DENIALS_RECORDED), as for a run. */
+  egressDenialsRecorded: number;
   engine: SandboxEngine;
   artifacts: ArtifactStore;
   leases: LeaseStore;
@@ -89,6 +92,11 @@ export class SandboxSession {
   private readonly keeper: LeaseKeeper;
   private readonly startedAt = performance.now();
   private finished!: () => void;
+  /** Egress refusals seen, and the appends of those recorded (one after another). */
+  private denialsSeen = 0;
+  private denials: Promise<void> = Promise.resolve();
+  /** Set once the ending is being recorded: a refusal after it is only logged. */
+  private denialsClosed = false;
   /** Resolves once the session's teardown is recorded. */
   readonly done: Promise<void>;
   /** The session's log: every line redacted by the guard first. */
@@ -175,6 +183,28 @@ export class SandboxSession {
    */
   secretSeen(): void {
     void this.enqueue(() => this.endSecretSeen([]));
+  }
+
+  /**
+   * A connection the egress proxy refused: `egress.denied` on the chain, guarded on the session's
+   * head like every receipt of it and in the order seen, without stopping the session — as a
+   * run's (run-execution.ts). At most `egressDenialsRecorded` are appended, so a sandbox cannot
+   * flood its chain; past that they are only logged, as is any seen once the ending is recorded.
+   */
+  recordDenial(denial: EgressDenial): void {
+    const logger = this.logger;
+    const n = ++this.denialsSeen;
+    logger.write('warn', 'egress refused', { sandbox_id: this.sandboxId, host: denial.host, port: denial.port, reason: denial.reason });
+    if (this.denialsClosed || n > this.deps.egressDenialsRecorded) {
+      if (n === this.deps.egressDenialsRecorded + 1) logger.write('warn', 'egress refusals past the recorded maximum are only logged', { sandbox_id: this.sandboxId });
+      return;
+    }
+    this.denials = this.denials
+      .then(() => (this.denialsClosed ? undefined : this.appendOwn('egress.denied', { ...egressDeniedFields(denial, null) }, `egress-${n}`)))
+      .then(
+        () => undefined,
+        (error: unknown) => logger.write('error', 'could not record an egress refusal', { sandbox_id: this.sandboxId, error: describe(error) }),
+      );
   }
 
   private enqueue(task: () => Promise<void>): Promise<void> {
@@ -402,6 +432,9 @@ export class SandboxSession {
     let destroyed: AppendResult | null = null;
     try {
       await this.keeper.stop();
+      // Every refusal seen so far is on the chain before the ending, as for a run.
+      await this.denials;
+      this.denialsClosed = true;
       if (ending.expired !== undefined) {
         await this.appendOwn(
           'sandbox.expired',

@@ -1,5 +1,7 @@
 export { API_KEY_SCOPES, ApiKeyScopeSchema, hasScope } from './api-key-scope.schema.js';
 export type { ApiKeyScope } from './api-key-scope.schema.js';
+export { holdsGrant, KeyIdSchema, keyGrantee, mayUseSecret, SecretGranteeSchema, SubmitterPrincipalSchema } from './principal.schema.js';
+export type { SecretGrantee, SubmitterPrincipal } from './principal.schema.js';
 export {
   API_ERROR_CODES,
   assertUnreachable,

@@ -19,6 +19,7 @@ import {
   TokenSchema,
   WorkerIdSchema,
 } from './event-fields.schema.js';
+import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
 import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
 
@@ -31,6 +32,11 @@ export const RunSubmittedSchema = eventBodySchema('run.submitted', {
   submitted_by: ActorSchema,
   /** The idempotency key itself is the client's; the chain keeps only its hash. */
   idempotency_key_sha256: Sha256HexSchema,
+  /**
+   * The submitting key's id and scopes, for policy's secret decisions (docs/adr/0011). Absent on
+   * receipts from before secrets were governed: such a run may use no secret.
+   */
+  principal: SubmitterPrincipalSchema.optional(),
 });
 
 /** What a run may use while it runs, as policy decided it from the budgets and the usage it saw. */

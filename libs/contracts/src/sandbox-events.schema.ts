@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ActorSchema, Sha256HexSchema, TimestampSchema } from './envelope.js';
 import { ErrorCodeSchema } from './error-codes.js';
 import { ByteCountSchema, eventBodySchema, ExecIdSchema, PROCESS_RESULT_FIELDS, SandboxPathSchema } from './event-fields.schema.js';
+import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { ArgvSchema } from './run-spec.schema.js';
 import { SandboxSpecSchema } from './sandbox-spec.schema.js';
 
@@ -15,6 +16,8 @@ export const SandboxRequestedSchema = eventBodySchema('sandbox.requested', {
   spec_sha256: Sha256HexSchema,
   requested_by: ActorSchema,
   idempotency_key_sha256: Sha256HexSchema.optional(),
+  /** The requesting key's id and scopes, as on `run.submitted`; absent on earlier receipts (no secret may be mounted). */
+  principal: SubmitterPrincipalSchema.optional(),
   expires_at: TimestampSchema,
   /** Reaped after this many seconds without an operation. Optional only so earlier receipts still read. */
   idle_seconds: z.number().int().positive().max(86_400).optional(),

@@ -1,4 +1,15 @@
-import { ActorSchema, ApprovalIdSchema, ChainIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxSpecSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
+import {
+  ActorSchema,
+  ApprovalIdSchema,
+  ChainIdSchema,
+  ErrorBodySchema,
+  RunIdSchema,
+  RunSpecSchema,
+  SandboxSpecSchema,
+  Sha256HexSchema,
+  SubmitterPrincipalSchema,
+  TenantIdSchema,
+} from '@cairn/contracts';
 import { z } from 'zod';
 
 /*
@@ -14,6 +25,8 @@ export const SubmitRunCommandSchema = z.strictObject({
   /** sha256 (hex) of the client's Idempotency-Key; the key itself never leaves the gateway. */
   idempotency_key_sha256: Sha256HexSchema,
   spec: RunSpecSchema,
+  /** The verified key's id and scopes, recorded on `run.submitted` for policy (docs/adr/0011). */
+  principal: SubmitterPrincipalSchema.optional(),
 });
 export type SubmitRunCommand = z.infer<typeof SubmitRunCommandSchema>;
 
@@ -46,6 +59,8 @@ export const CreateSandboxCommandSchema = z.strictObject({
   /** sha256 (hex) of the client's Idempotency-Key; absent: every request is a new sandbox. */
   idempotency_key_sha256: Sha256HexSchema.optional(),
   spec: SandboxSpecSchema,
+  /** As on `submit`: recorded on `sandbox.requested`. */
+  principal: SubmitterPrincipalSchema.optional(),
 });
 export type CreateSandboxCommand = z.infer<typeof CreateSandboxCommandSchema>;
 

@@ -1,5 +1,5 @@
-import { assertUnreachable, inputIssues, SecretNameSchema } from '@cairn/contracts';
-import type { GrantedCaps, NetworkSpec, PolicyDecision, RunSpec } from '@cairn/contracts';
+import { assertUnreachable, hasScope, inputIssues, mayUseSecret, SecretNameSchema } from '@cairn/contracts';
+import type { GrantedCaps, NetworkSpec, PolicyDecision, RunSpec, SubmitterPrincipal } from '@cairn/contracts';
 import { matchApprovalRules } from './approval-rules.js';
 import { egressNotAllowed } from './egress-allowlist.js';
 import type { ApprovalRequirement } from './approval-rules.js';
@@ -15,16 +15,28 @@ import { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 /** The parts of a RunSpec that policy reads. */
 export type PolicySpec = Pick<RunSpec, 'image' | 'job' | 'steps' | 'caps' | 'network' | 'secrets'>;
 
+/** A secret the tenant's store holds, and who may use it besides admin keys (`key:<id>`, `scope:<scope>`). */
+export interface SecretAccess {
+  name: string;
+  grantees: readonly string[];
+}
+
 /** Everything besides the spec that a decision depends on; all of it is data the caller gathered. */
 export interface PolicyContext {
   policy: PolicyDocument;
   /** Digest (`sha256:…`) of each image present on the host, by name, where known. */
   localImageDigests?: Readonly<Record<string, string>>;
   /**
-   * Names the secret store holds. Absent means there is no store yet, so a spec that references
-   * any secret is refused: a run must not start believing it has a secret it cannot get.
+   * The secrets the tenant's store holds, with their grants. Absent means there is no store yet,
+   * so a spec that references any secret is refused: a run must not start believing it has a
+   * secret it cannot get.
    */
-  secretNames?: readonly string[];
+  secrets?: readonly SecretAccess[];
+  /**
+   * The key that submitted the run, as its `run.submitted` recorded it. Absent (a receipt from
+   * before secrets were governed): the run may use no secret.
+   */
+  submitter?: SubmitterPrincipal;
   /**
    * The job's other admitted runs. Required when the spec names a job: without them the budget
    * cannot be checked, and an unchecked budget is refused (`[]` for a new job).
@@ -117,7 +129,7 @@ export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOu
   const image = decideImage(spec, context, denied);
   const caps = decideCaps(spec, policy, denied);
   const network = decideNetwork(policy.network, spec.network ?? 'none', denied);
-  const secrets = decideSecrets(spec.secrets ?? [], context.secretNames, denied);
+  const secrets = decideSecrets(spec.secrets ?? [], context.secrets, context.submitter, denied);
 
   const overBudget: string[] = [];
   const runSeconds: number[] = [];
@@ -292,16 +304,29 @@ function decideNetwork(policy: NetworkPolicy, requested: NetworkSpec, denied: st
   }
 }
 
-/** Secrets are names only (I-7); their values never pass through policy. */
-function decideSecrets(names: readonly string[], store: readonly string[] | undefined, denied: string[]): string[] {
+/**
+ * Secrets are names only (I-7); their values never pass through policy. Each must be in the
+ * tenant's store and usable by the submitting key: `secrets:use`, and a grant (docs/secrets.md).
+ */
+function decideSecrets(names: readonly string[], store: readonly SecretAccess[] | undefined, submitter: SubmitterPrincipal | undefined, denied: string[]): string[] {
   const invalid = names.filter((name) => !SecretNameSchema.safeParse(name).success);
   for (const name of invalid) denied.push(`secrets: ${JSON.stringify(name)} is not a secret name`);
   const valid = names.filter((name) => !invalid.includes(name));
   if (valid.length > 0 && store === undefined) {
     denied.push(`secrets: no secret store is configured, so ${valid.join(', ')} cannot be provided`);
   } else if (store !== undefined) {
-    const known = new Set(store);
-    for (const name of valid) if (!known.has(name)) denied.push(`secrets: ${name} is not in the secret store`);
+    for (const name of valid) {
+      const secret = store.find((s) => s.name === name);
+      if (secret === undefined) denied.push(`secrets: ${name} is not in the secret store`);
+      else if (!mayUseSecret(submitter, secret.grantees)) denied.push(unusable(name, submitter));
+    }
   }
   return [...names];
+}
+
+/** Why the submitting key may not use `name`: the reason names the secret and the key, never a value. */
+function unusable(name: string, submitter: SubmitterPrincipal | undefined): string {
+  if (submitter === undefined) return `secrets: ${name} cannot be used: the submission records no API key scopes`;
+  if (!hasScope(submitter.scopes, 'secrets:use')) return `secrets: ${name} cannot be used: key ${submitter.key_id} lacks the secrets:use scope`;
+  return `secrets: ${name} is not granted to key ${submitter.key_id}`;
 }

@@ -254,15 +254,45 @@ describe('decidePolicy: network and secrets', () => {
     expect(outcome.reasons).toEqual(['secrets: no secret store is configured, so API_TOKEN cannot be provided']);
   });
 
-  it('given secrets the store holds, when decided, then they are allowed by name only', () => {
-    const outcome = decide(spec({ secrets: ['API_TOKEN'] }), { secretNames: ['API_TOKEN', 'OTHER'] });
+  const KEY = 'k-1';
+  const store = [
+    { name: 'API_TOKEN', grantees: [`key:${KEY}`] },
+    { name: 'BY_SCOPE', grantees: ['scope:runs:write'] },
+    { name: 'OTHERS', grantees: ['key:k-2', 'scope:approve'] },
+  ];
+  const user = (scopes: string[]) => ({ key_id: KEY, scopes }) as unknown as PolicyContext['submitter'];
+
+  it('given secrets the store holds, granted to a key with secrets:use (by id or by scope), when decided, then they are allowed by name only', () => {
+    const outcome = decide(spec({ secrets: ['API_TOKEN', 'BY_SCOPE'] }), { secrets: store, submitter: user(['runs:write', 'secrets:use']) });
     expect(outcome.decision).toBe('allow');
-    expect(outcome.effective.secrets).toEqual(['API_TOKEN']);
+    expect(outcome.effective.secrets).toEqual(['API_TOKEN', 'BY_SCOPE']);
   });
 
   it('given a secret the store lacks or a malformed name, when decided, then each is denied', () => {
-    const outcome = decide(spec({ secrets: ['MISSING', 'not-a-name'] }), { secretNames: ['API_TOKEN'] });
+    const outcome = decide(spec({ secrets: ['MISSING', 'not-a-name'] }), { secrets: store, submitter: user(['runs:write', 'secrets:use']) });
     expect(outcome.reasons).toEqual(['secrets: "not-a-name" is not a secret name', 'secrets: MISSING is not in the secret store']);
+  });
+
+  it('given a secret granted to others only, when decided, then it is denied naming the secret and the key', () => {
+    const outcome = decide(spec({ secrets: ['API_TOKEN', 'OTHERS'] }), { secrets: store, submitter: user(['runs:write', 'secrets:use']) });
+    expect(outcome).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: [`secrets: OTHERS is not granted to key ${KEY}`] });
+  });
+
+  it('given a granted secret and a key without secrets:use, when decided, then it is denied: the grant alone is not enough', () => {
+    const outcome = decide(spec({ secrets: ['API_TOKEN'] }), { secrets: store, submitter: user(['runs:write', 'secrets:write']) });
+    expect(outcome).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: [`secrets: API_TOKEN cannot be used: key ${KEY} lacks the secrets:use scope`] });
+  });
+
+  it('given no submitter on record (a receipt from before grants), when a secret is named, then it is denied; without secrets nothing changes', () => {
+    expect(decide(spec({ secrets: ['BY_SCOPE'] }), { secrets: store })).toMatchObject({
+      decision: 'deny',
+      reasons: ['secrets: BY_SCOPE cannot be used: the submission records no API key scopes'],
+    });
+    expect(decide(spec(), { secrets: store }).decision).toBe('allow');
+  });
+
+  it('given an admin key, when decided, then every secret of the store is usable, granted or not', () => {
+    expect(decide(spec({ secrets: ['OTHERS', 'API_TOKEN'] }), { secrets: store, submitter: user(['admin']) }).decision).toBe('allow');
   });
 });
 

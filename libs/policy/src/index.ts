@@ -12,6 +12,7 @@ export type {
   PolicyOutcome,
   PolicySpec,
   RunBudget,
+  SecretAccess,
   StepApproval,
 } from './decide-policy.js';
 export { DEFAULT_POLICY, DEFAULT_SANDBOX_IMAGES } from './default-policy.constants.js';

@@ -6,6 +6,7 @@ export type {
   FileRead,
   FileWritten,
   OutputStream,
+  SandboxCaller,
   SandboxReady,
   SandboxSessions,
 } from './sandbox-sessions.port.js';

@@ -21,7 +21,18 @@ import {
   SANDBOX_CHUNK_BYTES,
 } from './sandbox-ops.schema.js';
 import type { OpEnd, SandboxOp } from './sandbox-ops.schema.js';
-import type { CreateSandboxInput, ExecCommand, ExecLimitHit, ExecOutcome, FileRead, FileWritten, OutputStream, SandboxReady, SandboxSessions } from './sandbox-sessions.port.js';
+import type {
+  CreateSandboxInput,
+  ExecCommand,
+  ExecLimitHit,
+  ExecOutcome,
+  FileRead,
+  FileWritten,
+  OutputStream,
+  SandboxCaller,
+  SandboxReady,
+  SandboxSessions,
+} from './sandbox-sessions.port.js';
 
 export interface SandboxSessionsConfig {
   /** The command bus' subject prefix (`cairn`): ops go to `<prefix>.cmd.sbxop.<worker id>`. */
@@ -48,6 +59,8 @@ export interface SandboxSessionsDeps {
 interface KnownSandbox {
   tenant: string;
   workerId: string;
+  /** The actor that alone (with admin keys) may operate it, when it mounts secrets; null when it mounts none. */
+  holder: string | null;
 }
 
 /** A sandbox's worker, with the check (pending or done) that it still takes operations. */
@@ -106,6 +119,7 @@ class NatsSandboxSessions implements SandboxSessions {
         requested_by: input.requestedBy,
         spec: input.spec,
         ...(keySha === undefined ? {} : { idempotency_key_sha256: keySha }),
+        ...(input.principal === undefined ? {} : { principal: input.principal }),
       },
       // Not cut short by the caller's own wait: without intake's answer the sandbox would exist
       // with nobody knowing its id (and so nobody to delete it when the caller has given up).
@@ -141,7 +155,8 @@ class NatsSandboxSessions implements SandboxSessions {
       throw new CairnError(code, `sandbox ${sandboxId} was not ready within ${timeoutMs} ms`, { sandboxId });
     }
     if (!outcome.ok) throw new CairnError(outcome.code, outcome.message, { sandboxId });
-    if (placement.workerId !== null) this.known.set(sandboxId, { tenant: input.tenant, workerId: placement.workerId });
+    const requested = receipts.find((r): r is EvidenceReceiptOf<'sandbox.requested'> => r.type === 'sandbox.requested');
+    if (placement.workerId !== null && requested !== undefined) this.known.set(sandboxId, { tenant: input.tenant, workerId: placement.workerId, holder: holderOf(requested) });
     return { seq: outcome.seq, receipts };
   }
 
@@ -186,12 +201,13 @@ class NatsSandboxSessions implements SandboxSessions {
     }
   }
 
-  async exec(sandboxId: string, tenant: string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
+  async exec(sandboxId: string, caller: SandboxCaller | string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome> {
     if (command.argv.length === 0) throw new CairnError('E_INPUT', 'argv: at least one element', { sandboxId });
     if (command.stdin !== undefined && command.stdin.byteLength > MAX_EXEC_STDIN_BYTES) {
       throw new CairnError('E_TOO_LARGE', `stdin: at most ${MAX_EXEC_STDIN_BYTES} bytes`, { sandboxId });
     }
-    const target = await this.liveSandbox(sandboxId, tenant);
+    const { tenant } = callerOf(caller);
+    const target = await this.liveSandbox(sandboxId, caller);
     const execId = `x${nuid.next().toLowerCase()}`;
     const kept = { stdout: new ByteSink(MAX_KEPT_OUTPUT_BYTES), stderr: new ByteSink(MAX_KEPT_OUTPUT_BYTES) };
     const timeoutSeconds = command.timeoutSeconds ?? DEFAULT_EXEC_TIMEOUT_SECONDS;
@@ -244,9 +260,10 @@ class NatsSandboxSessions implements SandboxSessions {
     };
   }
 
-  async writeFile(sandboxId: string, tenant: string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten> {
+  async writeFile(sandboxId: string, caller: SandboxCaller | string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten> {
     if (content.byteLength > MAX_SANDBOX_FILE_BYTES) throw new CairnError('E_TOO_LARGE', `a file is at most ${MAX_SANDBOX_FILE_BYTES} bytes`, { sandboxId });
-    const target = await this.liveSandbox(sandboxId, tenant);
+    const { tenant } = callerOf(caller);
+    const target = await this.liveSandbox(sandboxId, caller);
     const sha256 = sha256Hex(content);
     const chunks = Math.ceil(content.byteLength / SANDBOX_CHUNK_BYTES);
     const dataSubject = createInbox();
@@ -278,8 +295,9 @@ class NatsSandboxSessions implements SandboxSessions {
     }
   }
 
-  async readFile(sandboxId: string, tenant: string, path: string): Promise<FileRead> {
-    const target = await this.liveSandbox(sandboxId, tenant);
+  async readFile(sandboxId: string, caller: SandboxCaller | string, path: string): Promise<FileRead> {
+    const { tenant } = callerOf(caller);
+    const target = await this.liveSandbox(sandboxId, caller);
     const parts: Uint8Array[] = [];
     let size = 0;
     const { end, receipt } = await this.runOp(target, sandboxId, tenant, { kind: 'read', path }, this.opGraceMs, (msg) => {
@@ -297,13 +315,13 @@ class NatsSandboxSessions implements SandboxSessions {
   }
 
   async destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void> {
-    const view = await this.viewOf(sandboxId, tenant);
+    const { view } = await this.viewOf(sandboxId, tenant);
     if (view.state !== 'READY' && view.state !== 'PENDING') return; // ended already: nothing to do
     if (view.workerId === null) {
       throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is not placed on a worker yet; delete it once it is ready`, { sandboxId, state: view.state });
     }
     try {
-      const { receipt } = await this.runOp({ tenant: view.tenant, workerId: view.workerId }, sandboxId, tenant, { kind: 'destroy', requested_by: requestedBy }, this.opGraceMs);
+      const { receipt } = await this.runOp({ tenant: view.tenant, workerId: view.workerId, holder: null }, sandboxId, tenant, { kind: 'destroy', requested_by: requestedBy }, this.opGraceMs);
       expectReceipt(receipt, 'sandbox.destroyed', sandboxId);
     } catch (error) {
       // Ended by something else meanwhile (a reap, a limit): deleting it again is not an error.
@@ -328,29 +346,33 @@ class NatsSandboxSessions implements SandboxSessions {
    * answer (an op sent to a sandbox that has ended is refused by its worker too). Any other is read
    * from its whole chain first.
    */
-  private async liveSandbox(sandboxId: string, tenant: string): Promise<LiveTarget> {
+  private async liveSandbox(sandboxId: string, caller: SandboxCaller | string): Promise<LiveTarget> {
+    const who = callerOf(caller);
     const known = this.known.get(sandboxId);
-    if (known !== undefined && known.tenant === tenant) {
+    if (known !== undefined && known.tenant === who.tenant) {
+      checkHolder(known, who, sandboxId);
       const confirmed = this.headType(sandboxId).then(async (headType) => {
-        if (headType === null || ENDING_TYPES.has(headType)) await this.viewedLive(sandboxId, tenant);
+        if (headType === null || ENDING_TYPES.has(headType)) await this.viewedLive(sandboxId, who.tenant);
       });
       // Settled by `runOp`; never left to reject unheard should the send fail first.
       confirmed.catch(() => undefined);
       return { ...known, confirmed };
     }
-    return { ...(await this.viewedLive(sandboxId, tenant)), confirmed: Promise.resolve() };
+    const live = await this.viewedLive(sandboxId, who.tenant);
+    checkHolder(live, who, sandboxId);
+    return { ...live, confirmed: Promise.resolve() };
   }
 
   /** The sandbox's worker from its whole chain, once it is this tenant's and ready (else 404 or 409). */
   private async viewedLive(sandboxId: string, tenant: string): Promise<KnownSandbox> {
-    const view = await this.viewOf(sandboxId, tenant);
+    const { view, holder } = await this.viewOf(sandboxId, tenant);
     if (view.state !== 'READY' || view.workerId === null || view.destroyReason !== null) {
       throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is ${view.state === 'READY' ? 'ending' : view.state}: it takes no operation`, {
         sandboxId,
         state: view.state,
       });
     }
-    const live = { tenant: view.tenant, workerId: view.workerId };
+    const live = { tenant: view.tenant, workerId: view.workerId, holder };
     this.known.set(sandboxId, live);
     return live;
   }
@@ -362,8 +384,8 @@ class NatsSandboxSessions implements SandboxSessions {
     return typeof type === 'string' ? type : null;
   }
 
-  /** The sandbox's view from its whole chain; another tenant's sandbox is not found, like an unknown one. */
-  private async viewOf(sandboxId: string, tenant: string): Promise<SandboxView> {
+  /** The sandbox's view from its whole chain, and its holder; another tenant's sandbox is not found, like an unknown one. */
+  private async viewOf(sandboxId: string, tenant: string): Promise<{ view: SandboxView; holder: string | null }> {
     if (!SandboxIdSchema.safeParse(sandboxId).success) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
     const receipts: unknown[] = [];
     for await (const stored of this.deps.log.readChain(sandboxId)) receipts.push(stored.receipt);
@@ -373,7 +395,9 @@ class NatsSandboxSessions implements SandboxSessions {
     });
     const view = foldSandbox(parsed);
     if (view === null || view.tenant !== tenant) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
-    return view;
+    const requested = parsed.find((r): r is EvidenceReceiptOf<'sandbox.requested'> => r.type === 'sandbox.requested');
+    // No readable request: held by nobody, so only an admin key may operate it (fail closed).
+    return { view, holder: requested === undefined ? '' : holderOf(requested) };
   }
 
   /**
@@ -439,6 +463,26 @@ class NatsSandboxSessions implements SandboxSessions {
     }
     return parsed.receipt;
   }
+}
+
+/** A caller given as a tenant alone acts with no key. */
+function callerOf(caller: SandboxCaller | string): SandboxCaller {
+  return typeof caller === 'string' ? { tenant: caller, actor: '', admin: false } : caller;
+}
+
+/** Who alone may operate a sandbox that mounts secrets: the key that asked for it; null when it mounts none. */
+function holderOf(requested: EvidenceReceiptOf<'sandbox.requested'>): string | null {
+  return (requested.spec.secrets ?? []).length === 0 ? null : requested.requested_by;
+}
+
+/**
+ * A sandbox that mounts secrets takes operations from its creator and admin keys only: anything
+ * else could exec `rev /run/secrets/NAME` (which no scanner recognises) or plant a program the
+ * creator runs. The values are the creator's grant, not the tenant's.
+ */
+function checkHolder(target: KnownSandbox, caller: SandboxCaller, sandboxId: string): void {
+  if (target.holder === null || caller.admin || (caller.actor !== '' && caller.actor === target.holder)) return;
+  throw new CairnError('E_FORBIDDEN', `sandbox ${sandboxId} mounts secrets: only the key that created it, or an admin key, may operate on it`, { sandboxId });
 }
 
 type Readiness = { ok: true; seq: number } | { ok: false; code: ErrorCode; message: string };

@@ -1,4 +1,4 @@
-import type { EvidenceReceipt, SandboxSpec } from '@cairn/contracts';
+import type { EvidenceReceipt, SandboxSpec, SubmitterPrincipal } from '@cairn/contracts';
 
 /*
  * The seam between the sandbox-session backend and its callers (the REST gateway). Every
@@ -67,6 +67,19 @@ export interface CreateSandboxInput {
   requestedBy: string;
   spec: SandboxSpec;
   idempotencyKey?: string;
+  /** The verified key's id and scopes, recorded on `sandbox.requested` for policy. */
+  principal?: SubmitterPrincipal;
+}
+
+/**
+ * Who operates on a sandbox: the tenant, and the actor with whether it is an admin key. A plain
+ * tenant string is a caller with no key — it may operate only on sandboxes that mount no secret.
+ */
+export interface SandboxCaller {
+  tenant: string;
+  /** `key:<key id>`. */
+  actor: string;
+  admin: boolean;
 }
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -74,9 +87,13 @@ export type OutputStream = 'stdout' | 'stderr';
 export interface SandboxSessions {
   /** Appends through intake/policy/scheduler/runtime; resolves once sandbox.created is on the chain. */
   create(input: CreateSandboxInput, timeoutMs: number): Promise<SandboxReady>;
-  exec(sandboxId: string, tenant: string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome>;
-  writeFile(sandboxId: string, tenant: string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten>;
-  readFile(sandboxId: string, tenant: string, path: string): Promise<FileRead>;
+  /**
+   * The operations on a sandbox that mounts secrets are its creator's (or an admin key's) alone:
+   * another caller is E_FORBIDDEN, since what it runs or reads there could carry the values out.
+   */
+  exec(sandboxId: string, caller: SandboxCaller | string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome>;
+  writeFile(sandboxId: string, caller: SandboxCaller | string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten>;
+  readFile(sandboxId: string, caller: SandboxCaller | string, path: string): Promise<FileRead>;
   /** Idempotent: a destroyed sandbox resolves. */
   destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void>;
   /** Stops the subscriptions this instance holds (not the NATS connection, which the caller owns). */

@@ -1,7 +1,16 @@
-import { CairnError, isCairnError, TenantIdSchema } from '@cairn/contracts';
+import { CairnError, isCairnError, SecretGranteeSchema, TenantIdSchema } from '@cairn/contracts';
 import { checkSecretName, checkSecretValue, lastFour, openSecret, sealedKeyId, sealSecret } from '@cairn/secrets';
 import type { ScannedSecret, SecretKeyring } from '@cairn/secrets';
 import type { DataSource } from 'typeorm';
+
+/** One more key, or a scope, that may use a secret (besides the tenant's admin keys). */
+export interface SecretGrant {
+  /** `key:<key id>` or `scope:<scope>`. */
+  grantee: string;
+  /** The actor that granted it. */
+  grantedBy: string;
+  grantedAt: Date;
+}
 
 /** A stored secret as a listing shows it: never the value, only its last four characters. */
 export interface SecretListing {
@@ -10,8 +19,25 @@ export interface SecretListing {
   lastFour: string | null;
   /** The key that sealed it. */
   keyId: string;
+  /** The actor that last set it; null for a value set before secrets were governed. */
+  setBy: string | null;
+  /** Who may use it besides admin keys, by grantee. */
+  grants: SecretGrant[];
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A secret's name and who may use it, as policy reads it: no value, no key needed. */
+export interface SecretAccess {
+  name: string;
+  grantees: string[];
+}
+
+export interface PutOptions {
+  /** The actor setting the value (`key:<key id>`): recorded, and granted the secret when it is a key. */
+  setBy?: string;
+  /** More grantees, granted by `setBy` in the same statement. */
+  grants?: readonly string[];
 }
 
 export interface PutOutcome {
@@ -40,6 +66,13 @@ interface SecretRow {
   key_id: string;
   created_at: Date;
   updated_at: Date;
+}
+
+function checkGrantees(grantees: readonly string[]): string[] {
+  for (const grantee of grantees) {
+    if (!SecretGranteeSchema.safeParse(grantee).success) throw new CairnError('E_INPUT', `not a grantee: ${JSON.stringify(grantee.slice(0, 80))} (key:<key id> or scope:<scope>)`, { grantee: grantee.slice(0, 80) });
+  }
+  return [...new Set(grantees)];
 }
 
 function checkTenant(tenant: string): string {
@@ -92,17 +125,31 @@ export class SecretStore {
     if (this.owned && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  /** Seals and stores `value` under (tenant, name), replacing an earlier value. */
-  async put(tenant: string, name: string, value: Uint8Array): Promise<PutOutcome> {
+  /**
+   * Seals and stores `value` under (tenant, name), replacing an earlier value, and — in the same
+   * statement — grants it to the key that set it and to `options.grants` (grants already held stay).
+   */
+  async put(tenant: string, name: string, value: Uint8Array, options: PutOptions = {}): Promise<PutOutcome> {
     const keyring = this.keys();
     const ref = { tenant: checkTenant(tenant), name: checkSecretName(name) };
     checkSecretValue(value);
+    const setBy = options.setBy ?? null;
+    const grantees = checkGrantees([...(setBy?.startsWith('key:') === true ? [setBy] : []), ...(options.grants ?? [])]);
+    if (grantees.length > 0 && setBy === null) throw new CairnError('E_INTERNAL', `granting ${ref.name} needs the actor that grants it`);
     const sealed = sealSecret(keyring, ref, value);
+    // One statement: the grants' foreign key is checked at its end, when the row exists.
     const [row] = await this.query<{ created: boolean; created_at: Date; updated_at: Date }>(
-      `INSERT INTO secrets (tenant, name, sealed, key_id) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (tenant, name) DO UPDATE SET sealed = EXCLUDED.sealed, key_id = EXCLUDED.key_id, updated_at = now()
-       RETURNING (xmax = 0) AS created, created_at, updated_at`,
-      [ref.tenant, ref.name, Buffer.from(sealed), keyring.primary.id],
+      `WITH stored AS (
+         INSERT INTO secrets (tenant, name, sealed, key_id, set_by) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (tenant, name) DO UPDATE SET sealed = EXCLUDED.sealed, key_id = EXCLUDED.key_id, set_by = EXCLUDED.set_by, updated_at = now()
+         RETURNING (xmax = 0) AS created, created_at, updated_at
+       ), granted AS (
+         INSERT INTO secret_grants (tenant, name, grantee, granted_by)
+         SELECT $1, $2, grantee, $5 FROM unnest($6::text[]) AS grantee, stored
+         ON CONFLICT (tenant, name, grantee) DO NOTHING
+       )
+       SELECT created, created_at, updated_at FROM stored`,
+      [ref.tenant, ref.name, Buffer.from(sealed), keyring.primary.id, setBy, grantees],
     );
     if (row === undefined) throw new CairnError('E_INTERNAL', `storing secret ${ref.name} returned no row`);
     return { name: ref.name, created: row.created, lastFour: lastFour(value), createdAt: row.created_at, updatedAt: row.updated_at };
@@ -120,12 +167,72 @@ export class SecretStore {
     return rows.map((row) => row.name);
   }
 
-  /** The tenant's secrets with the last four characters of each value, sorted by name. */
+  /**
+   * Who may use each of the tenant's secrets (`names` only, or all of them), sorted by name; needs
+   * no key. A name the store lacks is simply not in the answer.
+   */
+  async access(tenant: string, names?: readonly string[]): Promise<SecretAccess[]> {
+    checkTenant(tenant);
+    const wanted = names === undefined ? null : [...new Set(names.map(checkSecretName))];
+    if (wanted !== null && wanted.length === 0) return [];
+    const rows = await this.query<{ name: string; grantees: string[] }>(
+      `SELECT s.name, coalesce(array_agg(g.grantee ORDER BY g.grantee COLLATE "C") FILTER (WHERE g.grantee IS NOT NULL), '{}') AS grantees
+       FROM secrets s LEFT JOIN secret_grants g ON g.tenant = s.tenant AND g.name = s.name
+       WHERE s.tenant = $1 AND ($2::text[] IS NULL OR s.name = ANY($2::text[]))
+       GROUP BY s.name ORDER BY s.name`,
+      [tenant, wanted],
+    );
+    return rows.map((row) => ({ name: row.name, grantees: row.grantees }));
+  }
+
+  /** Grants `name` to `grantees` as `grantedBy` (grants held already stay as they were); E_NOT_FOUND without the secret. Answers its grants now. */
+  async grant(tenant: string, name: string, grantees: readonly string[], grantedBy: string): Promise<SecretGrant[]> {
+    const ref = { tenant: checkTenant(tenant), name: checkSecretName(name) };
+    const adding = checkGrantees(grantees);
+    const found = await this.query<{ name: string }>(
+      `WITH secret AS (SELECT tenant, name FROM secrets WHERE tenant = $1 AND name = $2 FOR UPDATE),
+       granted AS (
+         INSERT INTO secret_grants (tenant, name, grantee, granted_by)
+         SELECT secret.tenant, secret.name, grantee, $4 FROM secret, unnest($3::text[]) AS grantee
+         ON CONFLICT (tenant, name, grantee) DO NOTHING
+       )
+       SELECT name FROM secret`,
+      [ref.tenant, ref.name, adding, grantedBy],
+    );
+    if (found.length === 0) throw new CairnError('E_NOT_FOUND', `no secret ${ref.name}`, { name: ref.name });
+    return this.grantsOf(ref.tenant, ref.name);
+  }
+
+  /** Takes a grant back; false when `name` had no such grant. */
+  async revoke(tenant: string, name: string, grantee: string): Promise<boolean> {
+    const [checked] = checkGrantees([grantee]);
+    const rows = await this.query<{ grantee: string }>('DELETE FROM secret_grants WHERE tenant = $1 AND name = $2 AND grantee = $3 RETURNING grantee', [
+      checkTenant(tenant),
+      checkSecretName(name),
+      checked,
+    ]);
+    return rows.length === 1;
+  }
+
+  /** The grants of one secret, by grantee. */
+  async grantsOf(tenant: string, name: string): Promise<SecretGrant[]> {
+    const rows = await this.query<{ grantee: string; granted_by: string; granted_at: Date }>(
+      'SELECT grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 AND name = $2 ORDER BY grantee COLLATE "C"',
+      [checkTenant(tenant), checkSecretName(name)],
+    );
+    return rows.map((row) => ({ grantee: row.grantee, grantedBy: row.granted_by, grantedAt: row.granted_at }));
+  }
+
+  /** The tenant's secrets with the last four characters of each value, who set it and its grants, sorted by name. */
   async list(tenant: string): Promise<SecretListing[]> {
     const keyring = this.keys();
-    const rows = await this.query<SecretRow>('SELECT name, sealed, key_id, created_at, updated_at FROM secrets WHERE tenant = $1 ORDER BY name', [
+    const rows = await this.query<SecretRow & { set_by: string | null }>('SELECT name, sealed, key_id, set_by, created_at, updated_at FROM secrets WHERE tenant = $1 ORDER BY name', [
       checkTenant(tenant),
     ]);
+    const grants = await this.query<{ name: string; grantee: string; granted_by: string; granted_at: Date }>(
+      'SELECT name, grantee, granted_by, granted_at FROM secret_grants WHERE tenant = $1 ORDER BY name, grantee COLLATE "C"',
+      [tenant],
+    );
     return rows.map((row) => {
       let shown: string | null;
       try {
@@ -136,7 +243,15 @@ export class SecretStore {
         if (!isCairnError(error)) throw error;
         shown = null;
       }
-      return { name: row.name, lastFour: shown, keyId: row.key_id, createdAt: row.created_at, updatedAt: row.updated_at };
+      return {
+        name: row.name,
+        lastFour: shown,
+        keyId: row.key_id,
+        setBy: row.set_by,
+        grants: grants.filter((g) => g.name === row.name).map((g) => ({ grantee: g.grantee, grantedBy: g.granted_by, grantedAt: g.granted_at })),
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+      };
     });
   }
 

@@ -19,6 +19,10 @@ export class SecretEntity {
   @Column({ name: 'key_id', type: 'text' })
   keyId!: string;
 
+  /** The actor (`key:<key id>`) that last set the value; null for values set before secrets were governed. */
+  @Column({ name: 'set_by', type: 'text', nullable: true })
+  setBy!: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

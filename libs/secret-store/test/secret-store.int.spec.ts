@@ -175,6 +175,57 @@ describe('SecretStore on PostgreSQL', () => {
   });
 });
 
+describe('who may use a secret', () => {
+  const SETTER = 'key:3b8e0c1a-0d7f-4a5e-9c2b-1f6e8d9a0b1c';
+  const OTHER = 'key:8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
+
+  it('given a value set by a key, when listed, then the setter is recorded and granted; more grants come in the same put', async () => {
+    await store.put('gov', 'CI_TOKEN', enc(freshValue()), { setBy: SETTER, grants: ['scope:runs:write', OTHER, OTHER] });
+    const [listed] = await store.list('gov');
+    expect(listed).toMatchObject({ name: 'CI_TOKEN', setBy: SETTER });
+    expect(listed!.grants.map((g) => [g.grantee, g.grantedBy])).toEqual([
+      [SETTER, SETTER],
+      [OTHER, SETTER],
+      ['scope:runs:write', SETTER],
+    ]);
+    expect(await store.access('gov')).toEqual([{ name: 'CI_TOKEN', grantees: [SETTER, OTHER, 'scope:runs:write'].sort() }]);
+  });
+
+  it('given grants, when granted again, revoked, or the value replaced by another key, then each grant is held once and only revokes remove one', async () => {
+    const third = 'key:third-key';
+    expect((await store.grant('gov', 'CI_TOKEN', [third, OTHER], OTHER)).map((g) => g.grantee)).toEqual([SETTER, OTHER, third, 'scope:runs:write'].sort());
+    expect(await store.revoke('gov', 'CI_TOKEN', OTHER)).toBe(true);
+    expect(await store.revoke('gov', 'CI_TOKEN', OTHER)).toBe(false);
+    await store.put('gov', 'CI_TOKEN', enc(freshValue()), { setBy: third });
+    const [listed] = await store.list('gov');
+    expect(listed!.setBy).toBe(third);
+    expect(listed!.grants.map((g) => g.grantee)).toEqual([SETTER, third, 'scope:runs:write'].sort());
+  });
+
+  it('given a bad grantee or a secret the tenant lacks, when granted, then E_INPUT / E_NOT_FOUND and nothing is stored', async () => {
+    const before = await store.access('gov');
+    expect((await codeOf(store.grant('gov', 'CI_TOKEN', ['tenant:gov'], SETTER))).code).toBe('E_INPUT');
+    expect((await codeOf(store.put('gov', 'CI_TOKEN', enc(freshValue()), { setBy: SETTER, grants: ['scope:root'] }))).code).toBe('E_INPUT');
+    expect((await codeOf(store.grant('gov', 'NO_SUCH', [OTHER], SETTER))).code).toBe('E_NOT_FOUND');
+    expect((await codeOf(store.grant('acme', 'CI_TOKEN', [OTHER], SETTER))).code).toBe('E_NOT_FOUND');
+    expect(await store.access('gov')).toEqual(before);
+    expect(await store.access('acme', ['CI_TOKEN'])).toEqual([]);
+  });
+
+  it('given a secret removed, when set again, then its old grants are gone with it', async () => {
+    expect(await store.delete('gov', 'CI_TOKEN')).toBe(true);
+    expect(await sql('SELECT * FROM secret_grants WHERE tenant = $1', ['gov'])).toEqual([]);
+    await store.put('gov', 'CI_TOKEN', enc(freshValue()), { setBy: OTHER });
+    expect(await store.access('gov', ['CI_TOKEN', 'NOT_THERE'])).toEqual([{ name: 'CI_TOKEN', grantees: [OTHER] }]);
+  });
+
+  it('given a value set with no actor (before governance), when read for policy, then it has no grant at all', async () => {
+    await store.put('gov', 'LEGACY', enc(freshValue()));
+    expect(await store.access('gov', ['LEGACY'])).toEqual([{ name: 'LEGACY', grantees: [] }]);
+    expect((await store.list('gov')).find((s) => s.name === 'LEGACY')).toMatchObject({ setBy: null, grants: [] });
+  });
+});
+
 describe('the secret key file', () => {
   it('given no file, when ensured, then one key is written with mode 0600; ensured again, the same key is kept', async () => {
     const path = join(dir, 'fresh.key');

@@ -4,6 +4,8 @@ export { defaultGiveUp, EvidenceReactor } from './evidence-reactor.js';
 export type { EvidenceReactorOptions, ReactorHandler } from './evidence-reactor.js';
 export { JsonLogger } from './json-logger.js';
 export { PeriodicTask } from './periodic-task.js';
+export { RateLimiter } from './rate-limiter.js';
+export type { RateDecision, RateLimit } from './rate-limiter.js';
 export type { LogFilter, LogLevel } from './json-logger.js';
 export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';

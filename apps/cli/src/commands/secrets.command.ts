@@ -1,4 +1,4 @@
-import { SecretNameSchema } from '@cairn/contracts';
+import { SecretGranteeSchema, SecretNameSchema } from '@cairn/contracts';
 import { withoutTrailingNewline } from '@cairn/secrets';
 import type { Command } from 'commander';
 import { z } from 'zod';
@@ -8,19 +8,52 @@ import type { GatewayClient } from '../gateway-client.js';
 import { resolveTarget } from '../stack/stack-target.js';
 
 /*
- * `cairn secrets set|ls|rm`: the tenant's secret store through the gateway, write-only. A value is
- * read from stdin — never from argv, where `ps` and shell history would keep it — and is never
- * printed back: a listing shows its last four characters.
+ * `cairn secrets set|ls|rm|grant|revoke`: the tenant's secret store through the gateway,
+ * write-only, and who may use each secret. A value is read from stdin — never from argv, where `ps`
+ * and shell history would keep it — and is never printed back: a listing shows its last four
+ * characters, who set it and its grants.
  */
 
 /** What a value may be at most as read (the gateway refuses more than 32 KiB; this only bounds memory). */
 const MAX_STDIN_BYTES = 1024 * 1024;
 
 const StoredSchema = z.object({ name: z.string(), created: z.boolean(), lastFour: z.string(), createdAt: z.string(), updatedAt: z.string() });
+const GrantSchema = z.object({ grantee: z.string(), grantedBy: z.string(), grantedAt: z.string() });
 const ListedSchema = z.object({
-  items: z.array(z.object({ name: z.string(), lastFour: z.string().nullable(), keyId: z.string(), createdAt: z.string(), updatedAt: z.string() })),
+  items: z.array(
+    z.object({
+      name: z.string(),
+      lastFour: z.string().nullable(),
+      keyId: z.string(),
+      setBy: z.string().nullable(),
+      grants: z.array(GrantSchema),
+      createdAt: z.string(),
+      updatedAt: z.string(),
+    }),
+  ),
 });
 const DeletedSchema = z.object({ name: z.string(), deleted: z.literal(true) });
+const GrantsSchema = z.object({ name: z.string(), grants: z.array(GrantSchema) });
+
+/** A grantee as `--grant` and `grant`/`revoke` take it: `key:<key id>` or `scope:<scope>`. */
+export function parseGrantee(value: string): string {
+  if (!SecretGranteeSchema.safeParse(value).success) {
+    throw usageError(`invalid grantee ${JSON.stringify(value.slice(0, 80))}: key:<key id> (one API key) or scope:<scope> (every key of the tenant holding it)`, { grantee: value.slice(0, 80) });
+  }
+  return value;
+}
+
+/** `--grant` (repeatable): each grantee once. */
+export function parseGrantList(value: string, previous: string[] = []): string[] {
+  const grantee = parseGrantee(value);
+  if (previous.includes(grantee)) throw usageError(`--grant ${grantee} is given twice`);
+  return [...previous, grantee];
+}
+
+/** The grants column of a listing: grantees, comma-separated ("admin keys only" when none). */
+export function grantsColumn(grants: readonly { grantee: string }[]): string {
+  return grants.length === 0 ? '(admin keys only)' : grants.map((g) => g.grantee).join(',');
+}
 
 export function parseSecretName(value: string): string {
   const parsed = SecretNameSchema.safeParse(value);
@@ -72,8 +105,10 @@ export async function readSecretValue(stdin: SecretInput, prompt: (text: string)
   return value;
 }
 
-function putSecret(client: GatewayClient, name: string, value: Uint8Array) {
-  return client.json(`/v1/secrets/${encodeURIComponent(name)}`, StoredSchema, { method: 'PUT', text: value });
+function putSecret(client: GatewayClient, name: string, value: Uint8Array, grants: readonly string[]) {
+  const query = new URLSearchParams(grants.map((grantee): [string, string] => ['grant', grantee]));
+  const qs = query.toString();
+  return client.json(`/v1/secrets/${encodeURIComponent(name)}${qs === '' ? '' : `?${qs}`}`, StoredSchema, { method: 'PUT', text: value });
 }
 
 export function registerSecretsCommand(program: Command, context: CommandContext, stdin: SecretInput = process.stdin): void {
@@ -83,21 +118,27 @@ export function registerSecretsCommand(program: Command, context: CommandContext
     .addHelpText(
       'after',
       '\nValues are sealed with the stack\'s key file and never shown again; output that contains one is redacted and the run ends ROLLBACK E_SECRET_SEEN.\n' +
-        'Needs an API key with the secrets:write (or admin) scope.',
+        'A run or sandbox may use a secret when its key holds the secrets:use scope and a grant: the key that set it, the\n' +
+        'tenant\'s admin keys, and whatever `--grant` / `cairn secrets grant` adds (key:<key id>, or scope:<scope>).\n' +
+        'Needs an API key with the secrets:write (or admin) scope; changing an existing secret needs a grant of it too.',
     );
 
   secrets
     .command('set')
     .description('store a secret; its value is read from stdin (never an argument), one trailing newline dropped')
     .argument('<name>', 'the secret name, [A-Z_][A-Z0-9_]*')
-    .addHelpText('after', '\nExamples:\n  cairn secrets set API_TOKEN < token.txt\n  printf %s "$TOKEN" | cairn secrets set API_TOKEN\n  cairn secrets set API_TOKEN        # at a terminal: typed without echo')
-    .action(async (rawName: string, _options: unknown, command: Command) => {
+    .option('--grant <grantee>', 'grant it to key:<key id> or scope:<scope> as well (repeatable; the key setting it is granted anyway)', parseGrantList)
+    .addHelpText(
+      'after',
+      '\nExamples:\n  cairn secrets set API_TOKEN < token.txt\n  printf %s "$TOKEN" | cairn secrets set API_TOKEN --grant key:<ci key id>\n  cairn secrets set API_TOKEN        # at a terminal: typed without echo',
+    )
+    .action(async (rawName: string, options: { grant?: string[] }, command: Command) => {
       const output = context.output(command);
       const name = parseSecretName(rawName);
       const value = await readSecretValue(stdin, (text) => context.streams.stderr.write(text));
       const { client } = await resolveTarget(context.env);
       try {
-        const stored = await putSecret(client, name, value);
+        const stored = await putSecret(client, name, value, options.grant ?? []);
         output.result(`${output.okMark()}  secret ${stored.name} ${stored.created ? 'stored' : 'replaced'} (…${stored.lastFour})`, { ok: true, ...stored });
       } finally {
         value.fill(0);
@@ -106,13 +147,16 @@ export function registerSecretsCommand(program: Command, context: CommandContext
 
   secrets
     .command('ls')
-    .description("the tenant's secrets: name, last four characters, when set")
+    .description("the tenant's secrets: name, last four characters, when set, who may use it (never a value)")
     .action(async (_options: unknown, command: Command) => {
       const output = context.output(command);
       const { client } = await resolveTarget(context.env);
       const listed = await client.json('/v1/secrets', ListedSchema);
       const width = Math.max(4, ...listed.items.map((s) => s.name.length));
-      const lines = [`${'NAME'.padEnd(width)}  LAST4  UPDATED`, ...listed.items.map((s) => `${s.name.padEnd(width)}  ${(s.lastFour ?? '????').padEnd(5)}  ${s.updatedAt}`)];
+      const lines = [
+        `${'NAME'.padEnd(width)}  LAST4  UPDATED                   GRANTED TO (besides admin keys)`,
+        ...listed.items.map((s) => `${s.name.padEnd(width)}  ${(s.lastFour ?? '????').padEnd(5)}  ${s.updatedAt.padEnd(24)}  ${grantsColumn(s.grants)}`),
+      ];
       output.result(listed.items.length === 0 ? 'no secrets' : lines.join('\n'), { ok: true, items: listed.items });
     });
 
@@ -126,5 +170,34 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const { client } = await resolveTarget(context.env);
       const deleted = await client.json(`/v1/secrets/${encodeURIComponent(name)}`, DeletedSchema, { method: 'DELETE' });
       output.result(`${output.okMark()}  secret ${deleted.name} removed`, { ok: true, ...deleted });
+    });
+
+  secrets
+    .command('grant')
+    .description('let more keys use a secret: key:<key id>, or scope:<scope> for every key of the tenant holding it (using it also needs secrets:use)')
+    .argument('<name>', 'the secret name')
+    .argument('<grantee...>', 'key:<key id> or scope:<scope>, one or more')
+    .addHelpText('after', '\nExamples:\n  cairn secrets grant API_TOKEN key:5f0c…\n  cairn secrets grant API_TOKEN scope:runs:write')
+    .action(async (rawName: string, rawGrantees: string[], _options: unknown, command: Command) => {
+      const output = context.output(command);
+      const name = parseSecretName(rawName);
+      const grantees = [...new Set(rawGrantees.map(parseGrantee))];
+      const { client } = await resolveTarget(context.env);
+      const granted = await client.json(`/v1/secrets/${encodeURIComponent(name)}/grants`, GrantsSchema, { method: 'POST', body: { grantees } });
+      output.result(`${output.okMark()}  secret ${granted.name} granted to ${grantsColumn(granted.grants)}`, { ok: true, ...granted });
+    });
+
+  secrets
+    .command('revoke')
+    .description('take a grant back: runs decided after it may no longer use the secret')
+    .argument('<name>', 'the secret name')
+    .argument('<grantee>', 'key:<key id> or scope:<scope>')
+    .action(async (rawName: string, rawGrantee: string, _options: unknown, command: Command) => {
+      const output = context.output(command);
+      const name = parseSecretName(rawName);
+      const grantee = parseGrantee(rawGrantee);
+      const { client } = await resolveTarget(context.env);
+      const left = await client.json(`/v1/secrets/${encodeURIComponent(name)}/grants/${encodeURIComponent(grantee)}`, GrantsSchema, { method: 'DELETE' });
+      output.result(`${output.okMark()}  secret ${left.name}: ${grantee} revoked; granted to ${grantsColumn(left.grants)}`, { ok: true, revoked: grantee, ...left });
     });
 }

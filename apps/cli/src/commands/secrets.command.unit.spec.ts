@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { parseSecretName, readSecretValue } from './secrets.command.js';
+import { grantsColumn, parseGrantee, parseGrantList, parseSecretName, readSecretValue } from './secrets.command.js';
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 
@@ -27,5 +27,22 @@ describe('cairn secrets: reading a value', () => {
   it('takes RunSpec secret names only', () => {
     expect(parseSecretName('API_TOKEN')).toBe('API_TOKEN');
     expect(() => parseSecretName('api token')).toThrow(/secret name/);
+  });
+});
+
+describe('cairn secrets: grantees', () => {
+  it('takes key:<key id> and scope:<scope>, each once, and refuses anything else as a usage error', () => {
+    expect(parseGrantee('key:5f0c2a1e-0000-4000-8000-000000000001')).toBe('key:5f0c2a1e-0000-4000-8000-000000000001');
+    expect(parseGrantList('scope:runs:write', ['key:abc'])).toEqual(['key:abc', 'scope:runs:write']);
+    for (const bad of ['abc', 'key:', 'scope:root', 'tenant:acme']) {
+      expect(() => parseGrantee(bad)).toThrow(/invalid grantee/);
+    }
+    expect(() => parseGrantList('key:abc', ['key:abc'])).toThrow(/given twice/);
+    expect(() => parseGrantee('nope')).toThrow(expect.objectContaining({ code: 'E_INPUT' }));
+  });
+
+  it('lists grantees, or says only admin keys may use it', () => {
+    expect(grantsColumn([])).toBe('(admin keys only)');
+    expect(grantsColumn([{ grantee: 'key:abc' }, { grantee: 'scope:runs:write' }])).toBe('key:abc,scope:runs:write');
   });
 });

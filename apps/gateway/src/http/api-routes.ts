@@ -1,4 +1,4 @@
-import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretNameSchema } from '@cairn/contracts';
+import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretGranteeSchema, SecretNameSchema } from '@cairn/contracts';
 import type { ApiKeyScope, ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
 import { PolicyInForceSchema } from '../policy/policy.schemas.js';
@@ -15,7 +15,15 @@ import {
   SandboxListSchema,
   SandboxSchema,
 } from '../sandboxes/sandboxes.schemas.js';
-import { SecretDeletedSchema, SecretListSchema, SecretStoredSchema, SecretValueSchema } from '../secrets/secrets.schemas.js';
+import {
+  PutSecretQuerySchema,
+  SecretDeletedSchema,
+  SecretGrantRequestSchema,
+  SecretGrantsSchema,
+  SecretListSchema,
+  SecretStoredSchema,
+  SecretValueSchema,
+} from '../secrets/secrets.schemas.js';
 import {
   DeliveryIdSchema,
   DeliveryListSchema,
@@ -64,6 +72,8 @@ export const API_COMPONENTS = {
   SecretStored: SecretStoredSchema,
   SecretList: SecretListSchema,
   SecretDeleted: SecretDeletedSchema,
+  SecretGrantRequest: SecretGrantRequestSchema,
+  SecretGrants: SecretGrantsSchema,
   WebhookCreate: WebhookCreateSchema,
   WebhookCreated: WebhookCreatedSchema,
   WebhookList: WebhookListSchema,
@@ -109,6 +119,9 @@ export interface ApiRoute {
 const RUN_ID = { id: RunIdSchema } as const;
 const SANDBOX_ID = { id: SandboxIdSchema } as const;
 const SECRET_NAME = { name: SecretNameSchema } as const;
+const SECRET_GRANT = { name: SecretNameSchema, grantee: SecretGranteeSchema } as const;
+/** Said on every route that changes a secret: the values are the grant holders', not the tenant's. */
+const SECRET_MANAGERS = 'Changing an existing secret needs a grant of it (or an admin key): otherwise 403 E_FORBIDDEN.';
 const WEBHOOK_ID = { id: WebhookIdSchema } as const;
 
 /**
@@ -221,12 +234,12 @@ export const API_ROUTES = {
     operationId: 'putSecret',
     method: 'PUT',
     path: '/v1/secrets/:name',
-    summary:
-      "Store a secret of the key's tenant (replacing an earlier value of that name). The body is the value, as text/plain; it is sealed (AES-256-GCM) and never returned — a run that lists the name under `secrets` reads it from /run/secrets/<name>.",
+    summary: `Store a secret of the key's tenant (replacing an earlier value of that name). The body is the value, as text/plain; it is sealed (AES-256-GCM) and never returned — a run that lists the name under \`secrets\` reads it from /run/secrets/<name>, if its key holds secrets:use and a grant. The key that sets it is granted it; \`grant\` grants it to more keys or scopes in the same write (a key:<id> must be a key of the tenant). ${SECRET_MANAGERS}`,
     scope: 'secrets:write',
     status: 200,
     response: 'SecretStored',
     pathParams: SECRET_NAME,
+    query: PutSecretQuerySchema,
     requestBody: { component: 'SecretValue', required: true, contentType: 'text/plain' },
     errors: ['E_INPUT', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
   },
@@ -234,7 +247,7 @@ export const API_ROUTES = {
     operationId: 'listSecrets',
     method: 'GET',
     path: '/v1/secrets',
-    summary: "The tenant's secrets: names, the last four characters of each value, the key that sealed it. Never a value.",
+    summary: "The tenant's secrets: names, the last four characters of each value, the key that sealed it, the key that set it and its grants. Never a value.",
     scope: 'secrets:write',
     status: 200,
     response: 'SecretList',
@@ -244,11 +257,45 @@ export const API_ROUTES = {
     operationId: 'deleteSecret',
     method: 'DELETE',
     path: '/v1/secrets/:name',
-    summary: "Remove a secret of the key's tenant. Runs already placed that name it fail before they start.",
+    summary: `Remove a secret of the key's tenant, with its grants. Runs already placed that name it fail before they start. ${SECRET_MANAGERS}`,
     scope: 'secrets:write',
     status: 200,
     response: 'SecretDeleted',
     pathParams: SECRET_NAME,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  listSecretGrants: {
+    operationId: 'listSecretGrants',
+    method: 'GET',
+    path: '/v1/secrets/:name/grants',
+    summary: "Who may use a secret besides the tenant's admin keys: keys (key:<id>) and scopes (scope:<scope>), each with who granted it and when.",
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretGrants',
+    pathParams: SECRET_NAME,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  grantSecret: {
+    operationId: 'grantSecret',
+    method: 'POST',
+    path: '/v1/secrets/:name/grants',
+    summary: `Grant a secret to keys of the tenant (key:<id>) or to every key holding a scope (scope:<scope>); a grant already held stays as it was. Using it still needs the secrets:use scope. A key:<id> that is no live key of the tenant is E_INPUT. ${SECRET_MANAGERS}`,
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretGrants',
+    pathParams: SECRET_NAME,
+    requestBody: { component: 'SecretGrantRequest', required: true },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  revokeSecretGrant: {
+    operationId: 'revokeSecretGrant',
+    method: 'DELETE',
+    path: '/v1/secrets/:name/grants/:grantee',
+    summary: `Take a grant back; answers the grants left. Runs decided before keep what they were given; later ones are refused (E_POLICY_DENIED). A grant the secret does not have is 404. ${SECRET_MANAGERS}`,
+    scope: 'secrets:write',
+    status: 200,
+    response: 'SecretGrants',
+    pathParams: SECRET_GRANT,
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   createWebhook: {
@@ -383,7 +430,7 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/sandboxes/:id/exec',
     summary:
-      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. A limit hit destroys the sandbox (`limitHit`, `sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT.",
+      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. A limit hit destroys the sandbox (`limitHit`, `sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT; one that mounts secrets takes commands only from the key that created it or an admin key (403 E_FORBIDDEN).",
     scope: 'runs:write',
     status: 200,
     response: 'ExecResult',
@@ -397,7 +444,7 @@ export const API_ROUTES = {
     method: 'PUT',
     path: '/v1/sandboxes/:id/files',
     summary:
-      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT.',
+      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT. A sandbox that mounts secrets takes files only from the key that created it or an admin key (403 E_FORBIDDEN).',
     scope: 'runs:write',
     status: 200,
     response: 'FileWritten',
@@ -410,8 +457,9 @@ export const API_ROUTES = {
     operationId: 'getSandboxFile',
     method: 'GET',
     path: '/v1/sandboxes/:id/files',
-    summary: 'Read a file of a READY sandbox as raw bytes (its read is a receipt too). A missing file is 404; a directory or a symlink E_INPUT.',
-    scope: 'runs:read',
+    summary:
+      'Read a file of a READY sandbox as raw bytes (its read is a receipt too). Needs runs:write: the bytes may carry what the sandbox was given. A missing file is 404; a directory or a symlink E_INPUT. A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN).',
+    scope: 'runs:write',
     status: 200,
     response: 'bytes',
     pathParams: SANDBOX_ID,

@@ -105,9 +105,15 @@ function successResponse(route: ApiRoute): Record<string, unknown> {
   }
 }
 
+const RETRY_AFTER = {
+  description: "Seconds until this key's token bucket holds a request again (CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND, _BURST).",
+  schema: { type: 'integer', minimum: 1 },
+};
+
 /** Error codes grouped under the status each answers with. */
 function errorResponses(route: ApiRoute): Record<string, unknown> {
-  const codes: ErrorCode[] = [...route.errors, ...(route.scope === null ? [] : (['E_UNAUTHORIZED', 'E_FORBIDDEN'] as const)), 'E_INTERNAL'];
+  // A keyed route may also be refused by its key's rate limit (429 with Retry-After).
+  const codes: ErrorCode[] = [...route.errors, ...(route.scope === null ? [] : (['E_UNAUTHORIZED', 'E_FORBIDDEN', 'E_RATE_LIMITED'] as const)), 'E_INTERNAL'];
   const byStatus = new Map<number, Set<ErrorCode>>();
   for (const code of codes) {
     const status = HTTP_STATUS_BY_CODE[code];
@@ -116,7 +122,11 @@ function errorResponses(route: ApiRoute): Record<string, unknown> {
   return Object.fromEntries(
     [...byStatus].map(([status, set]) => [
       String(status),
-      { description: [...set].sort().join(', '), content: { 'application/json': { schema: ref('Error') } } },
+      {
+        description: [...set].sort().join(', '),
+        ...(set.has('E_RATE_LIMITED') && route.scope !== null ? { headers: { 'Retry-After': RETRY_AFTER } } : {}),
+        content: { 'application/json': { schema: ref('Error') } },
+      },
     ]),
   );
 }

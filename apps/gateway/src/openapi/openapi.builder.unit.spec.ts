@@ -54,6 +54,8 @@ describe('the OpenAPI document', () => {
         '/v1/sandboxes/{id}/files',
         '/v1/secrets',
         '/v1/secrets/{name}',
+        '/v1/secrets/{name}/grants',
+        '/v1/secrets/{name}/grants/{grantee}',
         '/v1/webhooks',
         '/v1/webhooks/{id}',
         '/v1/webhooks/{id}/deliveries',
@@ -68,10 +70,10 @@ describe('the OpenAPI document', () => {
     const put = (doc.paths['/v1/secrets/{name}'] as unknown as Record<string, { requestBody?: { content: Record<string, unknown> }; 'x-cairn-scope'?: unknown }>).put;
     expect(Object.keys(put?.requestBody?.content ?? {})).toEqual(['text/plain']);
     expect(put?.['x-cairn-scope']).toBe('secrets:write');
-    for (const name of ['SecretStored', 'SecretList', 'SecretDeleted']) expect(JSON.stringify(doc.components.schemas[name])).not.toMatch(/"value"/);
+    for (const name of ['SecretStored', 'SecretList', 'SecretDeleted', 'SecretGrants']) expect(JSON.stringify(doc.components.schemas[name])).not.toMatch(/"value"/);
   });
 
-  it('takes a sandbox file as octet-stream and answers it as octet-stream; exec answers JSON or NDJSON; writes need runs:write', () => {
+  it('takes a sandbox file as octet-stream and answers it as octet-stream; exec answers JSON or NDJSON; writes and file reads need runs:write', () => {
     const doc = buildOpenApi() as Doc;
     type Op = { requestBody?: { content: Record<string, unknown> }; responses: Record<string, { content?: Record<string, unknown> }>; 'x-cairn-scope'?: unknown };
     const files = doc.paths['/v1/sandboxes/{id}/files'] as unknown as Record<string, Op>;
@@ -80,9 +82,20 @@ describe('the OpenAPI document', () => {
     const exec = (doc.paths['/v1/sandboxes/{id}/exec'] as unknown as Record<string, Op>).post;
     expect(Object.keys(exec?.responses['200']?.content ?? {}).sort()).toEqual(['application/json', 'application/x-ndjson']);
     const scopes = Object.values(API_ROUTES)
-      .filter((route) => route.path.startsWith('/v1/sandboxes'))
+      .filter((route) => route.path.startsWith('/v1/sandboxes') && route.operationId !== 'getSandboxFile')
       .map((route) => [route.method, route.scope]);
     for (const [method, scope] of scopes) expect(scope).toBe(method === 'GET' ? 'runs:read' : 'runs:write');
+    // A file's bytes may carry what the sandbox was given: reading them is not a runs:read affair.
+    expect(files.get?.['x-cairn-scope']).toBe('runs:write');
+  });
+
+  it('says every keyed route may answer 429 E_RATE_LIMITED with Retry-After, and public ones never', () => {
+    const doc = buildOpenApi() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, unknown> }> }>> };
+    for (const route of Object.values(API_ROUTES)) {
+      const limited = doc.paths[openApiPath(route.path)]?.[route.method.toLowerCase()]?.responses['429'];
+      if (route.scope === null) expect(limited, route.operationId).toBeUndefined();
+      else expect(limited, route.operationId).toMatchObject({ description: expect.stringContaining('E_RATE_LIMITED') as string, headers: { 'Retry-After': expect.anything() as unknown } });
+    }
   });
 
   it('resolves every reference inside the document', () => {

@@ -38,7 +38,14 @@ export class RunCommands {
   async submit(principal: Principal, idempotencyKey: string, spec: RunSpec): Promise<Submitted> {
     const reply = await this.bus.send(
       'submit',
-      { tenant: principal.tenant, submitted_by: actorOf(principal), idempotency_key_sha256: sha256Hex(idempotencyKey), spec },
+      {
+        tenant: principal.tenant,
+        submitted_by: actorOf(principal),
+        idempotency_key_sha256: sha256Hex(idempotencyKey),
+        spec,
+        // The key's id and scopes go on run.submitted: policy decides the run's secrets from them.
+        principal: { key_id: principal.keyId, scopes: [...principal.scopes] },
+      },
       // Per tenant: the same key from two tenants is two submissions.
       { msgId: sha256Hex(`${principal.tenant}:${idempotencyKey}`), timeoutMs: this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS },
     );

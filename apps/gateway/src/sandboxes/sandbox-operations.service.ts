@@ -1,8 +1,8 @@
-import { CairnError, ErrorCodeSchema } from '@cairn/contracts';
+import { CairnError, ErrorCodeSchema, hasScope } from '@cairn/contracts';
 import type { SandboxSpec } from '@cairn/contracts';
 import { KeyedSerialQueue } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
-import type { ExecOutcome, OutputStream, SandboxSessions } from '@cairn/sandbox-sessions';
+import type { ExecOutcome, OutputStream, SandboxCaller, SandboxSessions } from '@cairn/sandbox-sessions';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { sandboxFromView, SandboxReadsRepository } from './sandbox-reads.repository.js';
@@ -21,6 +21,11 @@ const LOSSY_UTF8 = new TextDecoder('utf-8');
 
 function actorOf(principal: Principal): string {
   return `key:${principal.keyId}`;
+}
+
+/** The caller of an operation: a sandbox that mounts secrets takes them from its creator or an admin key only. */
+function callerOf(principal: Principal): SandboxCaller {
+  return { tenant: principal.tenant, actor: actorOf(principal), admin: hasScope(principal.scopes, 'admin') };
 }
 
 /** The outcome of an exec as the REST answer summarises it (the bytes go out separately). */
@@ -64,7 +69,13 @@ export class SandboxOperations {
 
   async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined): Promise<Sandbox> {
     const ready = await this.sessions.create(
-      { tenant: principal.tenant, requestedBy: actorOf(principal), spec, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) },
+      {
+        tenant: principal.tenant,
+        requestedBy: actorOf(principal),
+        principal: { key_id: principal.keyId, scopes: [...principal.scopes] },
+        spec,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+      },
       CREATE_TIMEOUT_MS,
     );
     // A create answered before may have been used and destroyed since: its view as it is now.
@@ -84,7 +95,7 @@ export class SandboxOperations {
     return this.perSandbox.run(sandboxId, () =>
       this.sessions.exec(
         sandboxId,
-        principal.tenant,
+        callerOf(principal),
         {
           argv: request.argv,
           ...(request.env === undefined ? {} : { env: request.env }),
@@ -98,12 +109,12 @@ export class SandboxOperations {
   }
 
   async writeFile(principal: Principal, sandboxId: string, path: string, content: Uint8Array, mode: number | undefined): Promise<FileWrittenAnswer> {
-    const written = await this.perSandbox.run(sandboxId, () => this.sessions.writeFile(sandboxId, principal.tenant, path, content, mode));
+    const written = await this.perSandbox.run(sandboxId, () => this.sessions.writeFile(sandboxId, callerOf(principal), path, content, mode));
     return { path: written.path, bytes: written.bytes, sha256: written.sha256, seq: written.seq };
   }
 
   readFile(principal: Principal, sandboxId: string, path: string) {
-    return this.perSandbox.run(sandboxId, () => this.sessions.readFile(sandboxId, principal.tenant, path));
+    return this.perSandbox.run(sandboxId, () => this.sessions.readFile(sandboxId, callerOf(principal), path));
   }
 
   /** Idempotent: a sandbox that has ended answers its view as it is. */

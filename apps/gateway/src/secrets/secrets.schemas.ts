@@ -1,4 +1,4 @@
-import { SecretNameSchema, TimestampSchema } from '@cairn/contracts';
+import { ActorSchema, SecretGranteeSchema, SecretNameSchema, TimestampSchema } from '@cairn/contracts';
 import { MAX_SECRET_BYTES, MIN_SECRET_BYTES } from '@cairn/secrets';
 import { z } from 'zod';
 
@@ -23,12 +23,26 @@ export const SecretStoredSchema = z.strictObject({
 });
 export type SecretStored = z.infer<typeof SecretStoredSchema>;
 
+/** At most this many grantees in one request. */
+export const MAX_GRANTS_PER_REQUEST = 32;
+
+export const SecretGrantSchema = z.strictObject({
+  grantee: SecretGranteeSchema.describe('key:<key id> (one key of the tenant) or scope:<scope> (every key of the tenant holding it).'),
+  grantedBy: ActorSchema,
+  grantedAt: TimestampSchema,
+});
+export type SecretGrant = z.infer<typeof SecretGrantSchema>;
+
 export const SecretSchema = z.strictObject({
   name: SecretNameSchema,
   /** null when the value cannot be opened with the key file in force (sealed under a key it lacks, or tampered). */
   lastFour: z.string().nullable(),
   /** Which key of the key file sealed it (16 hex characters). */
   keyId: z.string().regex(/^[0-9a-f]{16}$/),
+  /** The key that last set it (`key:<key id>`); null for a value set before secrets were governed. */
+  setBy: ActorSchema.nullable(),
+  /** Who may use it besides the tenant's admin keys (using it also needs the secrets:use scope). */
+  grants: z.array(SecretGrantSchema),
   createdAt: TimestampSchema,
   updatedAt: TimestampSchema,
 });
@@ -39,3 +53,22 @@ export type SecretList = z.infer<typeof SecretListSchema>;
 
 export const SecretDeletedSchema = z.strictObject({ name: SecretNameSchema, deleted: z.literal(true) });
 export type SecretDeleted = z.infer<typeof SecretDeletedSchema>;
+
+/** `PUT /v1/secrets/:name?grant=…`: more grantees for the value being set (the setting key is granted anyway). */
+export const PutSecretQuerySchema = z.strictObject({
+  grant: z
+    .union([SecretGranteeSchema, z.array(SecretGranteeSchema).max(MAX_GRANTS_PER_REQUEST)])
+    .optional()
+    .describe('Grant the secret to this key (key:<key id>) or scope (scope:<scope>) too; repeat for several.'),
+});
+export type PutSecretQuery = z.infer<typeof PutSecretQuerySchema>;
+
+/** `POST /v1/secrets/:name/grants`. */
+export const SecretGrantRequestSchema = z.strictObject({
+  grantees: z.array(SecretGranteeSchema).min(1).max(MAX_GRANTS_PER_REQUEST),
+});
+export type SecretGrantRequest = z.infer<typeof SecretGrantRequestSchema>;
+
+/** A secret's grants as they stand after a grant or a revoke. */
+export const SecretGrantsSchema = z.strictObject({ name: SecretNameSchema, grants: z.array(SecretGrantSchema) });
+export type SecretGrants = z.infer<typeof SecretGrantsSchema>;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isCairnError } from '@cairn/contracts';
 import type { ErrorCode } from '@cairn/contracts';
-import { JsonLogger } from '@cairn/service-kit';
+import { JsonLogger, RateLimiter } from '@cairn/service-kit';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { Controller, Delete, Get, Inject, Post, Req, Res } from '@nestjs/common';
@@ -22,11 +22,11 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /** A refusal before the transport: HTTP status plus a JSON-RPC error whose `data.code` is Cairn's. */
-function refuse(reply: FastifyReply, status: number, code: ErrorCode, message: string, extraHeaders: Record<string, string> = {}): void {
+function refuse(reply: FastifyReply, status: number, code: ErrorCode, message: string, extraHeaders: Record<string, string> = {}, details?: Record<string, unknown>): void {
   void reply
     .status(status)
     .headers({ 'content-type': 'application/json', ...extraHeaders })
-    .send({ jsonrpc: '2.0', error: { code: -32000, message: `${code}: ${message}`, data: { code } }, id: null });
+    .send({ jsonrpc: '2.0', error: { code: -32000, message: `${code}: ${message}`, data: { code, ...(details === undefined ? {} : { details }) } }, id: null });
 }
 
 /**
@@ -37,6 +37,8 @@ function refuse(reply: FastifyReply, status: number, code: ErrorCode, message: s
 @Controller()
 export class McpController {
   private readonly policy: OriginPolicy;
+  /** Per key, by the key's SHA-256 (this gateway never learns key ids, and keeps no key). */
+  private readonly limiter: RateLimiter;
 
   constructor(
     @Inject(MCP_CONFIG) private readonly config: McpGatewayConfig,
@@ -44,6 +46,7 @@ export class McpController {
     private readonly logger: JsonLogger,
   ) {
     this.policy = { allowedHosts: config.CAIRN_MCP_ALLOWED_HOSTS, allowedOrigins: config.CAIRN_MCP_ALLOWED_ORIGINS ?? [] };
+    this.limiter = new RateLimiter({ perSecond: config.CAIRN_MCP_RATE_LIMIT_PER_SECOND, burst: config.CAIRN_MCP_RATE_LIMIT_BURST });
   }
 
   @Get('/health')
@@ -78,6 +81,12 @@ export class McpController {
     const challenge = { 'www-authenticate': 'Bearer realm="cairn"' };
     if (key === null) return refuse(reply, 401, 'E_UNAUTHORIZED', 'a Cairn API key is required: Authorization: Bearer cairn_…', challenge);
     const digest = keyDigest(key);
+    // Charged before anything else is done for the key: a flood costs no key check upstream.
+    const decision = this.limiter.take(digest.toString('hex'));
+    if (!decision.allowed) {
+      const { retryAfterSeconds } = decision;
+      return refuse(reply, 429, 'E_RATE_LIMITED', `too many requests with this API key: try again in ${retryAfterSeconds} s`, { 'retry-after': String(retryAfterSeconds) }, { retryAfterSeconds });
+    }
 
     const sessionId = header(request, 'mcp-session-id');
     if (sessionId !== undefined) {
@@ -99,6 +108,11 @@ export class McpController {
     } catch (error) {
       const code = isCairnError(error) ? error.code : 'E_INTERNAL';
       if (code === 'E_UNAUTHORIZED') return refuse(reply, 401, code, 'the Cairn API key is unknown, expired or revoked', challenge);
+      // The REST gateway's own limit for this key: passed on as it is, not as an outage.
+      const retryAfter = isCairnError(error) ? error.details?.retryAfterSeconds : undefined;
+      if (code === 'E_RATE_LIMITED' && typeof retryAfter === 'number') {
+        return refuse(reply, 429, code, `too many requests with this API key: try again in ${retryAfter} s`, { 'retry-after': String(retryAfter) }, { retryAfterSeconds: retryAfter });
+      }
       this.logger.write('error', 'cannot check an API key', { code, error: error instanceof Error ? error.message : String(error) });
       return refuse(reply, 503, 'E_UNAVAILABLE', 'the Cairn REST gateway cannot check the key right now: try again later');
     }
