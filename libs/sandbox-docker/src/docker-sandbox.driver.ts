@@ -33,6 +33,7 @@ import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, SANDBOX_HO
 import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
 import { IptablesFirewall, type EgressFirewall } from './egress-firewall.js';
 import { EgressNetworks, type EgressRequest, type EgressSession } from './egress-network.js';
+import { DEFAULT_EGRESS_PROXY_USER } from './egress-proxy-process.js';
 import { systemResolver, type EgressResolver } from './egress-resolver.js';
 import { AgentEndpoint, bundledExecAgent, sweepAgentDirs, withExecAgent, type AgentChannel, type ExecAgentOptions } from './exec-agent.js';
 import { BoundedBuffer, ExecStreamDemuxer, type OutputSink } from './exec-output.js';
@@ -62,8 +63,12 @@ export interface DockerSandboxDriverOptions {
    * Default: the bundled binary when the build made it; `null` runs every step over `docker exec`.
    */
   execAgent?: ExecAgentOptions | null;
-  /** How egress sandboxes resolve names (default: the host's resolver) and guard the host (default: iptables). */
-  egress?: { resolver?: EgressResolver; firewall?: EgressFirewall };
+  /**
+   * How egress sandboxes resolve names (default: the host's resolver), guard the host (default:
+   * iptables), and who their proxy process runs as (default DEFAULT_EGRESS_PROXY_USER, 65530:65530,
+   * when this process is root; never root, never the sandbox user).
+   */
+  egress?: { resolver?: EgressResolver; firewall?: EgressFirewall; proxyUser?: { uid: number; gid: number } };
 }
 
 /** Beyond the port's spec: what only this driver offers. */
@@ -78,6 +83,10 @@ export interface SandboxEgress {
   gateway: string;
   subnet: string;
   proxyUrl: string;
+  /** Whether its proxy process still runs: once it is gone the sandbox has no way out (fails closed). */
+  proxyAlive: boolean;
+  /** The proxy process's host pid. */
+  proxyPid: number | null;
 }
 
 /** An idle warm sandbox, started and probed. */
@@ -188,10 +197,15 @@ export class DockerSandboxDriver implements SandboxDriver {
     const perProfile = options.warmPool?.perProfile ?? 0;
     this.execAgent = options.execAgent === undefined ? bundledExecAgent() : options.execAgent;
     this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
+    const proxyUser = options.egress?.proxyUser ?? (process.getuid?.() === 0 ? DEFAULT_EGRESS_PROXY_USER : null);
+    if (proxyUser !== null && (proxyUser.uid <= 0 || proxyUser.gid <= 0 || proxyUser.uid === this.user.uid || proxyUser.gid === this.user.gid)) {
+      throw new RangeError('the egress proxy user must be neither root nor the sandbox user');
+    }
     this.egress = new EgressNetworks({
       docker: this.docker,
       resolver: options.egress?.resolver ?? systemResolver(),
       firewall: options.egress?.firewall ?? new IptablesFirewall(),
+      proxyUser,
     });
   }
 
@@ -268,7 +282,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** The egress network of a sandbox this driver created with one; null for network `none`. */
   egressOf(handle: SandboxHandle): SandboxEgress | null {
     const session = this.egressSessions.get(handle.id);
-    return session === undefined ? null : { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl };
+    if (session === undefined) return null;
+    return { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl, proxyAlive: session.proxy.alive, proxyPid: session.proxy.pid };
   }
 
   /**
