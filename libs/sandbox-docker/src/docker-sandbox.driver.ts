@@ -250,8 +250,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (session !== null) this.egressSessions.set(container.id, session);
     if (endpoint !== null) this.agentNames.set(container.id, name);
     let started = false;
+    let token: { send: () => void; cancel: () => void } | null = null;
     try {
+      token = endpoint === null ? null : await endpoint.sendToken(container);
       await container.start();
+      token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `sandbox ${name} stopped right after it started`, { name, state: info.State.Status });
       const handle: SandboxHandle = Object.freeze({
@@ -273,6 +276,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     } finally {
       // I-8: a sandbox that did not come up is not left behind, nor is its network.
       if (!started) {
+        token?.cancel();
         await this.removeContainer(container.id).catch(() => undefined);
         await this.closeEgress(container.id);
       }
@@ -618,7 +622,12 @@ export class DockerSandboxDriver implements SandboxDriver {
         });
       id = container.id;
       if (endpoint !== null) this.agentNames.set(container.id, name);
-      await container.start();
+      const token = endpoint === null ? null : await endpoint.sendToken(container);
+      await container.start().catch((error: unknown) => {
+        token?.cancel();
+        throw error;
+      });
+      token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `warm sandbox ${name} stopped right after it started`, { name });
       const probe = await this.openProbe(container.id, info.State.Pid);
