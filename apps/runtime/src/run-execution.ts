@@ -751,6 +751,8 @@ function transferFailure(error: unknown, what: string): Extract<Outcome, { kind:
   if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT' || error.code === 'E_SECRET_SEEN')) {
     return { kind: 'failed', code: error.code, message: `${what}: ${error.message}` };
   }
+  // Outputs the sandbox made uncollectable (a fifo, a hard link, …): the workload's doing, named precisely.
+  if (isCairnError(error) && error.code === 'E_INPUT' && !what.includes('input')) return { kind: 'failed', code: 'E_INPUT', message: `${what}: ${error.message}` };
   return { kind: 'failed', code: what.includes('input') ? 'E_SANDBOX_START' : 'E_INTERNAL', message: `${what}: ${describe(error)}` };
 }
 
