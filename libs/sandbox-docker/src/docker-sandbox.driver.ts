@@ -717,7 +717,10 @@ export class DockerSandboxDriver implements SandboxDriver {
       await state.renamed;
       // An egress sandbox's commands name its proxy (whichever way they are started); a step's own env wins.
       const egress = this.egressSessions.get(handle.id);
-      return await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
+      const outcome = await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
+      // Every refusal the step was answered is reported before the step is over (its egress.denied names it).
+      await egress?.flush();
+      return outcome;
     } finally {
       state.busy = false;
       this.releaseRefill(handle.id);

@@ -49,6 +49,8 @@ export interface EgressSession {
   readonly envVars: Readonly<Record<string, string>>;
   /** The proxy's process: running (false once it died or was closed), and its host pid. */
   readonly proxy: { readonly alive: boolean; readonly pid: number | null };
+  /** Resolves once every refusal the proxy has answered so far was reported (see EgressProxyProcess.flush). */
+  flush(): Promise<void>;
   /** Proxy closed, rules removed, network removed and verified gone (true) — idempotent. */
   close(): Promise<boolean>;
 }
@@ -161,7 +163,7 @@ export class EgressNetworks {
           return proxy.pid;
         },
       };
-      return { networkName: name, networkId: network.id, bridge, gateway, subnet, proxyUrl: proxy.url, env, envVars, proxy: proxyState, close };
+      return { networkName: name, networkId: network.id, bridge, gateway, subnet, proxyUrl: proxy.url, env, envVars, proxy: proxyState, flush: () => proxy.flush(), close };
     } catch (error) {
       for (const step of undo.reverse()) await step().catch(() => undefined);
       if (isCairnError(error) && (error.code === 'E_SANDBOX_START' || error.code === 'E_RUNTIME_ABSENT')) throw error;

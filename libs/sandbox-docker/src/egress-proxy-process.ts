@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { BoundedLines, MAX_LINE_BYTES, parseProxyMessage, wireResolver, type ProxyConfig, type ProxyMessage } from './egress-proxy-wire.js';
+import { BoundedLines, MAX_LINE_BYTES, parseProxyMessage, wireResolver, type ProxyConfig, type ProxyMessage, type ProxySync } from './egress-proxy-wire.js';
 import type { EgressDenial } from './egress-proxy.js';
 import type { EgressResolver } from './egress-resolver.js';
 
@@ -28,6 +28,8 @@ export const DEFAULT_EGRESS_PROXY_USER = Object.freeze({ uid: 65_530, gid: 65_53
 export const EGRESS_PROXY_ENTRY = fileURLToPath(new URL('../dist/egress-proxy.child.js', import.meta.url));
 
 const START_TIMEOUT_MS = 10_000;
+/** A sync the proxy does not answer in this long is given up on (a proxy that slow is as good as lost). */
+const SYNC_TIMEOUT_MS = 2_000;
 const STOP_TIMEOUT_MS = 2_000;
 const MAX_STDERR_BYTES = 2048;
 
@@ -59,6 +61,8 @@ export class EgressProxyProcess {
   private exited = false;
   private placeholder: Server | null = null;
   private lostReason: string | null = null;
+  private nextSync = 0;
+  private readonly syncs = new Map<number, () => void>();
 
   private constructor(
     private readonly child: ProxyChild,
@@ -182,6 +186,26 @@ export class EgressProxyProcess {
     return !this.exited && this.lostReason === null && this.closing === null;
   }
 
+  /**
+   * Resolves once every refusal the proxy answered so far has been reported (`onDenied` called):
+   * called at the end of each step, so a step's refusals are heard while it is the step running.
+   * Resolves at once when the proxy is gone, and after SYNC_TIMEOUT_MS at the latest.
+   */
+  flush(): Promise<void> {
+    if (!this.alive) return Promise.resolve();
+    const n = this.nextSync++;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.syncs.delete(n);
+        resolve();
+      };
+      const timer = setTimeout(done, SYNC_TIMEOUT_MS);
+      this.syncs.set(n, done);
+      this.child.stdin.write(`${JSON.stringify({ t: 'sync', n } satisfies ProxySync)}\n`);
+    });
+  }
+
   /** Stops the proxy (cutting every tunnel) and lets go of its port. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
@@ -192,6 +216,7 @@ export class EgressProxyProcess {
         await exit;
         clearTimeout(timer);
       }
+      this.releaseSyncs();
       const placeholder = this.placeholder;
       this.placeholder = null;
       if (placeholder !== null) await new Promise<void>((resolve) => placeholder.close(() => resolve()));
@@ -199,7 +224,15 @@ export class EgressProxyProcess {
     return this.closing;
   }
 
+  private releaseSyncs(): void {
+    for (const done of [...this.syncs.values()]) done();
+  }
+
   private take(message: ProxyMessage): void {
+    if (message.t === 'synced') {
+      this.syncs.get(message.n)?.();
+      return;
+    }
     if (message.t !== 'denied') return this.lose(`the egress proxy sent ${message.t} after it listened`);
     try {
       this.options.onDenied({ host: message.host, port: message.port, reason: message.reason });
@@ -217,6 +250,7 @@ export class EgressProxyProcess {
   private lose(reason: string): void {
     if (this.lostReason !== null || this.closing !== null) return;
     this.lostReason = reason;
+    this.releaseSyncs();
     if (!this.exited) this.child.kill('SIGKILL');
     void this.holdPort().then((held) => {
       try {

@@ -24,11 +24,22 @@ export function wireResolver(resolver: EgressResolver): ProxyConfig['resolver'] 
 
 export type EgressDenialReason = 'not_allowlisted' | 'private_address' | 'resolution_failed';
 
-/** What the proxy reports (proxy → runtime). */
+/**
+ * What the proxy reports (proxy → runtime). `synced` answers the runtime's `{"t":"sync","n":…}`
+ * line: every refusal the proxy answered before it is reported before it (refusals are reported
+ * before they are answered), so a step's refusals are all heard by the time its sync is.
+ */
 export type ProxyMessage =
   | { t: 'listening'; port: number }
   | { t: 'denied'; host: string; port: number; reason: EgressDenialReason }
+  | { t: 'synced'; n: number }
   | { t: 'failed'; message: string };
+
+/** What the runtime sends after the configuration (runtime → proxy). */
+export interface ProxySync {
+  t: 'sync';
+  n: number;
+}
 
 /** Longer lines mean the proxy is not itself: the runtime stops it. */
 export const MAX_LINE_BYTES = 1024;
@@ -63,6 +74,8 @@ export function parseProxyMessage(line: string): ProxyMessage | null {
       return keys === 'host,port,reason,t' && isReportedHost(record.host) && isPort(record.port) && typeof record.reason === 'string' && REASONS.has(record.reason)
         ? { t: 'denied', host: record.host, port: record.port, reason: record.reason as EgressDenialReason }
         : null;
+    case 'synced':
+      return keys === 'n,t' && typeof record.n === 'number' && Number.isSafeInteger(record.n) && record.n >= 0 ? { t: 'synced', n: record.n } : null;
     case 'failed':
       return keys === 'message,t' && typeof record.message === 'string' ? { t: 'failed', message: record.message.slice(0, MAX_FAILURE_TEXT) } : null;
     default:

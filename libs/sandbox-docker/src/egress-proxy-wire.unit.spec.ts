@@ -7,6 +7,7 @@ describe('what the runtime takes from its egress proxy process', () => {
     expect(parseProxyMessage('{"t":"denied","host":"evil.test","port":443,"reason":"not_allowlisted"}')).toEqual({ t: 'denied', host: 'evil.test', port: 443, reason: 'not_allowlisted' });
     expect(parseProxyMessage('{"t":"denied","host":"2001:db8::1","port":80,"reason":"private_address"}')).toMatchObject({ host: '2001:db8::1' });
     expect(parseProxyMessage(`{"t":"failed","message":"${'x'.repeat(900)}"}`)).toEqual({ t: 'failed', message: 'x'.repeat(512) });
+    expect(parseProxyMessage('{"t":"synced","n":7}')).toEqual({ t: 'synced', n: 7 });
   });
 
   it.each([
@@ -15,6 +16,7 @@ describe('what the runtime takes from its egress proxy process', () => {
     ['an unknown message', '{"t":"exec","argv":["sh"]}'],
     ['an extra field', '{"t":"listening","port":1,"also":true}'],
     ['a port out of range', '{"t":"listening","port":70000}'],
+    ['a negative sync', '{"t":"synced","n":-1}'],
     ['a fractional port', '{"t":"denied","host":"a.test","port":1.5,"reason":"not_allowlisted"}'],
     ['a reason not in the union', '{"t":"denied","host":"a.test","port":1,"reason":"because"}'],
     ['a host with spaces', '{"t":"denied","host":"a test","port":1,"reason":"not_allowlisted"}'],

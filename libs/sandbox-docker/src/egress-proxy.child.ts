@@ -1,5 +1,5 @@
 import { EgressProxy, resolverFor } from './egress-proxy.js';
-import type { ProxyConfig, ProxyMessage } from './egress-proxy-wire.js';
+import type { ProxyConfig, ProxyMessage, ProxySync } from './egress-proxy-wire.js';
 
 /*
  * The egress proxy's own process (docs/sandbox-hardening.md, "Egress"): started by the runtime
@@ -63,6 +63,18 @@ async function main(): Promise<void> {
   // The runtime's end of stdin closing is the only way to stop: at once, every connection with it.
   process.stdin.on('end', () => process.exit(0));
   process.stdin.on('close', () => process.exit(0));
+  // After the configuration only `sync` lines come; each is answered in order, after every refusal before it.
+  let pending = '';
+  process.stdin.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    if (pending.length > MAX_CONFIG_BYTES) process.exit(1);
+    for (let newline = pending.indexOf('\n'); newline !== -1; newline = pending.indexOf('\n')) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      const sync = JSON.parse(line) as ProxySync;
+      if (sync.t === 'sync' && Number.isSafeInteger(sync.n)) report({ t: 'synced', n: sync.n });
+    }
+  });
   process.stdin.resume();
 }
 

@@ -61,7 +61,7 @@ export interface EgressProxyOptions {
   resolver: ResolveHost;
   /** Only connections from this IPv4 subnet are served (the sandbox's network); others are dropped. */
   clientSubnet: string;
-  /** Told of every refusal, after the sandbox has its answer. Must not throw. */
+  /** Told of every refusal, before the sandbox has its answer. Must not throw. */
   onDenied: (denial: EgressDenial) => void;
   connectTimeoutMs?: number;
   resolveTimeoutMs?: number;
@@ -269,8 +269,9 @@ export class EgressProxy {
     const decision = await this.decide(target);
     if (!decision.ok) {
       const { status, body } = EgressProxy.refusal(decision);
-      client.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      // Reported before answered: the sandbox learns of the refusal only after its owner does.
       this.denied(target, decision);
+      client.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       return;
     }
     let upstream: Socket;
@@ -303,9 +304,9 @@ export class EgressProxy {
     const decision = await this.decide(target);
     if (!decision.ok) {
       const { status, body } = EgressProxy.refusal(decision);
+      this.denied(target, decision);
       res.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) }).end(body);
       req.resume();
-      this.denied(target, decision);
       return;
     }
     let upstream: Socket;

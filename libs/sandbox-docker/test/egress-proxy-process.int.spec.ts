@@ -98,6 +98,11 @@ describe('the egress proxy process', () => {
       expect(refused.answer).toMatch(/^HTTP\/1\.1 403 /);
       await until(() => opts.denials.length === 1);
       expect(opts.denials).toEqual([{ host: 'evil.test', port: 443, reason: 'not_allowlisted' }]);
+      // A refusal is reported before it is answered, so a flush after the answer has heard it.
+      const again = await exchange(proxy.port, 'GET http://other.test:9/ HTTP/1.1\r\nHost: other.test:9\r\n\r\n');
+      expect(again.answer).toMatch(/^HTTP\/1\.1 403 /);
+      await proxy.flush();
+      expect(opts.denials.at(-1)).toEqual({ host: 'other.test', port: 9, reason: 'not_allowlisted' });
       const garbage = await exchange(proxy.port, 'CONNECT \u0000\u0001 nonsense\r\n\r\n');
       expect(garbage.answer).toMatch(/^HTTP\/1\.1 400 /);
       expect(proxy.alive).toBe(true);
@@ -116,6 +121,7 @@ describe('the egress proxy process', () => {
     await until(() => opts.lost.length === 1);
     expect(opts.lost[0]).toContain('SIGKILL');
     expect(proxy.alive).toBe(false);
+    await proxy.flush(); // at once: nothing is there to answer
     const after = await exchange(proxy.port, 'CONNECT sink.test:9 HTTP/1.1\r\n\r\n');
     expect(after.answer).toBe('');
     expect(after.error === 'ECONNRESET' || after.error === null).toBe(true);
