@@ -91,7 +91,8 @@ export class EgressProxyProcess {
     let child: ProxyChild;
     try {
       // Nothing of the runtime's environment (database URLs, keys) reaches it; `/` as its directory.
-      child = spawn(process.execPath, [entry], {
+      // A bounded heap and no eval: a proxy that is attacked stays small and runs only its own code.
+      child = spawn(process.execPath, ['--max-old-space-size=96', '--disallow-code-generation-from-strings', entry], {
         cwd: '/',
         env: {},
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -165,7 +166,7 @@ export class EgressProxyProcess {
       child.kill('SIGKILL');
       const said = Buffer.concat(stderr).toString('utf8').trim().slice(0, 500);
       const why = error instanceof Error ? error.message : String(error);
-      throw new CairnError('E_SANDBOX_START', `the egress proxy could not listen on ${options.listenHost}: ${why}${said === '' ? '' : ` (${said})`}`, { host: options.listenHost });
+      throw new CairnError('E_SANDBOX_START', `the egress proxy could not start and listen on ${options.listenHost}: ${why}${said === '' ? '' : ` (${said})`}`, { host: options.listenHost });
     } finally {
       clearTimeout(timer);
     }

@@ -159,6 +159,8 @@ export class AgentEndpoint {
       }
     } catch (error) {
       server.close();
+      // The directory is the one just made, in a parent of this process's own: it goes, so a retry is not refused.
+      await rm(hostDir, { recursive: true, force: true }).catch(() => undefined);
       throw error;
     } finally {
       await dir.close();
