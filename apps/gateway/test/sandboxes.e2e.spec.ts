@@ -496,6 +496,8 @@ describe('interactive sandbox sessions through REST', () => {
 
   it("shows another tenant's key nothing of a sandbox (404), and a key without runs:write cannot operate it (403)", async () => {
     const { id } = await create();
+    // The create is answered from the chain; the footprint counts projected rows, so the projector must have it first.
+    await waitFor('the sandbox projected', async () => (await keysDb.query<unknown[]>('SELECT 1 FROM sandboxes WHERE sandbox_id = $1', [id])).length === 1, 15_000, 50);
     const before = await footprint();
     const others: [string, () => Promise<{ status: number; body?: unknown; json?: unknown }>][] = [
       ['GET', () => http(base, 'GET', `/v1/sandboxes/${id}`, { key: keys.other })],

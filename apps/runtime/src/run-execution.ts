@@ -197,7 +197,16 @@ export class RunExecution {
     try {
       // With egress, the sandbox's own internal network, firewall and proxy come up first; if any
       // cannot, the create fails (E_SANDBOX_START) and the run never runs unconfined.
-      const egress = plan.network === 'none' ? undefined : { allow: plan.network.egress, allowPrivate: plan.network.allowPrivate, onDenied: (d: EgressDenial) => this.recordDenial(d) };
+      const egress =
+        plan.network === 'none'
+          ? undefined
+          : {
+              allow: plan.network.egress,
+              allowPrivate: plan.network.allowPrivate,
+              onDenied: (d: EgressDenial) => this.recordDenial(d),
+              // Its egress fails closed from here on (connections refused); the operator must hear of it.
+              onProxyLost: (reason: string) => logger.write('error', 'the egress proxy of a run died: its egress is refused from now on', { run_id: this.runId, reason }),
+            };
       this.handle = await this.deps.engine.createSandbox(
         {
           image: prepared.imageId,
@@ -283,8 +292,9 @@ export class RunExecution {
   /** The isolation the engine reports, confirmed before any step runs (a sandbox short of it runs nothing). */
   private async hardening(handle: SandboxHandle): Promise<{ kind: 'ok'; hardening: SandboxHardening } | Extract<Outcome, { kind: 'failed' }>> {
     try {
-      const network = this.deps.engine.egressOf(handle)?.network ?? 'none';
-      if (this.deps.plan.network !== 'none' && network === 'none') throw new CairnError('E_SANDBOX_START', 'the sandbox has no egress network');
+      const egress = this.deps.engine.egressOf(handle);
+      const network = egress?.network ?? 'none';
+      if (this.deps.plan.network !== 'none' && (network === 'none' || egress?.proxyAlive !== true)) throw new CairnError('E_SANDBOX_START', 'the sandbox has no egress network, or its proxy is gone');
       return { kind: 'ok', hardening: confirmedHardening(await this.deps.engine.inspectSandbox(handle), handle.caps, network) };
     } catch (error) {
       const code: ErrorCode = isCairnError(error) && error.code === 'E_RUNTIME_ABSENT' ? 'E_RUNTIME_ABSENT' : 'E_SANDBOX_START';
@@ -792,6 +802,8 @@ function transferFailure(error: unknown, what: string): Extract<Outcome, { kind:
   if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT' || error.code === 'E_SECRET_SEEN')) {
     return { kind: 'failed', code: error.code, message: `${what}: ${error.message}` };
   }
+  // Outputs the sandbox made uncollectable (a fifo, a hard link, …): the workload's doing, named precisely.
+  if (isCairnError(error) && error.code === 'E_INPUT' && !what.includes('input')) return { kind: 'failed', code: 'E_INPUT', message: `${what}: ${error.message}` };
   return { kind: 'failed', code: what.includes('input') ? 'E_SANDBOX_START' : 'E_INTERNAL', message: `${what}: ${describe(error)}` };
 }
 

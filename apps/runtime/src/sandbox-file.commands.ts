@@ -1,5 +1,6 @@
 import { CairnError } from '@cairn/contracts';
 import type { ExecResult } from '@cairn/sandbox';
+import { MAX_SANDBOX_FILE_BYTES } from '@cairn/sandbox-sessions';
 
 /*
  * A session's file writes and reads run inside the sandbox, as its user: the path is checked
@@ -9,7 +10,7 @@ import type { ExecResult } from '@cairn/sandbox';
  */
 
 /** Exit codes of the scripts, each a precise refusal. */
-export const FILE_EXIT = { notFound: 2, outsideMounts: 3, symlink: 4, cannotWrite: 5, notRegular: 6 } as const;
+export const FILE_EXIT = { notFound: 2, outsideMounts: 3, symlink: 4, cannotWrite: 5, notRegular: 6, tooLarge: 7 } as const;
 
 /** Walks from the path up to its mount; a link anywhere on the way refuses. */
 const NO_LINK_ON_PATH = [
@@ -33,10 +34,22 @@ export function putFileCommand(path: string, mode: number): string[] {
   return ['sh', '-c', script, 'cairn-put-file', path, mode.toString(8)];
 }
 
-/** `sh -c <script> cairn-get-file <path>`: the regular file's bytes on stdout. */
-export function getFileCommand(path: string): string[] {
-  const script = ['p=$1', NO_LINK_ON_PATH, '[ -e "$p" ] || exit 2', '[ -f "$p" ] || exit 6', 'exec cat "$p"'].join('\n');
-  return ['sh', '-c', script, 'cairn-get-file', path];
+/**
+ * `sh -c <script> cairn-get-file <path> <max> <max+1>`: the regular file's bytes on stdout. Its
+ * size is read first (a sparse 1 TiB file is refused at once, exit 7), and what is sent is cut at
+ * one byte past the bound whatever the file does meanwhile: the host never reads more than that.
+ */
+export function getFileCommand(path: string, maxBytes: number = MAX_SANDBOX_FILE_BYTES): string[] {
+  const script = [
+    'p=$1',
+    NO_LINK_ON_PATH,
+    '[ -e "$p" ] || exit 2',
+    '[ -f "$p" ] || exit 6',
+    's=$(stat -c %s "$p") || exit 5',
+    '[ "$s" -le "$2" ] || exit 7',
+    'exec head -c "$3" "$p"',
+  ].join('\n');
+  return ['sh', '-c', script, 'cairn-get-file', path, String(maxBytes), String(maxBytes + 1)];
 }
 
 /** The refusal a file script's non-zero exit stands for. */
@@ -51,6 +64,8 @@ export function fileCommandError(path: string, result: Pick<ExecResult, 'exitCod
       return new CairnError('E_INPUT', `${path}: a symbolic link is on the path inside the sandbox; links are refused`, details);
     case FILE_EXIT.notRegular:
       return new CairnError('E_INPUT', `${path} is not a regular file (a directory or a device)`, details);
+    case FILE_EXIT.tooLarge:
+      return new CairnError('E_TOO_LARGE', `${path} is larger than ${MAX_SANDBOX_FILE_BYTES} bytes`, details);
     default: {
       const stderr = Buffer.from(result.stderr).toString('utf8').slice(0, 512);
       return new CairnError('E_INPUT', `${path} could not be written or read in the sandbox (exit ${String(result.exitCode)}): ${stderr}`, details);

@@ -253,14 +253,23 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     let hardening: SandboxHardening;
     try {
       const egress =
-        network === null ? undefined : { allow: network.egress, allowPrivate: network.allow_private, onDenied: (d: EgressDenial) => this.recordDenial(ctx.chainId, d, guard) };
+        network === null
+          ? undefined
+          : {
+              allow: network.egress,
+              allowPrivate: network.allow_private,
+              onDenied: (d: EgressDenial) => this.recordDenial(ctx.chainId, d, guard),
+              // Its egress fails closed from here on (connections refused); the operator must hear of it.
+              onProxyLost: (reason: string) => this.logger.write('error', 'the egress proxy of a sandbox session died: its egress is refused from now on', { sandbox_id: ctx.chainId, reason }),
+            };
       handle = await this.engine.createSandbox(
         { image: imageId, caps: sandboxCaps(caps), labels: { workerId: this.config.CAIRN_WORKER_ID, chainId: ctx.chainId }, lifetimeSeconds: ttlSeconds + LIFETIME_MARGIN_SECONDS },
         egress,
       );
       timings.mark('sandbox');
-      const engineNetwork = this.engine.egressOf(handle)?.network ?? 'none';
-      if (network !== null && engineNetwork === 'none') throw new CairnError('E_SANDBOX_START', 'the sandbox has no egress network');
+      const engineEgress = this.engine.egressOf(handle);
+      const engineNetwork = engineEgress?.network ?? 'none';
+      if (network !== null && (engineNetwork === 'none' || engineEgress?.proxyAlive !== true)) throw new CairnError('E_SANDBOX_START', 'the sandbox has no egress network, or its proxy is gone');
       hardening = confirmedHardening(await this.engine.inspectSandbox(handle), handle.caps, engineNetwork);
       timings.mark('inspect');
     } catch (error) {

@@ -3,7 +3,8 @@ import { foldRun } from '@cairn/lifecycle';
 import { BUSYBOX_IMAGE_TAG, IptablesFirewall } from '@cairn/sandbox-docker';
 import type { RunningService } from '@cairn/service-kit';
 import { uniqueName } from '@cairn/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readdir, readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
 
 /*
@@ -47,6 +48,17 @@ async function removeTestObjects(): Promise<void> {
 
 async function networksOf(worker: string): Promise<string[]> {
   return (await world.docker.listNetworks({ filters: { label: [`io.cairn.worker=${worker}`] } })).map((n) => n.Name);
+}
+
+/** The egress proxy processes this process started (the runtime runs in it): host pids. */
+async function proxyChildren(): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const [status, cmdline] = await Promise.all([readFile(`/proc/${entry}/status`, 'utf8'), readFile(`/proc/${entry}/cmdline`, 'utf8')]).catch(() => ['', '']);
+    if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) === process.pid && cmdline.includes('egress-proxy.child.js')) found.push(Number(entry));
+  }
+  return found;
 }
 
 // No `-T`: this busybox's wget crashes (SIGSEGV) with a timeout set; steps have their own.
@@ -135,6 +147,37 @@ describe('a run with egress', () => {
     expect(ofType(chain, 'run.executed')[0]?.exit_codes).toEqual([1]);
     const [step] = ofType(chain, 'step.completed');
     expect(Buffer.from(await world.artifacts.get(step!.stderr_sha256)).toString()).toContain('403 Forbidden');
+  });
+
+  it('whose proxy dies mid-run: the runtime logs it, and the sandbox has no way out from then on', async () => {
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((line: string | Uint8Array) => {
+      logged.push(String(line));
+      return true;
+    });
+    try {
+      const { runId } = await world.submitRun(
+        spec({ network: { egress: ['sink.test:8080'] }, steps: [{ argv: wget('http://sink.test:8080/') }, { argv: ['sleep', '2'] }, { argv: wget('http://sink.test:8080/') }] }),
+        { workerId, network: { egress: ['sink.test:8080'], allow_private: true } },
+      );
+      await world.waitForType(runId, ['step.completed'], 60_000);
+      const [proxy] = await proxyChildren();
+      expect(proxy).toBeDefined();
+      process.kill(proxy!, 'SIGKILL');
+      const chain = await world.waitForType(runId, ['run.executed', 'run.failed'], 60_000);
+      const steps = ofType(chain, 'step.completed');
+      expect(steps.map((s) => s.exit_code)).toEqual([0, 0, 1]);
+      expect(Buffer.from(await world.artifacts.get(steps[0]!.stdout_sha256)).toString()).toBe('sink-ok\n');
+      expect(Buffer.from(await world.artifacts.get(steps[2]!.stdout_sha256)).toString()).toBe('');
+      const line = logged.find((l) => l.includes('the egress proxy of a run died'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ level: 'error', run_id: runId, reason: expect.stringContaining('SIGKILL') as string });
+      expect(ofType(chain, 'sandbox.destroyed')).toEqual([expect.objectContaining({ verified_gone: true })]);
+      expect(await proxyChildren()).toEqual([]);
+      expect(await networksOf(workerId)).toEqual([]);
+    } finally {
+      stderr.mockRestore();
+    }
   });
 
   it('fails E_SANDBOX_START, with no sandbox, when its network cannot be set up', async () => {

@@ -270,6 +270,18 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     await sessions.destroy(id, TENANT, 'key:t1');
   }, 90_000);
 
+  it('refuses to read a 1 TiB sparse file at once (E_TOO_LARGE): sized first, nothing streamed or recorded, the session lives on', async () => {
+    const id = await create();
+    await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'truncate -s 1099511627776 /out/big && echo small > /out/small'] });
+    const started = performance.now();
+    expect(await refusal(sessions.readFile(id, TENANT, '/out/big'))).toMatchObject({ code: 'E_TOO_LARGE' });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(text((await sessions.readFile(id, TENANT, '/out/small')).content)).toBe('small\n');
+    const reads = (await chainOf(id)).filter((r) => r.type === 'sandbox.file.read');
+    expect(reads).toEqual([expect.objectContaining({ path: '/out/small' })]);
+    await sessions.destroy(id, TENANT, 'key:t1');
+  }, 90_000);
+
   it('serializes operations on one sandbox: two concurrent execs never interleave', async () => {
     const id = await create();
     const [slow, fast] = await Promise.all([

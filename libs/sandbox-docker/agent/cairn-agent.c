@@ -2,26 +2,32 @@
  * cairn-agent: runs a sandbox's commands for the runtime on the host, over one unix-socket
  * connection the agent opens as the sandbox's main process (see docs/adr/0005-exec-agent.md).
  *
- *   cairn-agent <socket-path> <lifetime-seconds>
+ *   cairn-agent <socket-path> <lifetime-seconds>      the sandbox's main process (token on stdin)
+ *   cairn-agent --measure <entry>...                  what a file transfer would archive (no root)
+ *   cairn-agent --put-secrets <dir>                   a run's secrets from stdin, run as root by the host
  *
- * It connects once, before any untrusted code runs, to a socket the host listens on (bind-mounted
- * read-only), says hello, then runs one command at a time: fork, setsid, chdir, exec with the
- * given argv and environment, stdout and stderr relayed as frames, the wait status last. It exits
- * when the connection closes or the lifetime passes, which stops the sandbox like the `sleep` it
- * replaces. It is not dumpable, so the sandbox's own processes (same uid) cannot ptrace it or read
- * its memory. Everything else — caps, timeouts, teardown — stays the host's job.
+ * It reads a per-sandbox token from its stdin (written by the host through the engine, never in
+ * argv or the environment), connects once, before any untrusted code runs, to a socket the host
+ * listens on (bind-mounted read-only), says hello and presents the token, then runs one command at
+ * a time: fork, setsid, chdir, exec with the given argv and environment, stdout and stderr relayed
+ * as frames, the wait status last. It exits when the connection closes or the lifetime passes,
+ * which stops the sandbox like the `sleep` it replaces. It is not dumpable, so the sandbox's own
+ * processes (same uid) cannot ptrace it or read its memory. Everything else — caps, timeouts,
+ * teardown — stays the host's job.
  *
  * Frames, both ways: 1 byte type, 4 bytes big-endian length, payload.
  *   host → agent  'X' exec: flags byte (1 = stdin follows), then NUL-terminated strings:
  *                     workdir, argc, argv..., envc, env...
- *                 'I' stdin bytes; 'i' end of stdin
- *   agent → host  'H' hello ("cairn-agent/1"); 'P' started (pid, decimal); 'O' stdout; 'E' stderr;
+ *                 'I' stdin bytes; 'i' end of stdin; 'K' kill the running command (its session)
+ *   agent → host  'H' hello ("cairn-agent/2"); 'A' the token (right after the hello);
+ *                 'P' started (pid, decimal); 'O' stdout; 'E' stderr;
  *                 'W' done: exit code (decimal; 128 + signal when killed by one)
  * Malformed input from the host ends the agent: it never guesses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -31,6 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +45,10 @@
 #define MAX_FRAME (64u * 1024u * 1024u)
 #define CHUNK 65536
 #define DRAIN_IDLE_MS 50
+#define TOKEN_HEX 64
+#define SECRETS_MAX_INPUT (4u * 1024u * 1024u)
+#define SECRET_MAX_BYTES (32u * 1024u)
+#define SECRETS_MAX_COUNT 64
 
 extern char **environ;
 
@@ -212,7 +223,7 @@ static void run_command(char *payload, uint32_t len, int sigfd, sigset_t *old_ma
   char *buf = malloc(CHUNK);
   char *pending = NULL; /* stdin the child has not taken yet */
   uint32_t pending_len = 0, pending_off = 0;
-  int out_open = 1, err_open = 1, exited = 0, status = 0, stdin_done = !with_stdin;
+  int out_open = 1, err_open = 1, exited = 0, status = 0, stdin_done = !with_stdin, killed = 0;
 
   while (!exited || out_open || err_open) {
     struct pollfd fds[5];
@@ -221,8 +232,8 @@ static void run_command(char *payload, uint32_t len, int sigfd, sigset_t *old_ma
     if (err_open) { i_err = n; fds[n++] = (struct pollfd){.fd = err_pipe[0], .events = POLLIN}; }
     if (!exited) { i_sig = n; fds[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN}; }
     if (in_fd >= 0 && pending_len > pending_off) { i_in = n; fds[n++] = (struct pollfd){.fd = in_fd, .events = POLLOUT}; }
-    /* More stdin is read from the host only when the child has taken the last of it. */
-    if (in_fd >= 0 && pending_len == pending_off && !exited) { i_sock = n; fds[n++] = (struct pollfd){.fd = sock, .events = POLLIN}; }
+    /* The host is heard while the command runs (stdin, or a kill); more stdin only once the child took the last. */
+    if (!exited && (in_fd < 0 || pending_len == pending_off)) { i_sock = n; fds[n++] = (struct pollfd){.fd = sock, .events = POLLIN}; }
     /* After the exit, output still held open by a background child gets a short grace, not forever. */
     int ready = poll(fds, (nfds_t)n, exited ? DRAIN_IDLE_MS : -1);
     if (ready < 0) {
@@ -246,17 +257,32 @@ static void run_command(char *payload, uint32_t len, int sigfd, sigset_t *old_ma
       char type;
       uint32_t flen;
       char *data = read_frame(&type, &flen);
-      if (type == 'I') {
-        free(pending);
-        pending = data;
-        pending_len = flen;
-        pending_off = 0;
+      if (type == 'I' && !stdin_done) {
+        if (in_fd >= 0) {
+          free(pending);
+          pending = data;
+          pending_len = flen;
+          pending_off = 0;
+        } else {
+          free(data); /* the child closed its stdin: the rest goes nowhere */
+        }
         continue;
       }
       free(data);
-      if (type != 'i') _exit(73);
+      if (type == 'K') {
+        /* The host wants no more of it (a transfer over its bound): its session dies, its output is not read. */
+        if (!killed) {
+          kill(-pid, SIGKILL);
+          kill(pid, SIGKILL);
+          killed = 1;
+          out_open = 0;
+          err_open = 0;
+        }
+        continue;
+      }
+      if (type != 'i' || stdin_done) _exit(73);
       stdin_done = 1;
-      close(in_fd);
+      if (in_fd >= 0) close(in_fd);
       in_fd = -1;
     }
   }
@@ -266,7 +292,7 @@ static void run_command(char *payload, uint32_t len, int sigfd, sigset_t *old_ma
     uint32_t flen;
     free(read_frame(&type, &flen));
     if (type == 'i') stdin_done = 1;
-    else if (type != 'I') _exit(73);
+    else if (type != 'I' && type != 'K') _exit(73);
   }
   if (!exited) waitpid(pid, &status, 0);
   if (in_fd >= 0) close(in_fd);
@@ -289,7 +315,7 @@ cleanup_fail:
     uint32_t flen;
     free(read_frame(&type, &flen));
     if (type == 'i') break;
-    if (type != 'I') _exit(73);
+    if (type != 'I' && type != 'K') _exit(73);
   }
   if (with_stdin) { close(in_pipe[0]); close(in_pipe[1]); } else close(null_fd);
   close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
@@ -298,13 +324,192 @@ cleanup_fail:
   free(parts);
 }
 
+/* --- --measure: what `tar -c` of the entries would hold, before any of it is streamed ----------- */
+
+static unsigned long long m_files, m_dirs, m_links, m_others, m_bytes;
+static char m_other_kind[16];
+static char m_other_path[4096];
+
+static void note_other(const char *kind, const char *path) {
+  if (m_others++ > 0) return;
+  snprintf(m_other_kind, sizeof m_other_kind, "%s", kind);
+  snprintf(m_other_path, sizeof m_other_path, "%s", path);
+}
+
+static int measure_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)ftw;
+  if (flag == FTW_NS) note_other("unreadable", path);
+  else if (flag == FTW_DNR) note_other("unreadable", path);
+  else if (S_ISREG(st->st_mode)) {
+    m_files++;
+    m_bytes += (unsigned long long)st->st_size;
+    if (access(path, R_OK) != 0) note_other("unreadable", path);
+  } else if (S_ISDIR(st->st_mode)) m_dirs++;
+  else if (S_ISLNK(st->st_mode)) m_links++;
+  else if (S_ISFIFO(st->st_mode)) note_other("fifo", path);
+  else if (S_ISSOCK(st->st_mode)) note_other("socket", path);
+  else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) note_other("device", path);
+  else note_other("unknown", path);
+  return 0;
+}
+
+/*
+ * Prints "cairn-measure/1 <files> <dirs> <links> <others> <bytes>\n", then for the first entry that
+ * is none of those "<kind>\0<path>\0". Sizes are the files' apparent sizes (a sparse 1 TiB file is
+ * 1 TiB): the host refuses a transfer over its bound from this, before a byte of it moves.
+ * Entries are paths under / without their leading slash, as the archive names them; links are
+ * never followed and nothing crosses into another file system.
+ */
+static int measure(int count, char **entries) {
+  char path[4096];
+  for (int i = 0; i < count; i++) {
+    if (snprintf(path, sizeof path, "/%s", entries[i]) >= (int)sizeof path) return 64;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue; /* absent: nothing to archive */
+    if (nftw(path, measure_one, 16, FTW_PHYS | FTW_MOUNT) != 0) note_other("unreadable", path);
+  }
+  printf("cairn-measure/1 %llu %llu %llu %llu %llu\n", m_files, m_dirs, m_links, m_others, m_bytes);
+  if (m_others > 0) {
+    fwrite(m_other_kind, 1, strlen(m_other_kind) + 1, stdout);
+    fwrite(m_other_path, 1, strlen(m_other_path) + 1, stdout);
+  }
+  return fflush(stdout) == 0 ? 0 : 71;
+}
+
+/* --- --put-secrets: a run's secrets into their tmpfs, without anything of the image ------------- */
+
+static int secret_name_ok(const char *name) {
+  size_t len = strlen(name);
+  if (len < 1 || len > 64) return 0;
+  if (!(name[0] == '_' || (name[0] >= 'A' && name[0] <= 'Z'))) return 0;
+  for (size_t i = 1; i < len; i++) {
+    char c = name[i];
+    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return 0;
+  }
+  return 1;
+}
+
+static int refuse(const char *what) {
+  dprintf(2, "cairn-agent: put-secrets: %s\n", what);
+  return 65;
+}
+
+/*
+ * Reads "<NAME>\0<length>\0<bytes>" records from stdin (the whole input, bounded, checked before
+ * anything is written), then writes each as <dir>/<NAME>: created afresh (O_EXCL, never through a
+ * link), mode 0440, owned by this process (root, with the sandbox's group as its group). The
+ * directory must be root's own, mode 0750, of that group. Anything wrong writes nothing; a write
+ * that fails half-way removes what it wrote. The host runs this as root over `docker exec`: it is
+ * the one root process in a sandbox, and it runs nothing from the image.
+ */
+static int put_secrets(const char *dir) {
+  char *input = malloc(SECRETS_MAX_INPUT + 1);
+  if (input == NULL) return 74;
+  size_t len = 0;
+  for (;;) {
+    ssize_t n = read(0, input + len, SECRETS_MAX_INPUT + 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse("cannot read stdin");
+    if (n == 0) break;
+    len += (size_t)n;
+    if (len > SECRETS_MAX_INPUT) return refuse("input too large");
+  }
+  const char *names[SECRETS_MAX_COUNT];
+  const char *values[SECRETS_MAX_COUNT];
+  size_t sizes[SECRETS_MAX_COUNT];
+  int count = 0;
+  size_t at = 0;
+  while (at < len) {
+    if (count == SECRETS_MAX_COUNT) return refuse("too many secrets");
+    const char *name = input + at;
+    const char *end = memchr(name, '\0', len - at);
+    if (end == NULL) return refuse("malformed record");
+    at = (size_t)(end - input) + 1;
+    const char *size_text = input + at;
+    const char *size_end = memchr(size_text, '\0', len - at);
+    if (size_end == NULL || size_end == size_text || size_end - size_text > 6) return refuse("malformed record");
+    size_t size = 0;
+    for (const char *c = size_text; c < size_end; c++) {
+      if (*c < '0' || *c > '9') return refuse("malformed record");
+      size = size * 10 + (size_t)(*c - '0');
+    }
+    at = (size_t)(size_end - input) + 1;
+    if (!secret_name_ok(name)) return refuse("not a secret name");
+    if (size > SECRET_MAX_BYTES || size > len - at) return refuse("malformed record");
+    for (int i = 0; i < count; i++) if (strcmp(names[i], name) == 0) return refuse("a name given twice");
+    names[count] = name;
+    values[count] = input + at;
+    sizes[count] = size;
+    count++;
+    at += size;
+  }
+
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return refuse("cannot open the secrets directory");
+  struct stat st;
+  if (fstat(dfd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || st.st_uid != geteuid() || st.st_gid != getegid() || (st.st_mode & 07777) != 0750) {
+    return refuse("the secrets directory is not root's own, 0750, of the sandbox's group");
+  }
+  int written = 0, failed = 0;
+  for (int i = 0; i < count && !failed; i++) {
+    if (unlinkat(dfd, names[i], 0) != 0 && errno != ENOENT) { failed = 1; break; }
+    int fd = openat(dfd, names[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+    if (fd < 0) { failed = 1; break; }
+    written = i + 1;
+    size_t off = 0;
+    while (off < sizes[i]) {
+      ssize_t n = write(fd, values[i] + off, sizes[i] - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) { failed = 1; break; }
+      off += (size_t)n;
+    }
+    if (!failed && fchmod(fd, 0440) != 0) failed = 1;
+    if (close(fd) != 0) failed = 1;
+  }
+  memset(input, 0, len);
+  if (failed) {
+    for (int i = 0; i < written; i++) unlinkat(dfd, names[i], 0);
+    return refuse(strerror(errno));
+  }
+  close(dfd);
+  return 0;
+}
+
+/* The token the host wrote to our stdin: exactly TOKEN_HEX hex digits and a newline. */
+static void read_token(char *token) {
+  size_t got = 0;
+  char c;
+  for (;;) {
+    ssize_t n = read(0, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != 1) break;
+    if (c == '\n') break;
+    if (got == TOKEN_HEX || !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) _exit(64);
+    token[got++] = c;
+  }
+  if (got != TOKEN_HEX) {
+    dprintf(2, "cairn-agent: no token on stdin\n");
+    _exit(64);
+  }
+  /* Nothing run later may read what else comes on this stdin. */
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0 || dup2(null_fd, 0) < 0) die("stdin");
+  close(null_fd);
+}
+
 int main(int argc, char **argv) {
+  prctl(PR_SET_DUMPABLE, 0);
+  if (argc >= 2 && strcmp(argv[1], "--measure") == 0) return measure(argc - 2, argv + 2);
+  if (argc == 3 && strcmp(argv[1], "--put-secrets") == 0) return put_secrets(argv[2]);
   if (argc != 3) {
     dprintf(2, "usage: cairn-agent <socket-path> <lifetime-seconds>\n");
     return 64;
   }
-  prctl(PR_SET_DUMPABLE, 0);
   long lifetime = parse_count(argv[2]);
+  if (lifetime > 0) alarm((unsigned)(lifetime > 0x7fffffff ? 0x7fffffff : lifetime)); /* SIGALRM ends it, like sleep */
+
+  char token[TOKEN_HEX];
+  read_token(token);
 
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (strlen(argv[1]) >= sizeof addr.sun_path) {
@@ -324,13 +529,18 @@ int main(int argc, char **argv) {
   int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sigfd < 0) die("signalfd");
   signal(SIGPIPE, SIG_IGN);
-  if (lifetime > 0) alarm((unsigned)(lifetime > 0x7fffffff ? 0x7fffffff : lifetime)); /* SIGALRM ends it, like sleep */
 
-  send_text('H', "cairn-agent/1");
+  send_text('H', "cairn-agent/2");
+  send_frame('A', token, TOKEN_HEX);
+  memset(token, 0, sizeof token);
   for (;;) {
     char type;
     uint32_t len;
     char *payload = read_frame(&type, &len);
+    if (type == 'K') { /* a kill that came after its command had ended */
+      free(payload);
+      continue;
+    }
     if (type != 'X') _exit(73);
     run_command(payload, len, sigfd, &old_mask);
     free(payload);

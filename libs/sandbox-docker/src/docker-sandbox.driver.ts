@@ -24,7 +24,7 @@ import {
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { rmdir } from 'node:fs/promises';
+import { readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,10 +33,22 @@ import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, SANDBOX_HO
 import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
 import { IptablesFirewall, type EgressFirewall } from './egress-firewall.js';
 import { EgressNetworks, type EgressRequest, type EgressSession } from './egress-network.js';
+import { DEFAULT_EGRESS_PROXY_USER } from './egress-proxy-process.js';
 import { systemResolver, type EgressResolver } from './egress-resolver.js';
-import { AgentEndpoint, bundledExecAgent, sweepAgentDirs, withExecAgent, type AgentChannel, type ExecAgentOptions } from './exec-agent.js';
+import { AGENT_PATH_IN_SANDBOX, AgentEndpoint, bundledExecAgent, hasAgentBinary, sweepAgentDirs, withExecAgent, type AgentChannel, type ExecAgentOptions } from './exec-agent.js';
 import { BoundedBuffer, ExecStreamDemuxer, type OutputSink } from './exec-output.js';
-import { archiveCommand, checkFilesIn, entriesFor, packFiles, packSecrets, TarFileCollector, type SandboxSecretIn } from './file-transfer.js';
+import {
+  archiveCommand,
+  checkFilesIn,
+  checkMeasure,
+  entriesFor,
+  measureCommand,
+  packFiles,
+  packSecrets,
+  parseMeasure,
+  TarFileCollector,
+  type SandboxSecretIn,
+} from './file-transfer.js';
 import { LimitProbe, type ProbeCoverage, type ProbeMode } from './limit-probe.js';
 import { WarmPoolBook, warmProfileId, type WarmEntry, type WarmPoolLimits, type WarmRecipe } from './warm-pool.js';
 
@@ -62,8 +74,12 @@ export interface DockerSandboxDriverOptions {
    * Default: the bundled binary when the build made it; `null` runs every step over `docker exec`.
    */
   execAgent?: ExecAgentOptions | null;
-  /** How egress sandboxes resolve names (default: the host's resolver) and guard the host (default: iptables). */
-  egress?: { resolver?: EgressResolver; firewall?: EgressFirewall };
+  /**
+   * How egress sandboxes resolve names (default: the host's resolver), guard the host (default:
+   * iptables), and who their proxy process runs as (default DEFAULT_EGRESS_PROXY_USER, 65530:65530,
+   * when this process is root; never root, never the sandbox user).
+   */
+  egress?: { resolver?: EgressResolver; firewall?: EgressFirewall; proxyUser?: { uid: number; gid: number } };
 }
 
 /** Beyond the port's spec: what only this driver offers. */
@@ -78,6 +94,10 @@ export interface SandboxEgress {
   gateway: string;
   subnet: string;
   proxyUrl: string;
+  /** Whether its proxy process still runs: once it is gone the sandbox has no way out (fails closed). */
+  proxyAlive: boolean;
+  /** The proxy process's host pid. */
+  proxyPid: number | null;
 }
 
 /** An idle warm sandbox, started and probed. */
@@ -124,6 +144,8 @@ interface StepCommand {
   user?: string;
   /** `ExecRequest.stopAfterOutputBytes`: past it, stdout and stderr together stop the step as a cap does. */
   stopAfterOutputBytes?: number;
+  /** The runtime's own commands only: aborted, the command is killed (the sandbox lives on) and its output no longer read. */
+  cancel?: AbortSignal;
 }
 
 interface StepOutcome {
@@ -188,10 +210,15 @@ export class DockerSandboxDriver implements SandboxDriver {
     const perProfile = options.warmPool?.perProfile ?? 0;
     this.execAgent = options.execAgent === undefined ? bundledExecAgent() : options.execAgent;
     this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
+    const proxyUser = options.egress?.proxyUser ?? (process.getuid?.() === 0 ? DEFAULT_EGRESS_PROXY_USER : null);
+    if (proxyUser !== null && (proxyUser.uid <= 0 || proxyUser.gid <= 0 || proxyUser.uid === this.user.uid || proxyUser.gid === this.user.gid)) {
+      throw new RangeError('the egress proxy user must be neither root nor the sandbox user');
+    }
     this.egress = new EgressNetworks({
       docker: this.docker,
       resolver: options.egress?.resolver ?? systemResolver(),
       firewall: options.egress?.firewall ?? new IptablesFirewall(),
+      proxyUser,
     });
   }
 
@@ -236,8 +263,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (session !== null) this.egressSessions.set(container.id, session);
     if (endpoint !== null) this.agentNames.set(container.id, name);
     let started = false;
+    let token: { send: () => void; cancel: () => void } | null = null;
     try {
+      token = endpoint === null ? null : await endpoint.sendToken(container);
       await container.start();
+      token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `sandbox ${name} stopped right after it started`, { name, state: info.State.Status });
       const handle: SandboxHandle = Object.freeze({
@@ -259,6 +289,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     } finally {
       // I-8: a sandbox that did not come up is not left behind, nor is its network.
       if (!started) {
+        token?.cancel();
         await this.removeContainer(container.id).catch(() => undefined);
         await this.closeEgress(container.id);
       }
@@ -268,7 +299,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** The egress network of a sandbox this driver created with one; null for network `none`. */
   egressOf(handle: SandboxHandle): SandboxEgress | null {
     const session = this.egressSessions.get(handle.id);
-    return session === undefined ? null : { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl };
+    if (session === undefined) return null;
+    return { network: session.networkName, gateway: session.gateway, subnet: session.subnet, proxyUrl: session.proxyUrl, proxyAlive: session.proxy.alive, proxyPid: session.proxy.pid };
   }
 
   /**
@@ -326,39 +358,73 @@ export class DockerSandboxDriver implements SandboxDriver {
 
   /**
    * Writes a run's secrets to /run/secrets/NAME (a tmpfs every sandbox has, see container-config):
-   * one tar stream over `docker exec` as root (capabilities still dropped), files root:<sandbox
-   * group> 0440, so the sandbox's processes can read them and change nothing. Call before the first
-   * step. The values travel only in the exec's stdin, never in argv, the environment or anything
-   * `docker inspect` shows; errors never carry them.
+   * the exec agent's own static binary (`--put-secrets`, bind-mounted from the host) run over
+   * `docker exec` as root (capabilities still dropped) — never anything of the image, so an image
+   * whose `tar` (or any tool) is not what it seems sees nothing — files root:<sandbox group> 0440,
+   * so the sandbox's processes can read them and change nothing. Call before the first step. A
+   * sandbox without the agent's binary gets none (`E_SANDBOX_START`). The values travel only in
+   * the exec's stdin, never in argv, the environment or anything `docker inspect` shows; errors
+   * never carry them.
    */
   async putSecrets(handle: SandboxHandle, secrets: readonly SandboxSecretIn[]): Promise<void> {
     if (secrets.length === 0) return;
-    const archive = await packSecrets(secrets, this.user.gid);
+    const payload = packSecrets(secrets);
     const stderr = new BoundedBuffer(16 * 1024);
     try {
+      const state = await this.state(handle);
+      const info = state.info ?? (await state.container.inspect().catch((error: unknown) => {
+        throw engineError(error, 'E_SANDBOX_START', `looking up sandbox ${handle.name}`, { name: handle.name });
+      }));
+      if (!hasAgentBinary(info)) {
+        throw new CairnError('E_SANDBOX_START', `sandbox ${handle.name} has no exec agent to write its secrets: nothing of the image is run as root (build the agent: npm run build)`, {
+          name: handle.name,
+        });
+      }
       const outcome = await this.runStep(
         handle,
-        { argv: ['tar', '-x', '-f', '-', '-C', SECRETS_DIR], stdin: archive, timeoutMs: this.transferTimeoutMs, user: `0:${this.user.gid}` },
+        { argv: [AGENT_PATH_IN_SANDBOX, '--put-secrets', SECRETS_DIR], stdin: payload, timeoutMs: this.transferTimeoutMs, user: `0:${this.user.gid}` },
         (stream, chunk) => {
           if (stream === 'stderr') stderr.push(chunk);
         },
       );
       failOnTransfer(handle, 'putting secrets into', outcome, stderr);
     } finally {
-      archive.fill(0);
+      payload.fill(0);
     }
   }
 
+  /**
+   * The regular files under `paths`, at most `maxBytes` of content together (`E_BUDGET`). Where
+   * the sandbox has its exec agent, the agent first measures what the archive would hold (apparent
+   * sizes, entry types) and a transfer over its bound, or holding anything but regular files,
+   * directories and links, is refused before a byte of it moves. The archive itself is checked
+   * entry by entry as it streams (TarFileCollector); the first refusal kills the archiving command
+   * — the sandbox lives on — and nothing of the transfer is returned.
+   */
   async getFiles(handle: SandboxHandle, paths: readonly string[], maxBytes: number): Promise<SandboxFileOut[]> {
     const entries = entriesFor(paths);
     if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new CairnError('E_INPUT', 'maxBytes must be a non-negative integer');
     if (entries.length === 0) return [];
-    const collector = new TarFileCollector(maxBytes);
+    if ((await this.state(handle)).agent !== null) {
+      const measured = new BoundedBuffer(8 * 1024);
+      const stderr = new BoundedBuffer(16 * 1024);
+      const outcome = await this.runStep(handle, { argv: measureCommand(AGENT_PATH_IN_SANDBOX, entries), timeoutMs: this.transferTimeoutMs }, (stream, chunk) =>
+        (stream === 'stdout' ? measured : stderr).push(chunk),
+      );
+      failOnTransfer(handle, 'measuring the files of', outcome, stderr);
+      const measure = parseMeasure(measured.bytes());
+      checkMeasure(measure, maxBytes);
+      if (measure.files + measure.dirs + measure.links === 0) return [];
+    }
+    const cancel = new AbortController();
+    const collector = new TarFileCollector({ maxBytes, entries, onRefused: () => cancel.abort() });
     const stderr = new BoundedBuffer(16 * 1024);
-    const outcome = await this.runStep(handle, { argv: archiveCommand(entries), timeoutMs: this.transferTimeoutMs }, (stream, chunk) => {
+    const outcome = await this.runStep(handle, { argv: archiveCommand(entries), timeoutMs: this.transferTimeoutMs, cancel: cancel.signal }, (stream, chunk) => {
       if (stream === 'stdout') collector.write(chunk);
       else stderr.push(chunk);
     });
+    // A refusal first: it is why the command was stopped.
+    if (collector.refused !== null && outcome.limitHit === null) throw collector.refused;
     failOnTransfer(handle, 'reading files from', outcome, stderr);
     return collector.finish();
   }
@@ -603,7 +669,12 @@ export class DockerSandboxDriver implements SandboxDriver {
         });
       id = container.id;
       if (endpoint !== null) this.agentNames.set(container.id, name);
-      await container.start();
+      const token = endpoint === null ? null : await endpoint.sendToken(container);
+      await container.start().catch((error: unknown) => {
+        token?.cancel();
+        throw error;
+      });
+      token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `warm sandbox ${name} stopped right after it started`, { name });
       const probe = await this.openProbe(container.id, info.State.Pid);
@@ -646,7 +717,10 @@ export class DockerSandboxDriver implements SandboxDriver {
       await state.renamed;
       // An egress sandbox's commands name its proxy (whichever way they are started); a step's own env wins.
       const egress = this.egressSessions.get(handle.id);
-      return await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
+      const outcome = await this.watchStep(state, egress === undefined ? command : { ...command, env: { ...egress.envVars, ...command.env } }, sink);
+      // Every refusal the step was answered is reported before the step is over (its egress.denied names it).
+      await egress?.flush();
+      return outcome;
     } finally {
       state.busy = false;
       this.releaseRefill(handle.id);
@@ -691,6 +765,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     });
     if (command.stdin !== undefined) stream.end(Buffer.from(command.stdin));
     else stream.end();
+    // Cut: nothing more is read, and the command (left blocked on its output otherwise) is killed.
+    onAbort(command.cancel, () => {
+      stream.destroy();
+      void this.killExec(exec, container.id);
+    });
 
     const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => stream.destroy());
     await ended;
@@ -732,6 +811,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     // As `docker exec` does: the container's environment, then the step's own on top.
     const budget = new OutputBudget(command.stopAfterOutputBytes);
     const running = agent.run({ ...command, env: { ...AGENT_BASE_ENV, ...command.env } }, budget.counting(sink));
+    onAbort(command.cancel, () => agent.interrupt());
 
     const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => agent.close());
     let exitCode = await running;
@@ -895,6 +975,24 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
 
+  /**
+   * Kills a runtime command started over `docker exec` (a transfer cut at its bound): the engine
+   * cannot, so its host pid is signalled — only while the engine says it runs and its cgroup names
+   * this sandbox, so a pid reused meanwhile is left alone.
+   */
+  private async killExec(exec: Docker.Exec, containerId: string): Promise<void> {
+    const info = await exec.inspect().catch(() => null);
+    const pid = info?.Running === true ? info.Pid : 0;
+    if (!Number.isInteger(pid) || pid <= 1) return;
+    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+    if (!cgroup.includes(containerId)) return;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already, or not ours to signal (not root): its stream is cut all the same.
+    }
+  }
+
   /** The exit code once the engine has recorded it (it can trail the end of the stream). */
   private async exitCodeOf(exec: Docker.Exec): Promise<number | null> {
     for (let attempt = 0; attempt < 50; attempt++) {
@@ -1040,6 +1138,13 @@ class OutputBudget {
     this.listener = listener;
     if (this.passed) listener();
   }
+}
+
+/** Calls `listener` once when `signal` aborts (at once if it has). */
+function onAbort(signal: AbortSignal | undefined, listener: () => void): void {
+  if (signal === undefined) return;
+  if (signal.aborted) listener();
+  else signal.addEventListener('abort', listener, { once: true });
 }
 
 function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {

@@ -5,14 +5,15 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { engineError, engineStatus } from './docker-client.js';
 import { parseRuleComment, ruleComment, type EgressFirewall } from './egress-firewall.js';
-import { EgressProxy, type EgressDenial } from './egress-proxy.js';
+import { EgressProxyProcess } from './egress-proxy-process.js';
+import type { EgressDenial } from './egress-proxy.js';
 import type { EgressResolver } from './egress-resolver.js';
 
 /*
  * One sandbox's way out (docs/sandbox-hardening.md, "Egress"): a Docker `--internal` bridge of its
  * own, host firewall rules that leave the sandbox only the proxy's port on the gateway, and the
- * allowlisting proxy listening there, inside this process. All three are set up before the sandbox
- * exists and torn down after it is gone.
+ * allowlisting proxy listening there, a process of its own (egress-proxy-process.ts). All three are
+ * set up before the sandbox exists and torn down after it is gone.
  */
 
 /** Marks an egress network (besides the labels every Cairn object carries). */
@@ -26,6 +27,11 @@ export interface EgressRequest {
   allowPrivate: boolean;
   /** Told of each connection the proxy refused. Must not throw. */
   onDenied: (denial: EgressDenial) => void;
+  /**
+   * Told once if the proxy's process ends (or misbehaves) while the sandbox lives: its egress then
+   * fails closed (connections refused). Must not throw.
+   */
+  onProxyLost?: (reason: string) => void;
 }
 
 /** An open egress network; `close` only after its sandbox is gone. */
@@ -41,6 +47,10 @@ export interface EgressSession {
   readonly env: readonly string[];
   /** The same, by name: for each command run in the sandbox. */
   readonly envVars: Readonly<Record<string, string>>;
+  /** The proxy's process: running (false once it died or was closed), and its host pid. */
+  readonly proxy: { readonly alive: boolean; readonly pid: number | null };
+  /** Resolves once every refusal the proxy has answered so far was reported (see EgressProxyProcess.flush). */
+  flush(): Promise<void>;
   /** Proxy closed, rules removed, network removed and verified gone (true) — idempotent. */
   close(): Promise<boolean>;
 }
@@ -68,6 +78,8 @@ export interface EgressNetworksOptions {
   docker: Docker;
   resolver: EgressResolver;
   firewall: EgressFirewall;
+  /** Who each proxy process runs as (null: this process's user, only when that is not root). */
+  proxyUser: { uid: number; gid: number } | null;
 }
 
 /** Opens, closes and reconciles egress networks on one engine. */
@@ -117,13 +129,15 @@ export class EgressNetworks {
         throw new CairnError('E_SANDBOX_START', `egress network ${name} has no IPv4 gateway`, { name });
       }
 
-      const proxy = await EgressProxy.start({
+      const proxy = await EgressProxyProcess.start({
         listenHost: gateway,
         allow: request.allow,
         allowPrivate: request.allowPrivate,
         resolver: this.options.resolver,
         clientSubnet: subnet,
+        user: this.options.proxyUser,
         onDenied: request.onDenied,
+        onLost: (reason) => request.onProxyLost?.(reason),
       });
       undo.push(() => proxy.close());
       const rules = { workerId: labels.workerId, bridge, gateway, proxyPort: proxy.port };
@@ -141,7 +155,15 @@ export class EgressNetworks {
       };
       const env = proxyEnv(proxy.url);
       const envVars = Object.fromEntries(env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
-      return { networkName: name, networkId: network.id, bridge, gateway, subnet, proxyUrl: proxy.url, env, envVars, close };
+      const proxyState = {
+        get alive() {
+          return proxy.alive;
+        },
+        get pid() {
+          return proxy.pid;
+        },
+      };
+      return { networkName: name, networkId: network.id, bridge, gateway, subnet, proxyUrl: proxy.url, env, envVars, proxy: proxyState, flush: () => proxy.flush(), close };
     } catch (error) {
       for (const step of undo.reverse()) await step().catch(() => undefined);
       if (isCairnError(error) && (error.code === 'E_SANDBOX_START' || error.code === 'E_RUNTIME_ABSENT')) throw error;

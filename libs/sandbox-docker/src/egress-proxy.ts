@@ -1,4 +1,4 @@
-import { CairnError } from '@cairn/contracts';
+import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
@@ -7,12 +7,40 @@ import type { Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { addressAllowed, canonicalAddress, classifyAddress, subnetContains } from './egress-address.js';
+import type { EgressDenialReason, ProxyConfig } from './egress-proxy-wire.js';
 import { parseConnectTarget, parseHttpTarget } from './egress-request.js';
 import type { EgressTarget } from './egress-request.js';
-import type { EgressResolver } from './egress-resolver.js';
+
+/*
+ * The allowlisting proxy itself. It runs in a process of its own, unprivileged
+ * (egress-proxy.child.ts, started by egress-proxy-process.ts): everything a sandbox sends it is
+ * parsed there, never in the root runtime. Imports nothing beyond node and its own parsers.
+ */
+
+/** The addresses of a host name; rejects when it has none. */
+export type ResolveHost = (host: string) => Promise<string[]>;
+
+/**
+ * The resolver the proxy was handed: the host's own (`getaddrinfo`: /etc/hosts, then DNS, every
+ * address), or a fixed table where a name it lacks does not resolve at all — nothing falls through to DNS.
+ */
+export function resolverFor(config: ProxyConfig['resolver']): ResolveHost {
+  if (config.kind === 'static') {
+    const table = new Map(config.table);
+    return (host) => {
+      const addresses = table.get(host);
+      return addresses === undefined || addresses.length === 0 ? Promise.reject(new Error(`${host} is not in the egress host table`)) : Promise.resolve([...addresses]);
+    };
+  }
+  return async (host) => {
+    const found = await lookup(host, { all: true, verbatim: true });
+    if (found.length === 0) throw new Error(`${host} has no address`);
+    return found.map((entry) => entry.address);
+  };
+}
 
 /** Why the proxy refused a connection: the reasons an `egress.denied` receipt carries. */
-export type EgressDenialReason = 'not_allowlisted' | 'private_address' | 'resolution_failed';
+export type { EgressDenialReason };
 
 export interface EgressDenial {
   /** As the sandbox named it (lower-case; an IPv6 literal without brackets). */
@@ -30,10 +58,10 @@ export interface EgressProxyOptions {
   allow: readonly string[];
   /** Names may resolve to private addresses (never loopback, link-local, metadata or the worker's own). */
   allowPrivate: boolean;
-  resolver: EgressResolver;
+  resolver: ResolveHost;
   /** Only connections from this IPv4 subnet are served (the sandbox's network); others are dropped. */
   clientSubnet: string;
-  /** Told of every refusal, after the sandbox has its answer. Must not throw. */
+  /** Told of every refusal, before the sandbox has its answer. Must not throw. */
   onDenied: (denial: EgressDenial) => void;
   connectTimeoutMs?: number;
   resolveTimeoutMs?: number;
@@ -107,7 +135,7 @@ export class EgressProxy {
     this.localAddresses = options.localAddresses ?? hostAddresses;
   }
 
-  /** Listens on `listenHost`; `E_SANDBOX_START` when it cannot (the run must not start unconfined). */
+  /** Listens on `listenHost`; rejects when it cannot (the run must not start unconfined). */
   static async start(options: EgressProxyOptions): Promise<EgressProxy> {
     const server = createServer({ requestTimeout: 0 });
     const proxy = new EgressProxy(server, options);
@@ -124,9 +152,7 @@ export class EgressProxy {
       await once(server, 'listening');
     } catch (error) {
       server.close();
-      throw new CairnError('E_SANDBOX_START', `the egress proxy could not listen on ${options.listenHost}: ${error instanceof Error ? error.message : String(error)}`, {
-        host: options.listenHost,
-      });
+      throw new Error(`the egress proxy could not listen on ${options.listenHost}: ${error instanceof Error ? error.message : String(error)}`);
     }
     return proxy;
   }
@@ -243,8 +269,9 @@ export class EgressProxy {
     const decision = await this.decide(target);
     if (!decision.ok) {
       const { status, body } = EgressProxy.refusal(decision);
-      client.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      // Reported before answered: the sandbox learns of the refusal only after its owner does.
       this.denied(target, decision);
+      client.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       return;
     }
     let upstream: Socket;
@@ -277,9 +304,9 @@ export class EgressProxy {
     const decision = await this.decide(target);
     if (!decision.ok) {
       const { status, body } = EgressProxy.refusal(decision);
+      this.denied(target, decision);
       res.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) }).end(body);
       req.resume();
-      this.denied(target, decision);
       return;
     }
     let upstream: Socket;

@@ -1,6 +1,8 @@
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
 import { normaliseHost, parseConnectTarget, parseHttpTarget } from './egress-request.js';
+import { resolverFor } from './egress-proxy.js';
+import { wireResolver } from './egress-proxy-wire.js';
 import { parseEgressHosts, staticResolver } from './egress-resolver.js';
 
 describe('what a sandbox asks the egress proxy for', () => {
@@ -56,7 +58,8 @@ describe('the egress host table (CAIRN_EGRESS_HOSTS)', () => {
   });
 
   it('given a table, when a name it lacks is resolved, then it fails instead of asking DNS', async () => {
-    const resolve = staticResolver(parseEgressHosts('sink.test=172.18.0.2'));
+    // The table goes to the proxy's process as it is when the proxy starts; resolved there.
+    const resolve = resolverFor(wireResolver(staticResolver(parseEgressHosts('sink.test=172.18.0.2'))));
     await expect(resolve('sink.test')).resolves.toEqual(['172.18.0.2']);
     await expect(resolve('example.com')).rejects.toThrow(/not in the egress host table/);
   });

@@ -1,34 +1,29 @@
 import { CairnError } from '@cairn/contracts';
-import { lookup } from 'node:dns/promises';
 import { canonicalAddress } from './egress-address.js';
 import { normaliseHost } from './egress-request.js';
 
 /*
  * How the egress proxy turns an allowlisted name into addresses. Sandboxes have no resolver of
  * their own (docs/sandbox-hardening.md, "Egress"): the proxy resolves, then judges every address.
+ * The proxy runs as a process of its own (egress-proxy-process.ts), so a resolver is a description
+ * it is handed at start, not a function of this process.
  */
 
-/** The addresses of a host name; rejects when it has none. */
-export type EgressResolver = (host: string) => Promise<string[]>;
+/** The host's resolver, or a fixed table in place of DNS. */
+export type EgressResolver = { readonly kind: 'system' } | { readonly kind: 'static'; readonly table: ReadonlyMap<string, readonly string[]> };
 
 /** The worker host's own resolver (`getaddrinfo`: /etc/hosts, then DNS), every address it gives. */
 export function systemResolver(): EgressResolver {
-  return async (host) => {
-    const found = await lookup(host, { all: true, verbatim: true });
-    if (found.length === 0) throw new Error(`${host} has no address`);
-    return found.map((entry) => entry.address);
-  };
+  return { kind: 'system' };
 }
 
 /**
  * A fixed table in place of DNS (`CAIRN_EGRESS_HOSTS`, for tests and air-gapped operators): a
- * name it lacks does not resolve at all — nothing falls through to DNS.
+ * name it lacks does not resolve at all — nothing falls through to DNS. The table is read when a
+ * sandbox's proxy starts.
  */
 export function staticResolver(table: ReadonlyMap<string, readonly string[]>): EgressResolver {
-  return (host) => {
-    const addresses = table.get(host);
-    return addresses === undefined || addresses.length === 0 ? Promise.reject(new Error(`${host} is not in the egress host table`)) : Promise.resolve([...addresses]);
-  };
+  return { kind: 'static', table };
 }
 
 /**

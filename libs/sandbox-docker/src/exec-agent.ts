@@ -1,9 +1,11 @@
 import { CairnError } from '@cairn/contracts';
-import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, readdir, rm } from 'node:fs/promises';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { constants, existsSync } from 'node:fs';
+import { chmod, lchown, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import type { OutputSink } from './exec-output.js';
@@ -14,7 +16,8 @@ import type { OutputSink } from './exec-output.js';
  * socket in a directory of its own for that sandbox, bind-mounted read-only into it. The agent
  * connects once, before any untrusted code runs, and every step then goes over that connection
  * instead of a `docker exec` (≈ 45 ms each here). A second connection is refused: whatever the
- * sandbox starts later cannot stand in for the agent.
+ * sandbox starts later cannot stand in for the agent. The first must present a per-sandbox token
+ * the host wrote to the agent's stdin through the engine, or the sandbox does not start.
  */
 
 /** Where the agent and its socket appear inside the sandbox. */
@@ -23,7 +26,8 @@ export const AGENT_DIR_IN_SANDBOX = '/.cairn/run';
 const SOCKET_NAME = 'a.sock';
 export const AGENT_SOCKET_IN_SANDBOX = `${AGENT_DIR_IN_SANDBOX}/${SOCKET_NAME}`;
 
-const HELLO = 'cairn-agent/1';
+const HELLO = 'cairn-agent/2';
+const TOKEN_BYTES = 32;
 const MAX_FRAME = 64 * 1024 * 1024;
 const STDIN_CHUNK = 256 * 1024;
 /** The static binary `npm run build` compiles next to this package's `dist/` (absent without a C compiler). */
@@ -61,6 +65,33 @@ export function agentBinds(binary: string, hostDir: string): string[] {
   return [`${binary}:${AGENT_PATH_IN_SANDBOX}:ro`, `${hostDir}:${AGENT_DIR_IN_SANDBOX}:ro`];
 }
 
+const refuseDir = (path: string, why: string): never => {
+  throw new CairnError('E_SANDBOX_START', `the exec agent's socket directory ${path} ${why}`, { path });
+};
+
+/**
+ * A directory of this process's own for agent sockets (the socket root, a worker's directory):
+ * made 0700 when absent; one that exists must be a real directory (not a link), this process's
+ * user's, mode 0700 — anything else is refused, never repaired. The parent of the root must not be
+ * writable by others unless it is sticky (like /tmp), so nobody can swap the root under us.
+ */
+async function ownDirectory(path: string, isRoot: boolean): Promise<void> {
+  const uid = process.getuid?.() ?? -1;
+  if (isRoot) {
+    const parent = await lstat(dirname(path)).catch(() => null);
+    if (parent !== null && (!parent.isDirectory() || (parent.uid !== 0 && parent.uid !== uid) || ((parent.mode & 0o022) !== 0 && (parent.mode & 0o1000) === 0))) {
+      refuseDir(path, 'has a parent others may change');
+    }
+  }
+  await mkdir(path, { mode: 0o700, recursive: isRoot }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  });
+  const seen = await lstat(path);
+  if (seen.isSymbolicLink() || !seen.isDirectory()) refuseDir(path, 'is not a directory (a link?)');
+  if (seen.uid !== uid) refuseDir(path, `is owned by uid ${seen.uid}, not this process's ${uid}`);
+  if ((seen.mode & 0o7777) !== 0o700) refuseDir(path, `has mode ${(seen.mode & 0o7777).toString(8)}, not 700`);
+}
+
 /** One sandbox's listening socket, then its one connection. */
 export class AgentEndpoint {
   private channel: AgentChannel | null = null;
@@ -70,6 +101,7 @@ export class AgentEndpoint {
     readonly hostDir: string,
     private readonly server: Server,
     private readonly connectTimeoutMs: number,
+    private readonly token: Buffer,
   ) {
     this.arrived = new Promise<AgentChannel>((resolve) => {
       server.on('connection', (socket: Socket) => {
@@ -77,38 +109,84 @@ export class AgentEndpoint {
           socket.destroy(); // only the first caller is the agent
           return;
         }
-        this.channel = new AgentChannel(socket);
+        this.channel = new AgentChannel(socket, token);
         resolve(this.channel);
       });
     });
   }
 
-  /** Makes `hostDir` (readable by the sandbox user only) and listens in it. */
+  /**
+   * Makes `hostDir` afresh — it must not exist yet, and its parents (the socket root and the
+   * worker's directory) must be this process's own 0700 directories, not links — listens in it,
+   * and hands it to the sandbox user (readable by that user only). A fresh random token is the
+   * only thing the agent's connection is believed by (see `sendToken`).
+   */
   static async open(hostDir: string, owner: { uid: number; gid: number }, connectTimeoutMs: number): Promise<AgentEndpoint> {
-    await rm(hostDir, { recursive: true, force: true });
-    await mkdir(hostDir, { recursive: true, mode: 0o700 });
-    const server = createServer();
-    const socketPath = join(hostDir, SOCKET_NAME);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
+    const workerDir = dirname(hostDir);
+    await ownDirectory(dirname(workerDir), true);
+    await ownDirectory(workerDir, false);
+    await mkdir(hostDir, { mode: 0o700 }).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') refuseDir(hostDir, 'already exists (left by whom?); it is not reused');
+      throw error;
     });
-    // The sandbox user must reach the socket; nobody else on the host needs to.
-    await chmod(socketPath, 0o600);
-    if (process.getuid?.() === 0) {
-      await chown(socketPath, owner.uid, owner.gid);
-      await chown(hostDir, owner.uid, owner.gid);
-    } else {
-      await chmod(socketPath, 0o666);
-      await chmod(hostDir, 0o755);
+    // Checked and handed over through one descriptor of it, opened without following a link.
+    const dir = await open(hostDir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    const server = createServer();
+    // Heard from the first moment it listens: an early caller is the first caller.
+    const endpoint = new AgentEndpoint(hostDir, server, connectTimeoutMs, randomBytes(TOKEN_BYTES));
+    try {
+      const seen = await dir.stat();
+      const uid = process.getuid?.() ?? -1;
+      if (!seen.isDirectory() || seen.uid !== uid || (seen.mode & 0o7777) !== 0o700) refuseDir(hostDir, 'is not the directory just made');
+      const socketPath = join(hostDir, SOCKET_NAME);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socketPath, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      // The sandbox user must reach the socket; nobody else on the host needs to.
+      await chmod(socketPath, 0o600);
+      if (uid === 0) {
+        // Nobody else can enter the directory yet: the socket is the one just made (and never followed).
+        await lchown(socketPath, owner.uid, owner.gid);
+        await dir.chown(owner.uid, owner.gid);
+      } else {
+        // Without root nothing can be handed over: the agent (another uid) must still reach it.
+        await chmod(socketPath, 0o666);
+        await dir.chmod(0o755);
+      }
+    } catch (error) {
+      server.close();
+      // The directory is the one just made, in a parent of this process's own: it goes, so a retry is not refused.
+      await rm(hostDir, { recursive: true, force: true }).catch(() => undefined);
+      throw error;
+    } finally {
+      await dir.close();
     }
-    return new AgentEndpoint(hostDir, server, connectTimeoutMs);
+    return endpoint;
   }
 
-  /** The agent's connection once it said hello; `E_SANDBOX_START` when it does not in time. */
+  /**
+   * Delivers the token to the agent: attaches to the container's stdin before it starts (the
+   * container is made with `withExecAgent`, stdin open once) and, once `send` is called after the
+   * start, writes the token and closes it. Nothing else can read that stream (it is the engine's
+   * pipe to the agent), so no process on the host or in the sandbox can have read the token before
+   * the agent presented it; after that it is worth nothing (one connection is ever taken).
+   */
+  async sendToken(container: Docker.Container): Promise<{ send: () => void; cancel: () => void }> {
+    const stream = (await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true })) as unknown as Duplex;
+    stream.on('error', () => undefined);
+    return {
+      send: () => {
+        stream.end(`${this.token.toString('hex')}\n`);
+      },
+      cancel: () => stream.destroy(),
+    };
+  }
+
+  /** The agent's connection once it said hello and proved itself; `E_SANDBOX_START` when it does not in time. */
   async connected(): Promise<AgentChannel> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -119,7 +197,10 @@ export class AgentEndpoint {
     });
     try {
       const channel = await Promise.race([this.arrived, timeout]);
-      await Promise.race([channel.hello, timeout]);
+      await Promise.race([channel.hello, timeout]).catch((error: unknown) => {
+        if (error instanceof CairnError) throw error;
+        throw new CairnError('E_SANDBOX_START', `the sandbox's exec agent was not accepted: ${error instanceof Error ? error.message : String(error)}`);
+      });
       return channel;
     } finally {
       clearTimeout(timer);
@@ -147,11 +228,16 @@ export class AgentChannel {
   private control: Buffer[] = [];
   private waiter: Waiter | null = null;
   private closed = false;
-  private greeted = false;
+  /** 'hello': waiting for the hello; 'token': for the token; 'ready': the agent is who it says. */
+  private stage: 'hello' | 'token' | 'ready' = 'hello';
   private onHello: (() => void) | null = null;
   private onFail: ((error: Error) => void) | null = null;
+  private failure = 'the exec agent connection closed';
 
-  constructor(private readonly socket: Socket) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly token: Buffer,
+  ) {
     this.hello = new Promise<void>((resolve, reject) => {
       this.onHello = resolve;
       this.onFail = reject;
@@ -187,6 +273,15 @@ export class AgentChannel {
       this.send('i', Buffer.alloc(0));
     }
     return result;
+  }
+
+  /**
+   * Kills the command in flight (its whole session, in the sandbox); its output is no longer read,
+   * and `run` resolves with its exit code (137) as usual. A transfer past its bound ends this way
+   * without ending the sandbox.
+   */
+  interrupt(): void {
+    if (this.waiter !== null) this.send('K', Buffer.alloc(0));
   }
 
   /** Ends the connection; a command in flight resolves with null. */
@@ -243,15 +338,22 @@ export class AgentChannel {
   }
 
   private output(type: 'O' | 'E', piece: Buffer): void {
-    if (!this.greeted || this.waiter === null) return this.close(); // output nobody asked for
+    if (this.stage !== 'ready' || this.waiter === null) return this.close(); // output nobody asked for
     this.waiter.sink(type === 'O' ? 'stdout' : 'stderr', piece);
   }
 
   private frame(type: string, payload: Buffer): void {
-    if (!this.greeted) {
+    if (this.stage === 'hello') {
       // The first frame must be the hello; anything else is not our agent.
-      if (type !== 'H' || payload.toString('latin1') !== HELLO) return this.close();
-      this.greeted = true;
+      if (type !== 'H' || payload.toString('latin1') !== HELLO) return this.refuse('the first frame was not the agent hello');
+      this.stage = 'token';
+      return;
+    }
+    if (this.stage === 'token') {
+      // Then the token only the agent could have read (its stdin); compared in constant time.
+      const expected = Buffer.from(this.token.toString('hex'), 'latin1');
+      if (type !== 'A' || payload.length !== expected.length || !timingSafeEqual(payload, expected)) return this.refuse('the peer presented no token, or a wrong one');
+      this.stage = 'ready';
       this.onHello?.();
       return;
     }
@@ -271,10 +373,15 @@ export class AgentChannel {
     }
   }
 
+  private refuse(why: string): void {
+    this.failure = why;
+    this.close();
+  }
+
   private end(): void {
     if (this.closed) return;
     this.closed = true;
-    this.onFail?.(new Error('the exec agent connection closed'));
+    this.onFail?.(new Error(this.failure));
     const waiter = this.waiter;
     this.waiter = null;
     waiter?.resolve(null);
@@ -295,12 +402,23 @@ export async function sweepAgentDirs(workerRoot: string, keep: (name: string) =>
   await Promise.all(names.filter((name) => !keep(name)).map((name) => rm(join(workerRoot, name), { recursive: true, force: true })));
 }
 
-/** A sandbox's container options with the agent as its main process instead of an idle `sleep`. */
+/**
+ * A sandbox's container options with the agent as its main process instead of an idle `sleep`;
+ * its stdin open once, for the token (`AgentEndpoint.sendToken`), and closed after it.
+ */
 export function withExecAgent(options: Docker.ContainerCreateOptions, binary: string, hostDir: string, lifetimeSeconds: number): Docker.ContainerCreateOptions {
   return {
     ...options,
     Entrypoint: [AGENT_PATH_IN_SANDBOX],
     Cmd: [AGENT_SOCKET_IN_SANDBOX, String(lifetimeSeconds)],
+    OpenStdin: true,
+    StdinOnce: true,
+    AttachStdin: true,
     HostConfig: { ...options.HostConfig, Binds: agentBinds(binary, hostDir) },
   };
+}
+
+/** Whether a container has the agent's binary (every one made with `withExecAgent`). */
+export function hasAgentBinary(info: Pick<Docker.ContainerInspectInfo, 'HostConfig'>): boolean {
+  return (info.HostConfig.Binds ?? []).some((bind) => bind.split(':')[1] === AGENT_PATH_IN_SANDBOX);
 }

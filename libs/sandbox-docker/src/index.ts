@@ -19,8 +19,12 @@ export { egressRules, IptablesFirewall, parseRuleComment, ruleComment } from './
 export type { EgressFirewall, EgressRuleSet } from './egress-firewall.js';
 export { EGRESS_LABEL, egressBridgeName, egressNetworkName, EgressNetworks, proxyEnv } from './egress-network.js';
 export type { EgressNetworksOptions, EgressRequest, EgressSession } from './egress-network.js';
-export { EgressProxy } from './egress-proxy.js';
-export type { EgressDenial, EgressDenialReason, EgressProxyOptions } from './egress-proxy.js';
+export { EgressProxy, resolverFor } from './egress-proxy.js';
+export type { EgressDenial, EgressDenialReason, EgressProxyOptions, ResolveHost } from './egress-proxy.js';
+export { DEFAULT_EGRESS_PROXY_USER, EGRESS_PROXY_ENTRY, EgressProxyProcess } from './egress-proxy-process.js';
+export type { EgressProxyProcessOptions } from './egress-proxy-process.js';
+export { BoundedLines, parseProxyMessage, wireResolver } from './egress-proxy-wire.js';
+export type { ProxyConfig, ProxyMessage } from './egress-proxy-wire.js';
 export { normaliseHost, parseConnectTarget, parseHttpTarget } from './egress-request.js';
 export type { EgressTarget, HttpTarget } from './egress-request.js';
 export { parseEgressHosts, staticResolver, systemResolver } from './egress-resolver.js';

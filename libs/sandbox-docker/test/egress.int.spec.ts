@@ -210,6 +210,44 @@ describe('an egress sandbox', () => {
     }
   });
 
+  it('has its proxy in a process of its own: a child of this one, neither root nor the sandbox user', async () => {
+    const seen = fx.driver.egressOf(sandbox)!;
+    expect(seen.proxyAlive).toBe(true);
+    const status = await readFile(`/proc/${seen.proxyPid}/status`, 'utf8');
+    expect(Number(/^PPid:\s+(\d+)/m.exec(status)?.[1])).toBe(process.pid);
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+    expect([0, 1000]).not.toContain(uid);
+    if (process.getuid?.() === 0) expect(uid).toBe(65_530);
+    expect(await readFile(`/proc/${seen.proxyPid}/cmdline`, 'utf8')).toContain('egress-proxy.child.js');
+    // The runtime's own process listens on nothing of the sandbox's: the port is the child's.
+    expect(await listening(seen.gateway, Number(new URL(seen.proxyUrl).port))).toBe(true);
+  });
+
+  it('fails closed when its proxy dies: connections refused, the owner told, the proxy reported gone', async () => {
+    const lost: string[] = [];
+    const doomed = await fx.driver.create(fx.spec(), { egress: { ...egress(true), onProxyLost: (reason) => lost.push(reason) } });
+    try {
+      expect(text((await run(doomed, ['busybox', 'wget', '-q', '-O', '-', 'http://sink.test:8080/'])).stdout)).toBe('sink-ok\n');
+      const before = fx.driver.egressOf(doomed)!;
+      process.kill(before.proxyPid!, 'SIGKILL');
+      for (let i = 0; i < 100 && lost.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(lost).toHaveLength(1);
+      expect(lost[0]).toContain('SIGKILL');
+      expect(fx.driver.egressOf(doomed)).toMatchObject({ proxyAlive: false });
+      const plain = await run(doomed, ['busybox', 'wget', '-q', '-O', '-', 'http://sink.test:8080/']);
+      expect(plain.exitCode).not.toBe(0);
+      expect(text(plain.stdout)).toBe('');
+      const tunnel = await run(doomed, connectThrough('sink.test:8080'));
+      expect(text(tunnel.stdout)).not.toContain('sink-ok');
+      expect(text(tunnel.stdout)).not.toContain('200');
+      // Still nothing but the (dead) proxy's port: the sink by address stays out of reach.
+      expect((await run(doomed, ['busybox', 'nc', '-w', '3', sinkIp, '8080'])).exitCode).toBe(1);
+    } finally {
+      expect((await fx.driver.destroy(doomed)).verifiedGone).toBe(true);
+    }
+    expect(lost).toHaveLength(1);
+  });
+
   it('is torn down whole: sandbox, proxy listener, firewall rules and network', async () => {
     const seen = fx.driver.egressOf(sandbox)!;
     const port = Number(new URL(seen.proxyUrl).port);
@@ -262,6 +300,8 @@ describe('reconcile after a crash', () => {
       expect(await firewall.list(workerId)).toEqual([]);
       expect(network).toBe(`cairn-egress-${left.chainId}-1`);
     } finally {
+      // The "crashed" driver's proxy process is this test process's child: it goes with its session.
+      await crashed.destroy(left).catch(() => undefined);
       await fx.removeLabelled([workerId]);
       await new DockerSandboxDriver({ docker: fx.docker }).reconcile(workerId, () => false).catch(() => undefined);
     }

@@ -1,6 +1,6 @@
 import type { SandboxHandle } from '@cairn/sandbox';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, readdir, rm, symlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +104,16 @@ describe('the exec agent', () => {
     expect(text((await run(driver, sandbox, ['echo', 'served'])).stdout)).toBe('served\n');
   });
 
+  it('hands the agent its token on stdin only: stdin is open once, then closed, and nothing else carries it', async () => {
+    const info = await fx.docker.getContainer(sandbox.id).inspect();
+    expect(info.Config).toMatchObject({ OpenStdin: true, StdinOnce: true });
+    expect(info.Config.Cmd).toEqual(['/.cairn/run/a.sock', expect.stringMatching(/^\d+$/) as string]);
+    expect((info.Config.Env ?? []).join('\n')).not.toMatch(/[0-9a-f]{64}/);
+    // The init's stdin (the pipe the token came through) is at its end: there is nothing to read.
+    const leftover = await run(driver, sandbox, ['sh', '-c', 'timeout 2 cat /proc/1/fd/0 | wc -c']);
+    expect(text(leftover.stdout).trim()).toBe('0');
+  });
+
   it('ends the step as gone when the sandbox kills its agent', async () => {
     const victim = await driver.create(fx.spec());
     expect(await codeOf(run(driver, victim, ['sh', '-c', 'kill -9 -1; sleep 5']))).toBe('E_NOT_FOUND');
@@ -118,6 +128,72 @@ describe('the exec agent', () => {
     expect(await codeOf(broken.create(spec))).toBe('E_SANDBOX_START');
     const left = await fx.docker.listContainers({ all: true, filters: { label: [`io.cairn.chain=${spec.labels.chainId}`] } });
     expect(left).toEqual([]);
+  });
+
+  it('refuses a socket directory it did not just make: one already there, a link, or a parent of the wrong owner or mode', async () => {
+    const refused = async (workerId: string, plant: (workerDir: string, name: string) => Promise<void>) => {
+      const spec = fx.spec({ workerId });
+      const name = `cairn-${spec.labels.chainId}-1`;
+      await mkdir(socketRoot, { recursive: true, mode: 0o700 });
+      await plant(join(socketRoot, workerId), name);
+      const code = await codeOf(driver.create(spec));
+      const left = await fx.docker.listContainers({ all: true, filters: { label: [`io.cairn.chain=${spec.labels.chainId}`] } });
+      return { code, left: left.length };
+    };
+    // Its own directory, planted before the create: neither reused nor removed.
+    const plantedWorker = `${fx.workerId}-p1`;
+    expect(await refused(plantedWorker, async (dir, name) => mkdir(join(dir, name), { recursive: true, mode: 0o700 }).then(() => chmod(dir, 0o700)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
+    expect((await readdir(join(socketRoot, plantedWorker))).length).toBe(1);
+    // The worker's directory as a link elsewhere: nothing is made through it.
+    const elsewhere = join(socketRoot, 'elsewhere');
+    await mkdir(elsewhere, { recursive: true, mode: 0o700 });
+    expect(await refused(`${fx.workerId}-p2`, (dir) => symlink(elsewhere, dir))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
+    expect(await readdir(elsewhere)).toEqual([]);
+    expect((await lstat(join(socketRoot, `${fx.workerId}-p2`))).isSymbolicLink()).toBe(true);
+    // The worker's directory open to others, or someone else's.
+    expect(await refused(`${fx.workerId}-p3`, (dir) => mkdir(dir, { mode: 0o700 }).then(() => chmod(dir, 0o755)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
+    expect(await refused(`${fx.workerId}-p4`, (dir) => mkdir(dir, { mode: 0o700 }).then(() => chown(dir, 1000, 1000)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
+    // The socket root itself a link.
+    const linkedRoot = join('/tmp', `cairn-agent-link-${process.pid}`);
+    await symlink(socketRoot, linkedRoot);
+    try {
+      const linked = new DockerSandboxDriver({ docker: fx.docker, execAgent: { binary: BUNDLED_AGENT_BINARY, socketRoot: linkedRoot } });
+      expect(await codeOf(linked.create(fx.spec()))).toBe('E_SANDBOX_START');
+    } finally {
+      await rm(linkedRoot, { force: true });
+    }
+    // The worker's own directory, made by the driver, is what it checks: 0700, this process's.
+    const made = await lstat(join(socketRoot, fx.workerId));
+    expect([made.mode & 0o777, made.uid]).toEqual([0o700, process.getuid?.()]);
+    const sandboxDir = await lstat(join(socketRoot, fx.workerId, sandbox.name));
+    expect([sandboxDir.mode & 0o777, sandboxDir.uid]).toEqual([0o700, 1000]);
+  });
+
+  it('does not start a sandbox when something else connects first and cannot show the token', async () => {
+    const quick = new DockerSandboxDriver({ docker: fx.docker, execAgent: { binary: BUNDLED_AGENT_BINARY, socketRoot, connectTimeoutMs: 2000 } });
+    const frame = (type: string, payload: string) => {
+      const header = Buffer.alloc(5);
+      header.write(type, 0, 'latin1');
+      header.writeUInt32BE(Buffer.byteLength(payload), 1);
+      return Buffer.concat([header, Buffer.from(payload, 'latin1')]);
+    };
+    for (const sent of [Buffer.concat([frame('H', 'cairn-agent/2'), frame('A', 'f'.repeat(64))]), frame('H', 'cairn-agent/1'), frame('H', 'cairn-agent/2')]) {
+      const spec = fx.spec();
+      const socket = join(socketRoot, fx.workerId, `cairn-${spec.labels.chainId}-1`, 'a.sock');
+      const creating = codeOf(quick.create(spec));
+      // In before the agent: the moment the socket exists.
+      let impostor: ReturnType<typeof connect> | null = null;
+      for (let i = 0; i < 5000 && impostor === null; i++) {
+        if (existsSync(socket)) impostor = connect(socket, () => impostor?.write(sent));
+        else await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      expect(impostor).not.toBeNull();
+      impostor!.on('error', () => undefined);
+      expect(await creating).toBe('E_SANDBOX_START');
+      impostor!.destroy();
+      expect(await fx.docker.listContainers({ all: true, filters: { label: [`io.cairn.chain=${spec.labels.chainId}`] } })).toEqual([]);
+      expect(existsSync(join(socketRoot, fx.workerId, `cairn-${spec.labels.chainId}-1`))).toBe(false);
+    }
   });
 
   it('gives a command the environment a docker exec would: the container’s, then its own', async () => {

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'vitest';
 import { SINK_PORT } from './egress-sink.js';
@@ -136,6 +137,15 @@ function endedOwnSandbox(index: number, exitCodes: (number | null)[]): RunExpect
 
 /** A second step after every refused attack: the sandbox is still usable and unchanged. */
 const STILL_THERE = ['echo', 'still here'];
+/** Written beside an output that is refused: it must reach the artifact store neither. */
+const BESIDE_REFUSED = `beside-a-refused-output-${randomBytes(8).toString('hex')}\n`;
+const BESIDE_REFUSED_SHA256 = createHash('sha256').update(BESIDE_REFUSED).digest('hex');
+
+/** No `run.executed` and nothing of the outputs stored: a refused collection keeps nothing. */
+async function nothingCollected({ receipts, artifact }: WorkloadContext): Promise<void> {
+  expect(receipts.find((r) => r.type === 'run.executed')).toBeUndefined();
+  await expect(artifact(BESIDE_REFUSED_SHA256)).rejects.toThrow();
+}
 
 const MEMORY_BALLOON = 'x=aaaaaaaaaaaaaaaa; while :; do x="$x$x"; done';
 
@@ -484,6 +494,46 @@ export const HOSTILE_WORKLOADS: readonly HostileWorkload[] = [
       check: ({ receipts }) => {
         const executed = receipts.find((r) => r.type === 'run.executed');
         expect(Object.keys((executed?.artifact_hashes ?? {}) as Record<string, string>)).toEqual(['/out/real.txt']);
+      },
+    },
+  },
+
+  {
+    // A 1 TiB sparse file (busybox's truncate takes bytes): the exec agent measures it before the
+    // archive starts and the collection is refused at once — never streamed for minutes.
+    id: 'sparse-1tib-output',
+    title: 'a 1 TiB sparse file in the collected outputs',
+    spec: run(steps(sh(`printf %s '${BESIDE_REFUSED.trim()}' > /out/small.txt; echo >> /out/small.txt; truncate -s 1099511627776 /out/big && echo planted`)), { outputs: ['/out'] }),
+    expect: {
+      kind: 'run',
+      state: 'ROLLBACK',
+      errorCode: 'E_BUDGET',
+      stepsCompleted: 1,
+      check: async (ctx) => {
+        // The step itself went well; the refusal is the collection's, at no step.
+        expect(stepReceipt(ctx.receipts, 0).exit_code).toBe(0);
+        const failed = ctx.receipts.find((r) => r.type === 'run.failed');
+        expect(failed?.step_index).toBeUndefined();
+        expect(failed?.message).toMatch(/collecting the outputs: .*come to 109951162\d{4} bytes/);
+        await nothingCollected(ctx);
+      },
+    },
+  },
+  {
+    // What tar would carry but Cairn does not collect: a fifo (and, in the int tests, hard links).
+    id: 'fifo-output',
+    title: 'a fifo among the collected outputs',
+    spec: run(steps(sh(`printf %s '${BESIDE_REFUSED.trim()}' > /out/small.txt; echo >> /out/small.txt; mkfifo /out/pipe && echo planted`)), { outputs: ['/out'] }),
+    expect: {
+      kind: 'run',
+      state: 'FAILED',
+      errorCode: 'E_INPUT',
+      step: { index: 0, exitCode: 0 },
+      stepsCompleted: 1,
+      check: async (ctx) => {
+        const failed = ctx.receipts.find((r) => r.type === 'run.failed');
+        expect(failed?.message).toMatch(/\/out\/pipe.* is a fifo/);
+        await nothingCollected(ctx);
       },
     },
   },
