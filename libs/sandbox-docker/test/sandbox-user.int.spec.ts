@@ -37,7 +37,7 @@ async function hostIds(pid: number): Promise<{ uid: string; gid: string }> {
 
 /** Host pids of every process in a container's cgroup (its init, the agent, whatever runs). */
 async function containerPids(id: string): Promise<number[]> {
-  const top = await fx.docker.getContainer(id).top({ ps_args: '-o pid' });
+  const top = (await fx.docker.getContainer(id).top({ ps_args: '-o pid' })) as { Processes: string[][] };
   return top.Processes.map((row) => Number(row[0]));
 }
 
