@@ -1,6 +1,6 @@
-import { createDockerClient, DEFAULT_SANDBOX_USER, ensureBusyboxImage, sandboxSeccomp } from '@cairn/sandbox-docker';
+import { buildBusyboxImage, createDockerClient, DEFAULT_SANDBOX_USER, ensureBusyboxImage, sandboxSeccomp } from '@cairn/sandbox-docker';
 import type { SandboxHandle } from '@cairn/sandbox';
-import { uniqueName } from '@cairn/testing';
+import { startSecondDockerEngine, uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxEngine } from '../src/sandbox-engine.adapter.js';
 import { confirmedHardening, hardeningProblems } from '../src/sandbox-hardening.js';
@@ -9,7 +9,7 @@ import { confirmedHardening, hardeningProblems } from '../src/sandbox-hardening.
  * The check at start against the real engine: a sandbox this worker creates passes every
  * comparison docs/sandbox-hardening.md promises (sandbox-hardening.unit.spec.ts shows each field's
  * mismatch refused); a worker required to remap user namespaces refuses one on this engine, which
- * does not remap.
+ * does not remap, and passes one on a second engine of the test's own that does.
  */
 const docker = createDockerClient();
 const workerId = uniqueName('hardening-wrk').toLowerCase();
@@ -98,4 +98,26 @@ describe('the hardening check at start, on this engine', () => {
     );
     await other.driver.destroy(handle);
   });
+});
+
+describe('the hardening check at start, on an engine that remaps user namespaces', () => {
+  it('passes a sandbox of a worker required to remap, and records the remapping', async () => {
+    const second = await startSecondDockerEngine();
+    try {
+      await buildBusyboxImage({ docker: createDockerClient(second.socketPath) });
+      const remapped = new SandboxEngine({ socketPath: second.socketPath, probes: 'auto', requireUserns: true });
+      expect(await remapped.userns()).toEqual({ remapped: true, base: second.base });
+      const handle = await remapped.createSandbox(spec());
+      try {
+        const inspected = await remapped.inspectSandbox(handle);
+        expect(hardeningProblems(inspected, handle.caps)).toEqual([]);
+        expect(confirmedHardening(inspected, handle.caps)).toMatchObject({ user: '65520:65520', seccomp: 'custom', userns_remap: true });
+      } finally {
+        expect(await remapped.driver.destroy(handle)).toEqual({ verifiedGone: true });
+        await remapped.closePool();
+      }
+    } finally {
+      await second.stop();
+    }
+  }, 180_000);
 });

@@ -2,3 +2,5 @@ export { createTestDatabase, testDatabaseUrl, testNatsUrl, uniqueName } from './
 export { startOldNatsServer } from './old-nats-server.js';
 export type { OldNatsServer } from './old-nats-server.js';
 export type { TestDatabase } from './infra.js';
+export { startSecondDockerEngine } from './second-docker-engine.js';
+export type { SecondDockerEngine } from './second-docker-engine.js';
