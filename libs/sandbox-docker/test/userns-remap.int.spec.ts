@@ -111,6 +111,16 @@ describe('a sandbox on an engine that remaps user namespaces', () => {
     expect(status).toMatch(/Seccomp:\s+2\n/);
   });
 
+  it('cannot run a sandbox user outside the 65536 ids the remapping gives a container: E_SANDBOX_START, nothing left', async () => {
+    const docker = createDockerClient(engine.socketPath);
+    const outside = new DockerSandboxDriver({ docker, user: { uid: 65536, gid: 65536 }, execAgent: { binary: BUNDLED_AGENT_BINARY, socketRoot } });
+    const chainId = `run_${uniqueName('userns-out').toLowerCase()}`;
+    await expect(
+      outside.create({ image: 'cairn/sandbox-busybox:1', caps: { wallSeconds: 30, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 }, labels: { workerId, chainId } }),
+    ).rejects.toMatchObject({ code: 'E_SANDBOX_START' });
+    expect(await docker.listContainers({ all: true, filters: { label: [`io.cairn.chain=${chainId}`] } })).toEqual([]);
+  });
+
   it('leaves nothing behind once destroyed', async () => {
     expect(await driver.destroy(sandbox)).toEqual({ verifiedGone: true });
   });
