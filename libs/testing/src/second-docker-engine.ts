@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,6 +27,47 @@ export interface SecondDockerEngine {
 
 const REMAP_USER = 'dockremap';
 const START_TIMEOUT_MS = 60_000;
+/**
+ * One second engine at a time on this machine (test files run in parallel): they share the
+ * `dockremap` account, which the one that created it removes when it stops.
+ */
+const LOCK_FILE = '/tmp/cairn-second-dockerd.lock';
+const LOCK_WAIT_MS = 120_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Takes the machine-wide lock: a file holding the holder's pid and a token of its own (test files
+ * may share a process); a dead holder's is taken over. The release removes it once, if still its own.
+ */
+async function lock(): Promise<() => Promise<void>> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  const mine = `${process.pid} ${uniqueName('lock')}`;
+  for (;;) {
+    try {
+      await writeFile(LOCK_FILE, mine, { flag: 'wx' });
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        if ((await readFile(LOCK_FILE, 'utf8').catch(() => '')) === mine) await unlink(LOCK_FILE).catch(() => undefined);
+      };
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
+    }
+    const holder = Number((await readFile(LOCK_FILE, 'utf8').catch(() => '0')).split(' ')[0]);
+    if (holder > 0 && !alive(holder)) await unlink(LOCK_FILE).catch(() => undefined);
+    else if (Date.now() > deadline) throw new Error(`another second Docker engine (pid ${holder}) has held ${LOCK_FILE} for ${LOCK_WAIT_MS} ms`);
+    else await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
 
 async function hasAccount(name: string): Promise<boolean> {
   return (await readFile('/etc/passwd', 'utf8')).split('\n').some((line) => line.split(':')[0] === name);
@@ -89,6 +130,16 @@ function exited(child: ChildProcess, ms: number): Promise<boolean> {
 
 export async function startSecondDockerEngine(): Promise<SecondDockerEngine> {
   if (process.getuid?.() !== 0) throw new Error('a second Docker engine needs root (dockerd)');
+  const unlock = await lock();
+  try {
+    return await start(unlock);
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+}
+
+async function start(unlock: () => Promise<void>): Promise<SecondDockerEngine> {
   const createdAccount = !(await hasAccount(REMAP_USER));
   // The remapped root must be able to walk into its data root: 0711, not mkdtemp's 0700.
   const dir = await mkdtemp('/tmp/cairn-dockerd-');
@@ -145,6 +196,7 @@ export async function startSecondDockerEngine(): Promise<SecondDockerEngine> {
       await dropSubordinate('/etc/subuid', REMAP_USER);
       await dropSubordinate('/etc/subgid', REMAP_USER);
     }
+    await unlock();
   };
 
   try {
