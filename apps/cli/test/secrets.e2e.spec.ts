@@ -114,7 +114,7 @@ beforeAll(async () => {
         { id: 'digest', source: 'artifacts["/out/digest"]', op: 'contains', value: createHash('sha256').update(VALUES.TOKEN).digest('hex'), weight: 1 },
         { id: 'length', source: 'steps[2].stdout', op: 'contains', value: String(Buffer.byteLength(VALUES.TOKEN)), weight: 1 },
         { id: 'read-only', source: 'steps[3].stdout', op: 'contains', value: 'read-only', weight: 1 },
-        { id: 'mode', source: 'steps[4].stdout', op: 'matches', value: '-r--r----- +1 +0 +1000 .*TOKEN', weight: 1 },
+        { id: 'mode', source: 'steps[4].stdout', op: 'matches', value: '-r--r----- +1 +0 +65520 .*TOKEN', weight: 1 },
       ],
     },
   ));

@@ -33,7 +33,7 @@ export { RuntimeWorker } from './runtime-worker.service.js';
 export type { ReconcileReport } from './runtime-worker.service.js';
 export { SandboxEngine } from './sandbox-engine.adapter.js';
 export { confirmedHardening, hardeningOf, hardeningProblems, tmpfsSizeBytes } from './sandbox-hardening.js';
-export type { InspectedSandbox } from './sandbox-hardening.js';
+export type { InspectedSandbox, SandboxPromise } from './sandbox-hardening.js';
 export { DEFAULT_WORKDIR, planSteps, sandboxLifetimeSeconds, stepTimeoutMs, toolName } from './step-plan.js';
 export type { PlannedStep, StepPlan } from './step-plan.js';
 export { runtimeDurableName, workerIdFromHostname } from './worker-id.js';

@@ -62,7 +62,7 @@ const HARDENING: SandboxHardening = {
   cap_drop: ['ALL'],
   cap_add: [],
   no_new_privileges: true,
-  user: '1000:1000',
+  user: '65520:65520',
   init: true,
   pids_limit: 32,
   memory_bytes: 80 * 1024 * 1024,

@@ -1,4 +1,4 @@
-import { isCairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import type { LeaseStore, RegisteredWorker, WorkerRegistry } from '@cairn/operational';
 import { reservationFor } from '@cairn/scheduling';
@@ -62,6 +62,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     this.healthy = await this.engineAnswers(true);
+    if (this.healthy) await this.checkUserns();
     await this.registry.register(await this.record());
     this.lastReconcile = await this.reconcile();
     this.heartbeatTimer = setInterval(() => {
@@ -187,6 +188,23 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
       inFlight: [...this.active.values()].map((run) => run.reservation),
       images,
     };
+  }
+
+  /**
+   * A worker that must run its sandboxes user-namespace-remapped (CAIRN_SANDBOX_REQUIRE_USERNS) does
+   * not start on an engine that does not remap: E_RUNTIME_ABSENT. (Each sandbox's hardening check
+   * refuses one again, should the engine be restarted without it later.)
+   */
+  private async checkUserns(): Promise<void> {
+    if (!this.config.CAIRN_SANDBOX_REQUIRE_USERNS) return;
+    const userns = await this.engine.userns();
+    if (!userns.remapped) {
+      throw new CairnError(
+        'E_RUNTIME_ABSENT',
+        `worker ${this.workerId} must run sandboxes user-namespace-remapped (CAIRN_SANDBOX_REQUIRE_USERNS), and the engine on ${this.config.CAIRN_DOCKER_SOCKET} does not remap (dockerd --userns-remap)`,
+        { worker_id: this.workerId },
+      );
+    }
   }
 
   /** Whether the engine answers; a missing one is logged at fatal level once at start (runs fail E_RUNTIME_ABSENT). */

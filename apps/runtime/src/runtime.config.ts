@@ -1,7 +1,8 @@
 import { DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
 import { WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
-import { DEFAULT_DOCKER_SOCKET, parseEgressHosts } from '@cairn/sandbox-docker';
+import { DEFAULT_DOCKER_SOCKET, DEFAULT_SANDBOX_USER, parseEgressHosts, sandboxUserProblem } from '@cairn/sandbox-docker';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -13,6 +14,26 @@ export interface HostFacts {
   memoryMiB: number;
   cpus: number;
   cwd: string;
+  /** The host's accounts (`/etc/passwd`) and groups (`/etc/group`), id → name: the sandbox's ids must be none of them. */
+  users: ReadonlyMap<number, string>;
+  groups: ReadonlyMap<number, string>;
+}
+
+/** id → name of a passwd- or group-format file (`name:x:id:…`); empty when there is no such file. */
+export function idsOf(path: string): Map<number, string> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return new Map();
+    throw error;
+  }
+  const ids = new Map<number, string>();
+  for (const line of text.split('\n')) {
+    const [name, , id] = line.split(':');
+    if (name !== undefined && name !== '' && !name.startsWith('#') && id !== undefined && /^\d+$/.test(id)) ids.set(Number(id), name);
+  }
+  return ids;
 }
 
 export function hostFacts(): HostFacts {
@@ -21,7 +42,34 @@ export function hostFacts(): HostFacts {
     memoryMiB: Math.floor(totalmem() / (1024 * 1024)),
     cpus: availableParallelism(),
     cwd: process.cwd(),
+    users: idsOf('/etc/passwd'),
+    groups: idsOf('/etc/group'),
   };
+}
+
+/**
+ * `uid:gid` every sandbox process runs as: never 0, and no account or group of this host (a
+ * process escaping the sandbox must own no one's files). The runtime runs on the host it checks.
+ */
+function sandboxUserSchema(host: HostFacts) {
+  return z
+    .string()
+    .default(`${DEFAULT_SANDBOX_USER.uid}:${DEFAULT_SANDBOX_USER.gid}`)
+    .transform((text, ctx) => {
+      const match = /^(\d{1,10}):(\d{1,10})$/.exec(text);
+      if (match === null) {
+        ctx.addIssue({ code: 'custom', message: 'uid:gid, two numbers' });
+        return z.NEVER;
+      }
+      const user = { uid: Number(match[1]), gid: Number(match[2]) };
+      const problem = sandboxUserProblem(user);
+      if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      const account = host.users.get(user.uid);
+      if (account !== undefined) ctx.addIssue({ code: 'custom', message: `uid ${user.uid} is the host's user ${account} (/etc/passwd): choose an id no account has` });
+      const group = host.groups.get(user.gid);
+      if (group !== undefined) ctx.addIssue({ code: 'custom', message: `gid ${user.gid} is the host's group ${group} (/etc/group): choose an id no group has` });
+      return Object.freeze(user);
+    });
 }
 
 const MIB = 1024 * 1024;
@@ -48,6 +96,13 @@ export function runtimeConfigSchema(host: HostFacts) {
         .default('.cairn/artifacts')
         .transform((dir) => resolve(host.cwd, dir)),
       CAIRN_DOCKER_SOCKET: z.string().min(1).default(DEFAULT_DOCKER_SOCKET),
+      /** Who runs every sandbox process, the exec agent and every step (docs/sandbox-hardening.md, "The sandbox user"). */
+      CAIRN_SANDBOX_USER: sandboxUserSchema(host),
+      /** `1`: refuse to start (and to run sandboxes) unless the engine remaps user namespaces (`userns-remap`). */
+      CAIRN_SANDBOX_REQUIRE_USERNS: z
+        .enum(['0', '1', 'true', 'false'], 'CAIRN_SANDBOX_REQUIRE_USERNS is 0 or 1')
+        .default('0')
+        .transform((value) => value === '1' || value === 'true'),
       /** `auto` reads the kernel's counters from the host (needs root); `sandbox` looks from inside. */
       CAIRN_SANDBOX_PROBES: z.enum(['auto', 'sandbox']).default('auto'),
       CAIRN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(2000),

@@ -39,6 +39,8 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
             probes: config.CAIRN_SANDBOX_PROBES,
             warmPool: { perProfile: config.CAIRN_WARM_POOL_SIZE, total: config.CAIRN_WARM_POOL_TOTAL },
             egressHosts: config.CAIRN_EGRESS_HOSTS,
+            user: config.CAIRN_SANDBOX_USER,
+            requireUserns: config.CAIRN_SANDBOX_REQUIRE_USERNS,
           }),
       },
       { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },

@@ -1,8 +1,22 @@
 import { LocalImageTagSchema } from '@cairn/operational';
 import type { SandboxDriver, SandboxHandle } from '@cairn/sandbox';
-import { createDockerClient, DockerSandboxDriver, engineError, engineStatus, imageDigest, listCairnImages, parseEgressHosts, staticResolver, systemResolver } from '@cairn/sandbox-docker';
-import type { EgressRequest, ProbeMode, SandboxEgress, SandboxSecretIn } from '@cairn/sandbox-docker';
+import {
+  bundledExecAgent,
+  createDockerClient,
+  DEFAULT_SANDBOX_USER,
+  DockerSandboxDriver,
+  engineError,
+  engineStatus,
+  engineUserns,
+  imageDigest,
+  listCairnImages,
+  parseEgressHosts,
+  staticResolver,
+  systemResolver,
+} from '@cairn/sandbox-docker';
+import type { EgressRequest, EngineUserns, ExecAgentOptions, ProbeMode, SandboxEgress, SandboxSecretIn, SandboxUser } from '@cairn/sandbox-docker';
 import type { SandboxSpecInput } from '@cairn/sandbox';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { InspectedSandbox } from './sandbox-hardening.js';
 
@@ -25,13 +39,41 @@ export class SandboxEngine {
   private readonly imageIds = new Map<string, { id: string; at: number }>();
   /** The engine's security options; they do not change while it runs. */
   private securityOptions: readonly string[] | null = null;
+  /** Who every sandbox process runs as (CAIRN_SANDBOX_USER). */
+  readonly user: SandboxUser;
+  /** Every sandbox must run user-namespace-remapped (CAIRN_SANDBOX_REQUIRE_USERNS). */
+  readonly requireUserns: boolean;
+  private readonly execAgent: ExecAgentOptions | null;
 
   /** `egressHosts`: `CAIRN_EGRESS_HOSTS`, a fixed name table the egress proxy uses instead of DNS. */
-  constructor(options: { socketPath: string; probes: ProbeMode; warmPool?: { perProfile: number; total: number }; egressHosts?: string | undefined }) {
+  constructor(options: {
+    socketPath: string;
+    probes: ProbeMode;
+    warmPool?: { perProfile: number; total: number };
+    egressHosts?: string | undefined;
+    user?: SandboxUser;
+    requireUserns?: boolean;
+  }) {
     this.docker = createDockerClient(options.socketPath);
+    this.user = options.user ?? DEFAULT_SANDBOX_USER;
+    this.requireUserns = options.requireUserns ?? false;
+    // Chosen here rather than by the driver, so the hardening check knows what the agent's binds must be.
+    this.execAgent = bundledExecAgent();
     const resolver = options.egressHosts === undefined ? systemResolver() : staticResolver(parseEgressHosts(options.egressHosts));
-    this.pooled = new DockerSandboxDriver({ docker: this.docker, probes: options.probes, warmPool: options.warmPool ?? { perProfile: 0, total: 0 }, egress: { resolver } });
+    this.pooled = new DockerSandboxDriver({
+      docker: this.docker,
+      user: this.user,
+      execAgent: this.execAgent,
+      probes: options.probes,
+      warmPool: options.warmPool ?? { perProfile: 0, total: 0 },
+      egress: { resolver },
+    });
     this.driver = this.pooled;
+  }
+
+  /** Whether (and from which host ids) the engine remaps user namespaces: `docker info`, asked each time. */
+  userns(): Promise<EngineUserns> {
+    return engineUserns(this.docker);
   }
 
   /**
@@ -87,7 +129,20 @@ export class SandboxEngine {
         const options = typeof engine === 'object' && engine !== null && 'SecurityOptions' in engine ? engine.SecurityOptions : [];
         this.securityOptions = Array.isArray(options) ? options.filter((o): o is string => typeof o === 'string') : [];
       }
-      return { hostConfig: info.HostConfig, user: info.Config.User, engineSecurityOptions: this.securityOptions };
+      return {
+        hostConfig: info.HostConfig,
+        config: info.Config,
+        mounts: info.Mounts,
+        image: info.Image,
+        appArmorProfile: info.AppArmorProfile,
+        engineSecurityOptions: this.securityOptions,
+        promised: {
+          user: this.user,
+          imageId: handle.imageId,
+          agent: this.execAgent === null ? null : { binary: this.execAgent.binary, socketDirs: join(this.execAgent.socketRoot, handle.workerId) },
+          requireUserns: this.requireUserns,
+        },
+      };
     } catch (error) {
       throw engineError(error, 'E_SANDBOX_START', `inspecting sandbox ${handle.name}`, { name: handle.name });
     }

@@ -3,7 +3,7 @@ import { foldRun } from '@cairn/lifecycle';
 import { uniqueName } from '@cairn/testing';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
@@ -152,4 +152,43 @@ describe('the runtime process', () => {
     expect((await started.exited).code).toBe(1);
     expect(started.output()).toContain('CAIRN_WORKER_SLOTS');
   });
+
+  it("refuses to start (E_INPUT) a worker whose sandbox uid or gid is root or one of this host's accounts or groups", async () => {
+    // An account and a group this host has (Debian's nobody and nogroup, or whatever is first past root).
+    const firstId = (text: string) => text.split('\n').map((line) => line.split(':')).find((f) => f.length > 3 && /^[1-9]\d*$/.test(f[2] ?? ''))!;
+    const account = firstId(readFileSync('/etc/passwd', 'utf8'));
+    const group = firstId(readFileSync('/etc/group', 'utf8'));
+    for (const [user, message] of [
+      ['0:0', /the sandbox uid must be an integer from 1/],
+      [`${account[2]}:65520`, new RegExp(`uid ${account[2]} is the host's user ${account[0]} \\(/etc/passwd\\)`)],
+      [`65520:${group[2]}`, new RegExp(`gid ${group[2]} is the host's group ${group[0]} \\(/etc/group\\)`)],
+    ] as const) {
+      const workerId = world.newWorkerId('baduser');
+      const started = startProcess({ ...world.env(workerId), CAIRN_SANDBOX_USER: user });
+      expect((await started.exited).code, user).toBe(1);
+      const fatal = fatalLine(started.output());
+      expect(fatal).toMatchObject({ msg: 'failed to start', code: 'E_INPUT' });
+      expect(String(fatal?.error)).toMatch(/CAIRN_SANDBOX_USER/);
+      expect(String(fatal?.error)).toMatch(message);
+      expect(await world.registry.get(workerId)).toBeNull();
+    }
+  });
+
+  it('refuses to start (E_RUNTIME_ABSENT) a worker that must remap user namespaces on an engine that does not', async () => {
+    const workerId = world.newWorkerId('userns');
+    const started = startProcess({ ...world.env(workerId), CAIRN_SANDBOX_REQUIRE_USERNS: '1' });
+    expect((await started.exited).code).toBe(1);
+    const fatal = fatalLine(started.output());
+    expect(fatal).toMatchObject({ msg: 'failed to start', code: 'E_RUNTIME_ABSENT' });
+    expect(String(fatal?.error)).toMatch(/must run sandboxes user-namespace-remapped \(CAIRN_SANDBOX_REQUIRE_USERNS\)/);
+    expect(await world.registry.get(workerId)).toBeNull();
+  });
 });
+
+function fatalLine(output: string): Record<string, unknown> | undefined {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .find((line) => line.level === 'fatal');
+}

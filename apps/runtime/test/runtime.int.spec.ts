@@ -1,5 +1,6 @@
 import { sha256Hex, verifyChain } from '@cairn/evidence';
 import { foldRun } from '@cairn/lifecycle';
+import { sandboxSeccomp } from '@cairn/sandbox-docker';
 import type { RunningService } from '@cairn/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppendInput, AppendOptions } from '@cairn/evidence-log';
@@ -92,7 +93,7 @@ describe('the runtime worker', () => {
         cap_drop: ['ALL'],
         cap_add: [],
         no_new_privileges: true,
-        user: '1000:1000',
+        user: '65520:65520',
         init: true,
         pids_limit: 32,
         memory_bytes: 40 * 1024 * 1024,
@@ -105,7 +106,9 @@ describe('the runtime worker', () => {
           // Every sandbox has the secrets tmpfs (empty without secrets), root's and not executable.
           '/run/secrets': { size_bytes: 2 * 1024 * 1024, exec: false },
         },
-        seccomp: 'default',
+        seccomp: 'custom',
+        seccomp_profile_sha256: sandboxSeccomp().sha256.slice('sha256:'.length),
+        userns_remap: false,
       },
     });
     const started = ofType(chain, 'step.started');

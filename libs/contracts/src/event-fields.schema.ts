@@ -115,5 +115,12 @@ export const SandboxHardeningSchema = z.strictObject({
   tmpfs: z.record(SandboxPathSchema, TmpfsMountSchema),
   /** `default`: the engine's default profile; `custom`: a profile of our own; `unconfined`: none at all. */
   seccomp: z.enum(['default', 'custom', 'unconfined']),
+  /**
+   * sha256 of the custom profile the engine was given (the JSON after `seccomp=`), so a chain names
+   * exactly which one. Optional, like `userns_remap`, only so receipts written before it still read.
+   */
+  seccomp_profile_sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a lower-case hex sha256').optional(),
+  /** The engine remaps user namespaces (`userns-remap`): uid 0 inside is an unprivileged uid outside. */
+  userns_remap: z.boolean().optional(),
 });
 export type SandboxHardening = z.infer<typeof SandboxHardeningSchema>;

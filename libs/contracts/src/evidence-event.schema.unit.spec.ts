@@ -52,13 +52,15 @@ const FIELDS: { [K in EventType]: Record<string, unknown> } = {
       cap_drop: ['ALL'],
       cap_add: [],
       no_new_privileges: true,
-      user: '1000:1000',
+      user: '65520:65520',
       init: true,
       pids_limit: 128,
       memory_bytes: 2048 * 1024 * 1024,
       network: 'none',
       tmpfs: { '/work': { size_bytes: 512 * 1024 * 1024, exec: true }, '/tmp': { size_bytes: 128 * 1024 * 1024, exec: false } },
-      seccomp: 'default',
+      seccomp: 'custom',
+      seccomp_profile_sha256: sha('5'),
+      userns_remap: false,
     },
   },
   'step.started': { step_index: 0, stage: 'step', tool: 'make', argv: ['make', 'test'], workdir: '/work', env_names: ['CI'] },
@@ -218,7 +220,19 @@ describe('cross-field rules', () => {
   it('sandbox.created: a receipt from before `hardening` existed still reads; a hardening that is not one does not', () => {
     const { hardening, ...before } = FIELDS['sandbox.created'] as { hardening: Record<string, unknown> };
     expect(parseEvidenceReceipt(receipt('sandbox.created', before)).ok).toBe(true);
-    for (const bad of [{ user: 'root' }, { cap_drop: ['all'] }, { pids_limit: 0 }, { seccomp: 'off' }, { tmpfs: { work: { size_bytes: 1, exec: true } } }, { extra: true }]) {
+    // Written before the seccomp profile's hash and the userns flag were recorded: still reads.
+    const { seccomp_profile_sha256: _sha, userns_remap: _userns, ...older } = hardening;
+    expect(parseEvidenceReceipt(receipt('sandbox.created', { ...before, hardening: { ...older, seccomp: 'default' } })).ok).toBe(true);
+    for (const bad of [
+      { user: 'root' },
+      { cap_drop: ['all'] },
+      { pids_limit: 0 },
+      { seccomp: 'off' },
+      { tmpfs: { work: { size_bytes: 1, exec: true } } },
+      { extra: true },
+      { seccomp_profile_sha256: 'sha256:abc' },
+      { userns_remap: 'yes' },
+    ]) {
       expect(parseEvidenceReceipt(receipt('sandbox.created', { ...before, hardening: { ...hardening, ...bad } })).ok, JSON.stringify(bad)).toBe(false);
     }
   });

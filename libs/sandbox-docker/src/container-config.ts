@@ -1,5 +1,6 @@
 import { containerName, memoryLimitMiB, poolLabels, sandboxLabels, tmpfsLayout, type SandboxSpec, type TmpfsMount } from '@cairn/sandbox';
 import type Docker from 'dockerode';
+import { sandboxSeccomp } from './seccomp-profile.js';
 
 /** The unprivileged identity every sandbox process runs as; never root. */
 export interface SandboxUser {
@@ -7,7 +8,46 @@ export interface SandboxUser {
   gid: number;
 }
 
-export const DEFAULT_SANDBOX_USER: SandboxUser = Object.freeze({ uid: 1000, gid: 1000 });
+/**
+ * 65520:65520, an id nothing on a Debian/systemd host hands out (docs/sandbox-hardening.md, "The
+ * sandbox user"): Debian reserves 65000–65533, systemd leaves 65520–65533 unused (its dynamic users
+ * end at 65519, and those never appear in /etc/passwd), so a breakout owns no one's files. Below
+ * 65536, so it maps into the 65536 ids an engine's `userns-remap=default` range gives a container;
+ * below 65534 (nobody) and 65535 (16-bit -1). The runtime refuses one its host's passwd or group names.
+ */
+export const DEFAULT_SANDBOX_USER: SandboxUser = Object.freeze({ uid: 65520, gid: 65520 });
+
+/** The largest id: 2^32 - 1 is `(uid_t) -1`, "no change" to the kernel. */
+const MAX_ID = 4_294_967_294;
+
+/** Why `user` cannot be the sandbox's, or null: root, -1 (32- or 16-bit) and non-integers are refused. */
+export function sandboxUserProblem(user: SandboxUser): string | null {
+  for (const [what, id] of [['uid', user.uid], ['gid', user.gid]] as const) {
+    if (!Number.isInteger(id) || id < 1 || id > MAX_ID) return `the sandbox ${what} must be an integer from 1 to ${MAX_ID}, not ${id}`;
+    if (id === 65_535) return `the sandbox ${what} may not be 65535 ((uint16_t) -1 to older tools)`;
+  }
+  return null;
+}
+
+/**
+ * What runc masks (bind-mounts /dev/null or an empty read-only tmpfs over) and makes read-only in
+ * /proc and /sys: Docker 20.10's defaults (moby oci/defaults.go), set explicitly so that they do not
+ * depend on the engine, plus the RAPL energy counters (CVE-2020-8694, a power side channel).
+ */
+export const MASKED_PATHS = Object.freeze([
+  '/proc/asound',
+  '/proc/acpi',
+  '/proc/kcore',
+  '/proc/keys',
+  '/proc/latency_stats',
+  '/proc/timer_list',
+  '/proc/timer_stats',
+  '/proc/sched_debug',
+  '/proc/scsi',
+  '/sys/firmware',
+  '/sys/devices/virtual/powercap',
+]);
+export const READONLY_PATHS = Object.freeze(['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger']);
 
 const MiB = 1024 * 1024;
 
@@ -62,12 +102,16 @@ export function secretsTmpfsOptions(user: SandboxUser): string {
   return ['rw', 'noexec', 'nosuid', 'nodev', `size=${SECRETS_TMPFS_MIB}m`, 'nr_inodes=64', 'uid=0', `gid=${user.gid}`, 'mode=0750'].join(',');
 }
 
-/** What the engine is told beyond `HostConfig`'s typed fields (API 1.41 knows it; the types lag). */
-type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & { CgroupnsMode: 'private' | 'host' };
+/** What the engine is told beyond `HostConfig`'s typed fields (API 1.41 knows them; the types lag). */
+type HostConfig = NonNullable<Docker.ContainerCreateOptions['HostConfig']> & {
+  CgroupnsMode: 'private' | 'host';
+  MaskedPaths: string[];
+  ReadonlyPaths: string[];
+};
 
 /**
- * The container every sandbox is: read-only root, no capabilities, no privilege gain, default
- * seccomp, non-root, an init as PID 1 reaping an idle `sleep`, hard memory/pids/CPU caps,
+ * The container every sandbox is: read-only root, no capabilities, no privilege gain, Cairn's
+ * seccomp profile, a non-root user of its own, an init as PID 1 reaping an idle `sleep`, hard memory/pids/CPU caps,
  * size-capped tmpfs for everything writable, no network, no IPC, no binds, no devices.
  * Each setting is explained in docs/sandbox-hardening.md.
  */
@@ -94,9 +138,8 @@ export function warmContainerOptions(
 }
 
 function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, imageId: string, user: SandboxUser, network?: SandboxNetwork): Docker.ContainerCreateOptions {
-  if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid <= 0 || user.gid <= 0) {
-    throw new RangeError(`the sandbox user must be non-root, got ${user.uid}:${user.gid}`);
-  }
+  const problem = sandboxUserProblem(user);
+  if (problem !== null) throw new RangeError(problem);
   const { caps } = spec;
   const layout = tmpfsLayout(caps.diskMiB);
   const tmpfs: Record<string, string> = {};
@@ -110,8 +153,10 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
     CapDrop: ['ALL'],
     CapAdd: [],
     Privileged: false,
-    // Default seccomp stays on: nothing here says `seccomp=unconfined`.
-    SecurityOpt: ['no-new-privileges'],
+    // Docker's default seccomp profile, tightened (seccomp-profile.ts); never `unconfined`.
+    SecurityOpt: ['no-new-privileges', sandboxSeccomp().securityOpt],
+    MaskedPaths: [...MASKED_PATHS],
+    ReadonlyPaths: [...READONLY_PATHS],
     Init: true,
     PidsLimit: caps.pids,
     Memory: memoryBytes,
@@ -127,6 +172,11 @@ function hardenedBody(spec: Pick<SandboxSpec, 'caps' | 'lifetimeSeconds'>, image
     ...(network === undefined ? {} : { Dns: [NO_RESOLVER], DnsOptions: [], DnsSearch: [] }),
     IpcMode: 'private',
     CgroupnsMode: 'private',
+    // The sandbox's own pid and UTS namespaces, the engine's remapping (if any), the engine's cgroup tree.
+    PidMode: '',
+    UTSMode: '',
+    UsernsMode: '',
+    CgroupParent: '',
     RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
     AutoRemove: false,
     Binds: [],

@@ -1,6 +1,7 @@
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { describe, expect, it } from 'vitest';
-import { hardenedContainerOptions, tmpfsOptions } from './container-config.js';
+import { hardenedContainerOptions, MASKED_PATHS, READONLY_PATHS, tmpfsOptions } from './container-config.js';
+import { sandboxSeccomp } from './seccomp-profile.js';
 
 const spec = parseSandboxSpec({
   image: 'cairn/sandbox-busybox:1',
@@ -20,17 +21,31 @@ describe('hardenedContainerOptions', () => {
       CapDrop: ['ALL'],
       CapAdd: [],
       Privileged: false,
-      SecurityOpt: ['no-new-privileges'],
+      // Docker's default seccomp profile, tightened (seccomp-profile.ts), as the JSON itself.
+      SecurityOpt: ['no-new-privileges', sandboxSeccomp().securityOpt],
       Init: true,
       NetworkMode: 'none',
       IpcMode: 'private',
+      PidMode: '',
+      UTSMode: '',
+      UsernsMode: '',
+      CgroupParent: '',
       RestartPolicy: { Name: 'no' },
       Binds: [],
       Mounts: [],
       Devices: [],
     });
     expect(JSON.stringify(options)).not.toContain('unconfined');
-    expect(options.User).toBe('1000:1000');
+    expect(options.User).toBe('65520:65520');
+    expect((host.SecurityOpt as string[])[1]).toMatch(/^seccomp=\{"defaultAction":"SCMP_ACT_ERRNO"/);
+  });
+
+  it('masks and write-protects the same /proc and /sys paths whatever the engine defaults to', () => {
+    const explicit = host as typeof host & { MaskedPaths: string[]; ReadonlyPaths: string[] };
+    expect(explicit.MaskedPaths).toEqual([...MASKED_PATHS]);
+    expect(explicit.MaskedPaths).toEqual(expect.arrayContaining(['/proc/kcore', '/proc/keys', '/sys/firmware', '/sys/devices/virtual/powercap']));
+    expect(explicit.ReadonlyPaths).toEqual([...READONLY_PATHS]);
+    expect(explicit.ReadonlyPaths).toContain('/proc/sys');
   });
 
   it('sets memory = swap = memoryMiB + diskMiB, pids, CPU and the tmpfs sizes from the caps', () => {
@@ -40,11 +55,11 @@ describe('hardenedContainerOptions', () => {
     expect(host.NanoCpus).toBe(1_500_000_000);
     expect(host.Tmpfs).toEqual({
       '/tmp': 'rw,noexec,nosuid,nodev,size=32m,nr_inodes=4096',
-      '/work': 'rw,exec,nosuid,nodev,size=128m,nr_inodes=16384,uid=1000,gid=1000,mode=0755',
-      '/out': 'rw,exec,nosuid,nodev,size=64m,nr_inodes=8192,uid=1000,gid=1000,mode=0755',
+      '/work': 'rw,exec,nosuid,nodev,size=128m,nr_inodes=16384,uid=65520,gid=65520,mode=0755',
+      '/out': 'rw,exec,nosuid,nodev,size=64m,nr_inodes=8192,uid=65520,gid=65520,mode=0755',
       '/dev/shm': 'rw,noexec,nosuid,nodev,size=32m,nr_inodes=4096',
       // Secrets: root's, readable by the sandbox user's group only, never writable by the sandbox.
-      '/run/secrets': 'rw,noexec,nosuid,nodev,size=2m,nr_inodes=64,uid=0,gid=1000,mode=0750',
+      '/run/secrets': 'rw,noexec,nosuid,nodev,size=2m,nr_inodes=64,uid=0,gid=65520,mode=0750',
     });
     expect(host.ShmSize).toBe(32 * MiB);
   });
@@ -56,8 +71,18 @@ describe('hardenedContainerOptions', () => {
     expect([options.Entrypoint, options.Cmd]).toEqual([['sleep'], ['3600']]);
   });
 
-  it('refuses to run the sandbox as root', () => {
-    expect(() => hardenedContainerOptions(spec, 'x', { uid: 0, gid: 0 })).toThrow(RangeError);
+  it('refuses to run the sandbox as root, as -1, or as an id that is no integer', () => {
+    for (const user of [
+      { uid: 0, gid: 0 },
+      { uid: 65520, gid: 0 },
+      { uid: 65535, gid: 65520 },
+      { uid: 4294967295, gid: 65520 },
+      { uid: 1.5, gid: 65520 },
+      { uid: -1, gid: 65520 },
+    ]) {
+      expect(() => hardenedContainerOptions(spec, 'x', user), JSON.stringify(user)).toThrow(RangeError);
+    }
+    expect(hardenedContainerOptions(spec, 'x', { uid: 70000, gid: 70001 }).User).toBe('70000:70001');
   });
 
   it('gives program mounts to the sandbox user and leaves the others sticky', () => {

@@ -29,8 +29,18 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseSandboxLook, SANDBOX_LOOK_SCRIPT, type SandboxLook } from './cgroup-files.js';
-import { DEFAULT_SANDBOX_USER, hardenedContainerOptions, SANDBOX_ENV, SANDBOX_HOSTNAME, SECRETS_DIR, warmContainerOptions, type SandboxUser } from './container-config.js';
+import {
+  DEFAULT_SANDBOX_USER,
+  hardenedContainerOptions,
+  SANDBOX_ENV,
+  SANDBOX_HOSTNAME,
+  sandboxUserProblem,
+  SECRETS_DIR,
+  warmContainerOptions,
+  type SandboxUser,
+} from './container-config.js';
 import { createDockerClient, DEFAULT_DOCKER_SOCKET, engineError, engineStatus } from './docker-client.js';
+import { engineUserns, hostIdsOf } from './engine-userns.js';
 import { IptablesFirewall, type EgressFirewall } from './egress-firewall.js';
 import { EgressNetworks, type EgressRequest, type EgressSession } from './egress-network.js';
 import { DEFAULT_EGRESS_PROXY_USER } from './egress-proxy-process.js';
@@ -56,7 +66,7 @@ export interface DockerSandboxDriverOptions {
   /** A client to use; otherwise one on `socketPath` (default `/var/run/docker.sock`). */
   docker?: Docker;
   socketPath?: string;
-  /** Who runs inside; never root. Default 1000:1000. */
+  /** Who runs inside; never root. Default 65520:65520 (DEFAULT_SANDBOX_USER). */
   user?: SandboxUser;
   /** How often caps are sampled while a step runs. Default 50 ms. */
   pollIntervalMs?: number;
@@ -199,11 +209,14 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly egress: EgressNetworks;
   /** Egress networks of this driver's sandboxes (container id → session), closed after the sandbox. */
   private readonly egressSessions = new Map<string, EgressSession>();
+  /** The sandbox user as the host sees it (shifted by the engine's userns remapping): owner of its agent socket. */
+  private hostUser: Promise<SandboxUser> | null = null;
 
   constructor(options: DockerSandboxDriverOptions = {}) {
     this.docker = options.docker ?? createDockerClient(options.socketPath ?? DEFAULT_DOCKER_SOCKET);
     this.user = options.user ?? DEFAULT_SANDBOX_USER;
-    if (this.user.uid <= 0 || this.user.gid <= 0) throw new RangeError('the sandbox user must not be root');
+    const problem = sandboxUserProblem(this.user);
+    if (problem !== null) throw new RangeError(problem);
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.transferTimeoutMs = options.transferTimeoutMs ?? 120_000;
     this.probeMode = options.probes ?? 'auto';
@@ -1074,7 +1087,8 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.agentOpening.add(name);
     this.agentWorkerDirs.add(join(this.execAgent.socketRoot, workerId));
     try {
-      const endpoint = await AgentEndpoint.open(join(this.execAgent.socketRoot, workerId, name), this.user, this.execAgent.connectTimeoutMs ?? 5000).catch(
+      const owner = await this.userOnHost();
+      const endpoint = await AgentEndpoint.open(join(this.execAgent.socketRoot, workerId, name), owner, this.execAgent.connectTimeoutMs ?? 5000).catch(
         (error: unknown) => {
           throw new CairnError('E_SANDBOX_START', `opening the exec agent's socket for ${name}: ${error instanceof Error ? error.message : String(error)}`, { name });
         },
@@ -1084,6 +1098,18 @@ export class DockerSandboxDriver implements SandboxDriver {
     } finally {
       this.agentOpening.delete(name);
     }
+  }
+
+  /** Asked of the engine once; a failed answer is asked again next time. */
+  private userOnHost(): Promise<SandboxUser> {
+    this.hostUser ??= engineUserns(this.docker).then(
+      (userns) => hostIdsOf(this.user, userns),
+      (error: unknown) => {
+        this.hostUser = null;
+        throw error;
+      },
+    );
+    return this.hostUser;
   }
 
   private async closeAgent(name: string): Promise<void> {

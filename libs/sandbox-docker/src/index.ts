@@ -1,8 +1,12 @@
 export {
   DEFAULT_SANDBOX_USER,
   hardenedContainerOptions,
+  MASKED_PATHS,
   NO_RESOLVER,
+  READONLY_PATHS,
   SANDBOX_ENV,
+  SANDBOX_HOSTNAME,
+  sandboxUserProblem,
   SECRETS_DIR,
   SECRETS_TMPFS_MIB,
   secretsTmpfsOptions,
@@ -12,6 +16,8 @@ export {
 export type { SandboxNetwork, SandboxUser } from './container-config.js';
 export { createDockerClient, DEFAULT_DOCKER_SOCKET, DOCKER_API_VERSION, engineError, engineStatus, isEngineUnreachable } from './docker-client.js';
 export { DockerSandboxDriver } from './docker-sandbox.driver.js';
+export { engineUserns, hostIdsOf, parseEngineUserns } from './engine-userns.js';
+export type { EngineUserns } from './engine-userns.js';
 export type { DockerCreateOptions, DockerSandboxDriverOptions, SandboxEgress } from './docker-sandbox.driver.js';
 export { addressAllowed, canonicalAddress, classifyAddress } from './egress-address.js';
 export type { AddressClass } from './egress-address.js';
@@ -32,8 +38,10 @@ export type { EgressResolver } from './egress-resolver.js';
 export {
   AGENT_DIR_IN_SANDBOX,
   AGENT_PATH_IN_SANDBOX,
+  AGENT_SOCKET_IN_SANDBOX,
   AgentChannel,
   AgentEndpoint,
+  agentBinds,
   BUNDLED_AGENT_BINARY,
   bundledExecAgent,
   defaultAgentSocketRoot,
@@ -54,6 +62,8 @@ export {
   listCairnImages,
 } from './images.js';
 export type { BuiltImage, BusyboxImageOptions, CairnImage, DebianImageOptions, ImageBuildOptions } from './images.js';
+export { FLAG_FILTERED_SYSCALLS, REFUSED_SYSCALLS, SECCOMP_PROBE_BINARY, sandboxSeccomp } from './seccomp-profile.js';
+export type { SandboxSeccomp, SeccompProfile, SeccompRule } from './seccomp-profile.js';
 export { elfNeedsLoader } from './static-elf.js';
 export { WarmPoolBook, warmProfileId } from './warm-pool.js';
 export type { WarmEntry, WarmPoolLimits, WarmProfile, WarmRecipe } from './warm-pool.js';

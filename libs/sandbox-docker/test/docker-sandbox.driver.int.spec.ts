@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerSandboxDriver } from '../src/index.js';
+import { DockerSandboxDriver, sandboxSeccomp } from '../src/index.js';
 import { codeOf, sandboxFixture, text } from './sandbox.fixture.js';
 
 const fx = sandboxFixture('drv');
@@ -23,9 +23,9 @@ const run = (argv: string[], extra: { stdin?: Uint8Array; env?: Record<string, s
   fx.driver.exec(sandbox, { argv, timeoutMs: 20_000, maxOutputBytes: 1 << 20, ...extra });
 
 describe('hardening, seen from inside the sandbox', () => {
-  it('runs as uid/gid 1000 with no capabilities, no_new_privs and the default seccomp filter', async () => {
-    expect(text((await run(['id', '-u'])).stdout).trim()).toBe('1000');
-    expect(text((await run(['id', '-g'])).stdout).trim()).toBe('1000');
+  it("runs as the sandbox's own uid/gid (65520), with no capabilities, no_new_privs and a seccomp filter", async () => {
+    expect(text((await run(['id', '-u'])).stdout).trim()).toBe('65520');
+    expect(text((await run(['id', '-g'])).stdout).trim()).toBe('65520');
     const status = text((await run(['cat', '/proc/self/status'])).stdout);
     for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(status).toMatch(new RegExp(`${cap}:\\s+0{16}\\n`));
     expect(status).toMatch(/NoNewPrivs:\s+1\n/);
@@ -77,7 +77,7 @@ describe('hardening, seen from inside the sandbox', () => {
     const host = info.HostConfig;
     expect(host.ReadonlyRootfs).toBe(true);
     expect(host.CapDrop).toEqual(['ALL']);
-    expect(host.SecurityOpt).toEqual(['no-new-privileges']);
+    expect(host.SecurityOpt).toEqual(['no-new-privileges', sandboxSeccomp().securityOpt]);
     expect(host.Privileged).toBe(false);
     expect(host.Init).toBe(true);
     expect(host.NetworkMode).toBe('none');
@@ -90,7 +90,7 @@ describe('hardening, seen from inside the sandbox', () => {
     // The only binds are the exec agent's (its binary and its socket's directory), both read-only.
     expect((host.Binds ?? []).map((bind) => bind.split(':').slice(1).join(':'))).toEqual(['/.cairn/agent:ro', '/.cairn/run:ro']);
     expect(host.Devices ?? []).toEqual([]);
-    expect(info.Config.User).toBe('1000:1000');
+    expect(info.Config.User).toBe('65520:65520');
     expect(info.Name).toBe(`/${sandbox.name}`);
     expect(info.Config.Labels).toMatchObject({ 'io.cairn.managed': '1', 'io.cairn.worker': fx.workerId, 'io.cairn.chain': sandbox.chainId });
     expect(sandbox.imageId).toMatch(/^sha256:/);

@@ -39,9 +39,9 @@ describe('putSecrets', () => {
     expect(text((await exec(['cat', '/run/secrets/API_TOKEN'])).stdout)).toBe(VALUE);
     expect(text((await exec(['cat', '/run/secrets/OTHER_ONE'])).stdout)).toBe(OTHER);
     const listing = text((await exec(['ls', '-ln', '/run/secrets'])).stdout);
-    expect(listing).toMatch(/-r--r----- +1 +0 +1000 .* API_TOKEN/);
-    expect(listing).toMatch(/-r--r----- +1 +0 +1000 .* OTHER_ONE/);
-    expect(text((await exec(['stat', '-c', '%a %u %g', '/run/secrets'])).stdout).trim()).toBe('750 0 1000');
+    expect(listing).toMatch(/-r--r----- +1 +0 +65520 .* API_TOKEN/);
+    expect(listing).toMatch(/-r--r----- +1 +0 +65520 .* OTHER_ONE/);
+    expect(text((await exec(['stat', '-c', '%a %u %g', '/run/secrets'])).stdout).trim()).toBe('750 0 65520');
   });
 
   it('lets the sandbox change nothing there: no write, no new file, no chmod, no removal, no rename', async () => {

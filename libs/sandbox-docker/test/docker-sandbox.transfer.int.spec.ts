@@ -2,7 +2,7 @@ import type { SandboxHandle } from '@cairn/sandbox';
 import { uniqueName } from '@cairn/testing';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUSYBOX_IMAGE_TAG, DockerSandboxDriver } from '../src/index.js';
+import { BUSYBOX_IMAGE_TAG, DEFAULT_SANDBOX_USER, DockerSandboxDriver } from '../src/index.js';
 import { codeOf, sandboxFixture, text } from './sandbox.fixture.js';
 
 /*
@@ -104,7 +104,7 @@ describe('putSecrets with an image whose own tools are traps', () => {
       expect(text((await run(fx.driver, handle, 'head -c 9 /bin/tar')).stdout)).toBe('#!/bin/sh');
       await fx.driver.putSecrets(handle, [{ name: 'TRAP_TOKEN', value: new Uint8Array(Buffer.from(VALUE)) }]);
       expect(text((await run(fx.driver, handle, 'cat /run/secrets/TRAP_TOKEN')).stdout)).toBe(VALUE);
-      expect(text((await run(fx.driver, handle, 'stat -c "%a %u %g" /run/secrets/TRAP_TOKEN')).stdout).trim()).toBe('440 0 1000');
+      expect(text((await run(fx.driver, handle, 'stat -c "%a %u %g" /run/secrets/TRAP_TOKEN')).stdout).trim()).toBe(`440 0 ${DEFAULT_SANDBOX_USER.gid}`);
       const looked = await run(fx.driver, handle, 'ls /tmp/marker /tmp/stolen 2>&1; grep -rl "' + VALUE + '" /tmp /work /out 2>/dev/null; true');
       expect(text(looked.stdout)).not.toContain(VALUE);
       expect(text(looked.stdout)).toMatch(/No such file/);

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_EGRESS_PROXY_USER, EgressProxyProcess, staticResolver } from '../src/index.js';
+import { DEFAULT_EGRESS_PROXY_USER, DEFAULT_SANDBOX_USER, EgressProxyProcess, staticResolver } from '../src/index.js';
 import type { EgressDenial, EgressProxyProcessOptions } from '../src/index.js';
 import { codeOf, pidAlive } from './sandbox.fixture.js';
 
@@ -89,7 +89,7 @@ describe('the egress proxy process', () => {
         expect(gids).toEqual([65_530, 65_530, 65_530, 65_530]);
         expect(/^Groups:\s*$/m.test(status)).toBe(true);
       }
-      for (const id of [...uids, ...gids]) expect([0, 1000]).not.toContain(id);
+      for (const id of [...uids, ...gids]) expect([0, DEFAULT_SANDBOX_USER.uid, DEFAULT_SANDBOX_USER.gid]).not.toContain(id);
       const environ = await readFile(`/proc/${proxy.pid}/environ`, 'utf8');
       expect(environ).toBe('');
 

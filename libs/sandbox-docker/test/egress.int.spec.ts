@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUSYBOX_IMAGE_TAG, DockerSandboxDriver, IptablesFirewall, staticResolver } from '../src/index.js';
+import { BUSYBOX_IMAGE_TAG, DEFAULT_SANDBOX_USER, DockerSandboxDriver, IptablesFirewall, staticResolver } from '../src/index.js';
 import type { EgressDenial, EgressFirewall, EgressRequest } from '../src/index.js';
 import { codeOf, sandboxFixture, text } from './sandbox.fixture.js';
 
@@ -216,7 +216,7 @@ describe('an egress sandbox', () => {
     const status = await readFile(`/proc/${seen.proxyPid}/status`, 'utf8');
     expect(Number(/^PPid:\s+(\d+)/m.exec(status)?.[1])).toBe(process.pid);
     const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-    expect([0, 1000]).not.toContain(uid);
+    expect([0, DEFAULT_SANDBOX_USER.uid]).not.toContain(uid);
     if (process.getuid?.() === 0) expect(uid).toBe(65_530);
     expect(await readFile(`/proc/${seen.proxyPid}/cmdline`, 'utf8')).toContain('egress-proxy.child.js');
     // The runtime's own process listens on nothing of the sandbox's: the port is the child's.

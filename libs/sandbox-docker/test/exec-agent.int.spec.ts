@@ -4,7 +4,7 @@ import { chmod, chown, lstat, mkdir, readdir, rm, symlink } from 'node:fs/promis
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_AGENT_BINARY, DockerSandboxDriver } from '../src/index.js';
+import { BUNDLED_AGENT_BINARY, DEFAULT_SANDBOX_USER, DockerSandboxDriver } from '../src/index.js';
 import { codeOf, sandboxFixture, text } from './sandbox.fixture.js';
 
 /*
@@ -152,7 +152,7 @@ describe('the exec agent', () => {
     expect((await lstat(join(socketRoot, `${fx.workerId}-p2`))).isSymbolicLink()).toBe(true);
     // The worker's directory open to others, or someone else's.
     expect(await refused(`${fx.workerId}-p3`, (dir) => mkdir(dir, { mode: 0o700 }).then(() => chmod(dir, 0o755)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
-    expect(await refused(`${fx.workerId}-p4`, (dir) => mkdir(dir, { mode: 0o700 }).then(() => chown(dir, 1000, 1000)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
+    expect(await refused(`${fx.workerId}-p4`, (dir) => mkdir(dir, { mode: 0o700 }).then(() => chown(dir, DEFAULT_SANDBOX_USER.uid, DEFAULT_SANDBOX_USER.gid)))).toEqual({ code: 'E_SANDBOX_START', left: 0 });
     // The socket root itself a link.
     const linkedRoot = join('/tmp', `cairn-agent-link-${process.pid}`);
     await symlink(socketRoot, linkedRoot);
@@ -166,7 +166,7 @@ describe('the exec agent', () => {
     const made = await lstat(join(socketRoot, fx.workerId));
     expect([made.mode & 0o777, made.uid]).toEqual([0o700, process.getuid?.()]);
     const sandboxDir = await lstat(join(socketRoot, fx.workerId, sandbox.name));
-    expect([sandboxDir.mode & 0o777, sandboxDir.uid]).toEqual([0o700, 1000]);
+    expect([sandboxDir.mode & 0o777, sandboxDir.uid]).toEqual([0o700, DEFAULT_SANDBOX_USER.uid]);
   });
 
   it('does not start a sandbox when something else connects first and cannot show the token', async () => {

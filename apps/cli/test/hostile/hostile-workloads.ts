@@ -1,8 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'vitest';
 import { SINK_PORT } from './egress-sink.js';
 import type { EgressSink } from './egress-sink.js';
+
+// Loaded lazily, as everywhere in the CLI: the sandbox user, Cairn's seccomp profile and the probe's path.
+const { DEFAULT_SANDBOX_USER, SECCOMP_PROBE_BINARY, sandboxSeccomp } = await import('@cairn/sandbox-docker');
 
 /*
  * The hostile workloads, one row each: what a user (or an agent) submits, and what Cairn must do
@@ -145,6 +149,33 @@ const BESIDE_REFUSED_SHA256 = createHash('sha256').update(BESIDE_REFUSED).digest
 async function nothingCollected({ receipts, artifact }: WorkloadContext): Promise<void> {
   expect(receipts.find((r) => r.type === 'run.executed')).toBeUndefined();
   await expect(artifact(BESIDE_REFUSED_SHA256)).rejects.toThrow();
+}
+
+/**
+ * The seccomp probe (libs/sandbox-docker/agent/seccomp-probe.c, built by `npm run build` with the
+ * host's C compiler): a few kilobytes, sent as an input file of the RunSpec like any user's program.
+ */
+function seccompProbe(): string {
+  if (!existsSync(SECCOMP_PROBE_BINARY)) throw new Error(`npm run build compiles the seccomp probe (needs gcc) at ${SECCOMP_PROBE_BINARY}`);
+  return readFileSync(SECCOMP_PROBE_BINARY).toString('base64');
+}
+
+/** What the probe must report for each call in a sandbox: refused (ENOSYS for clone3, as Docker's profile has it). */
+const PROBE_REFUSED: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(
+    [
+      'io_uring_setup', 'io_uring_enter', 'io_uring_register', 'ptrace', 'keyctl', 'add_key', 'request_key', 'bpf', 'userfaultfd', 'perf_event_open',
+      'mount', 'umount2', 'mount_setattr', 'open_tree', 'fsconfig', 'fsopen', 'fsmount', 'move_mount', 'fspick', 'pivot_root',
+    ].map((name) => [name, 'EPERM']),
+  ),
+  clone_newuser: 'EPERM',
+  clone3_newuser: 'ENOSYS',
+  unshare_newuser: 'EPERM',
+};
+
+/** The `sandbox.created` receipt's hardening. */
+function createdHardening(receipts: readonly Record<string, unknown>[]): Record<string, unknown> {
+  return (receipts.find((r) => r.type === 'sandbox.created')?.hardening ?? {}) as Record<string, unknown>;
 }
 
 const MEMORY_BALLOON = 'x=aaaaaaaaaaaaaaaa; while :; do x="$x$x"; done';
@@ -354,6 +385,52 @@ export const HOSTILE_WORKLOADS: readonly HostileWorkload[] = [
         expect(await sink.connections()).toBe(1);
         await sink.touch();
         expect(await sink.connections()).toBe(2);
+      },
+    },
+  },
+  {
+    // A static program calling each syscall Cairn's seccomp profile refuses, and printing the
+    // errno it got: EPERM (ENOSYS for clone3); a plain fork still works, and so does the next step.
+    id: 'seccomp-refused-syscalls',
+    title: 'io_uring, ptrace, keyrings, bpf, userfaultfd, perf events, new user namespaces and every mount call',
+    spec: run(
+      steps(['/work/seccomp-probe'], sh('echo hello | sha256sum && (sleep 0.1 & wait) && tar -cf /tmp/w.tar -C /work . && tar -tf /tmp/w.tar | grep -c seccomp-probe')),
+      { files: [{ path: '/work/seccomp-probe', content: seccompProbe(), encoding: 'base64', mode: 0o755 }] },
+    ),
+    expect: {
+      kind: 'run',
+      state: 'SEALED',
+      errorCode: null,
+      step: { index: 0, exitCode: 0, stdout: /\ndone\n$/ },
+      stepsCompleted: 2,
+      check: async (ctx) => {
+        const report = (await ctx.artifact(stepReceipt(ctx.receipts, 0).stdout_sha256 as string)).toString('utf8').trim().split('\n');
+        expect(report.pop()).toBe('done');
+        expect(Object.fromEntries(report.map((line) => line.split(' ')))).toEqual({ ...PROBE_REFUSED, clone_plain: 'ok', getpid: 'ok' });
+        await expectStdout(ctx, 1, '5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  -\n1\n');
+        // The profile in force is Cairn's, by its hash, as the engine reported it.
+        expect(createdHardening(ctx.receipts)).toMatchObject({ seccomp: 'custom', seccomp_profile_sha256: sandboxSeccomp().sha256.slice('sha256:'.length) });
+      },
+    },
+  },
+  {
+    // The sandbox's own uid and gid: no account of the host; the image need not name it (the
+    // shared image may predate it, and then `id` shows numbers only).
+    id: 'sandbox-user',
+    title: "who the workload runs as, and what it owns",
+    spec: run(steps(['id'], sh('echo "$HOME"; stat -c "%n %u %g %a" /work /out /run/secrets; touch /work/mine && stat -c "%u %g" /work/mine'))),
+    expect: {
+      kind: 'run',
+      state: 'SEALED',
+      errorCode: null,
+      step: { index: 0, exitCode: 0, stdout: /^uid=65520(\(sandbox\))? gid=65520(\(sandbox\))? groups=65520(\(sandbox\))?\n$/ },
+      stepsCompleted: 2,
+      check: async (ctx) => {
+        await expectStdout(ctx, 1, '/work\n/work 65520 65520 755\n/out 65520 65520 755\n/run/secrets 0 65520 750\n65520 65520\n');
+        const passwd = await readFile('/etc/passwd', 'utf8');
+        expect(passwd.split('\n').some((line) => line.split(':')[2] === String(DEFAULT_SANDBOX_USER.uid))).toBe(false);
+        // This engine does not remap user namespaces: the receipt says so.
+        expect(createdHardening(ctx.receipts)).toMatchObject({ user: '65520:65520', userns_remap: false, no_new_privileges: true });
       },
     },
   },
