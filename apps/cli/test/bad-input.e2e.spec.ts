@@ -78,6 +78,13 @@ describe('the recorder hears what the CLI sends', () => {
     expect(JSON.parse(cli.stdout)).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE' } });
     expect(sent.map((r) => `${r.method} ${r.url.replace(/^\/case-\d+/, '')}`)).toEqual(['POST /v1/runs']);
   });
+
+  it('a spec whose file is binary, NUL bytes and all, base64-encoded, is submitted to it too', async () => {
+    const content = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x00, 0x00, 0x01]).toString('base64');
+    const { cli, sent } = await cairn(['run', await specFile('binary.yaml', `${VALID_YAML}files:\n  - { path: /work/a.bin, encoding: base64, content: "${content}" }\n`), '--json']);
+    expect(cli.code, cli.stdout + cli.stderr).toBe(1);
+    expect(sent.map((r) => `${r.method} ${r.url.replace(/^\/case-\d+/, '')}`)).toEqual(['POST /v1/runs']);
+  });
 });
 
 describe('cairn run <spec.yaml>: exit 2, E_INPUT naming the field, nothing sent', () => {
@@ -93,6 +100,11 @@ describe('cairn run <spec.yaml>: exit 2, E_INPUT naming the field, nothing sent'
     ['workdir /proc/self/fd/3', 'name: x\nsteps:\n  - argv: [ls]\n    workdir: /proc/self/fd/3\n', 'steps[0].workdir:'],
     ['an input file at the Docker socket', `${VALID_YAML}files:\n  - { path: /var/run/docker.sock, content: x }\n`, 'files[0].path:'],
     ['a NUL byte in argv', 'name: x\nsteps:\n  - argv: [sh, "-c\\0rm -rf /work"]\n', 'steps[0].argv[1]:'],
+    ['a NUL byte in claim.statement', `${VALID_YAML}claim:\n  statement: "holds\\0"\n  checks:\n    - { id: exit, source: "steps[0].exit_code", op: eq, value: 0 }\n`, 'claim.statement: a statement may not contain NUL (U+0000)'],
+    ['a NUL byte in a utf8 file', `${VALID_YAML}files:\n  - { path: /work/a.bin, content: "ELF\\0" }\n`, 'files[0].content: file content may not contain NUL (U+0000); send a binary file base64-encoded'],
+    ['a NUL byte in a check value', `${VALID_YAML}checks:\n  - { id: out, source: "steps[0].stdout", op: contains, value: "hello\\0", weight: 1 }\n`, 'checks[0].value: a check value may not contain NUL'],
+    ['a NUL byte in an environment value', 'name: x\nsteps:\n  - argv: [env]\n    env: { A: "x\\0y" }\n', 'steps[0].env.A: an environment value may not contain NUL'],
+    ['a NUL byte in the name', 'name: "a\\0b"\nsteps:\n  - argv: [echo]\n', 'name: no control characters'],
     ['a BEL in the name', 'name: "ding\\a"\nsteps:\n  - argv: [echo]\n', 'name: no control characters'],
     ['a Cyrillic letter in the job name', `${VALID_YAML}job: n${CYRILLIC_A}ghtly\n`, 'job:'],
     ['a key given twice', 'name: a\nname: b\nsteps:\n  - argv: [echo]\n', 'Map keys must be unique'],
@@ -112,6 +124,15 @@ describe('cairn run <spec.json>: exit 2, E_INPUT naming the field, nothing sent'
     ['a key spelt twice, once with an escape', '{"name":"a","n\\u0061me":"b","steps":[{"argv":["echo"]}]}', 'name: duplicate key'],
     ['nesting 10 000 levels deep', `{"name":"a","steps":[{"argv":["echo"]}],"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`, 'JSON nested deeper than 64 levels'],
     ['a NUL byte in argv', '{"name":"a","steps":[{"argv":["sh","-c\\u0000id"]}]}', 'steps[0].argv[1]:'],
+    ['a NUL byte in claim.statement', '{"name":"a","steps":[{"argv":["true"]}],"claim":{"statement":"holds\\u0000","checks":[{"id":"exit","source":"steps[0].exit_code","op":"eq","value":0}]}}', 'claim.statement: a statement may not contain NUL'],
+    ['a NUL byte in a utf8 file', '{"name":"a","steps":[{"argv":["true"]}],"files":[{"path":"/work/a","content":"a\\u0000b","encoding":"utf8"}]}', 'files[0].content: file content may not contain NUL'],
+    ['a NUL byte in a claim check value', '{"name":"a","steps":[{"argv":["true"]}],"claim":{"checks":[{"id":"out","source":"steps[0].stdout","op":"not_contains","value":"\\u0000"}]}}', 'claim.checks[0].value: a check value may not contain NUL'],
+    [
+      'a NUL byte in a gate check value',
+      '{"name":"a","steps":[{"argv":["true"]},{"name":"patch","argv":["true"]},{"argv":["true"]}],"outputs":["/out"],"gate":{"patchStep":"patch","patch":"/out/fix.diff","checks":[{"id":"same","before":"steps[0].stdout","after":"steps[2].stdout","op":"eq","value":"ok\\u0000"}]}}',
+      'gate.checks[0].value: a check value may not contain NUL',
+    ],
+    ['a lone surrogate in claim.statement', '{"name":"a","steps":[{"argv":["true"]}],"claim":{"statement":"half \\ud83d","checks":[{"id":"exit","source":"steps[0].exit_code","op":"eq","value":0}]}}', 'claim.statement: a statement may not contain a lone surrogate'],
     ['a __proto__ member', '{"name":"a","steps":[{"argv":["echo"]}],"__proto__":{"privileged":true}}', '__proto__'],
     ['a shell string instead of a spec', '"echo hi && rm -rf /"', '(root)'],
     ['privileged on a step', '{"name":"a","steps":[{"argv":["id"],"privileged":true}]}', 'steps[0].privileged: unknown field'],

@@ -46,7 +46,8 @@ let jsm: JetStreamManager;
 let keysDb: DataSource;
 let liveRunId: string;
 const services: ServiceProcess[] = [];
-const keys = { writer: '', other: '', expired: '', revoked: '', writerPrefix: '' };
+const keys = { writer: '', other: '', expired: '', revoked: '', writerPrefix: '', admin: '' };
+const NUL = '\u0000';
 
 interface Footprint {
   commands: number;
@@ -54,15 +55,19 @@ interface Footprint {
   runs: number;
   sandboxes: number;
   events: number;
+  poisoned: number;
+  webhooks: number;
 }
 
-/** Everything a request could have changed: the command and evidence streams, the projections. */
+/** Everything a request could have changed: the command and evidence streams, the projections (and what they refused), the webhooks. */
 async function footprint(): Promise<Footprint> {
   const lastSeq = async (stream: string) => (await jsm.streams.info(stream).catch(() => null))?.state.last_seq ?? 0;
-  const [[runs], [sandboxes], [events]] = await Promise.all([
+  const [[runs], [sandboxes], [events], [poisoned], [webhooks]] = await Promise.all([
     keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM runs'),
     keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM sandboxes'),
     keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM evidence_events'),
+    keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM poison_events'),
+    keysDb.query<{ n: number }[]>('SELECT count(*)::int AS n FROM webhooks'),
   ]);
   return {
     commands: await lastSeq(config.CAIRN_COMMAND_STREAM),
@@ -70,6 +75,8 @@ async function footprint(): Promise<Footprint> {
     runs: runs!.n,
     sandboxes: sandboxes!.n,
     events: events!.n,
+    poisoned: poisoned!.n,
+    webhooks: webhooks!.n,
   };
 }
 
@@ -189,6 +196,7 @@ beforeAll(async () => {
   keys.writer = writer.key;
   keys.writerPrefix = writer.prefix;
   keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
+  keys.admin = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['admin'] })).key;
   keys.expired = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'], expiresAt: new Date(Date.now() - 1000) })).key;
   const revoked = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
   await revokeApiKey(keysDb, revoked.id);
@@ -386,6 +394,111 @@ describe('ids and names: look-alike and control characters', () => {
     ['a Cyrillic letter in an environment name', { ...SPEC, steps: [{ argv: ['id'], env: { ['P\u0410TH']: '/tmp' } }] }, 'steps[0].env'],
   ])('E_INPUT for %s', async (_what, body, mentions) => {
     await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
+  });
+});
+
+describe('text a receipt or a projection stores: a NUL (U+0000) is refused at the edge, naming the field', () => {
+  const checks = [{ id: 'exit', source: 'steps[0].exit_code', op: 'eq', value: 0 }];
+  const gated = (value: string) => ({
+    name: 'gated',
+    steps: [{ argv: ['true'] }, { name: 'patch', argv: ['true'] }, { argv: ['true'] }],
+    outputs: ['/out'],
+    gate: { patchStep: 'patch', patch: '/out/fix.diff', checks: [{ id: 'same', before: 'steps[0].stdout', after: 'steps[2].stdout', op: 'eq', value }] },
+  });
+  const step = (more: Record<string, unknown>) => ({ ...SPEC, steps: [{ argv: ['echo', 'hi'], ...more }] });
+  it.each([
+    ['claim.statement', { ...SPEC, claim: { statement: `holds${NUL}`, checks } }, 'claim.statement: a statement may not contain NUL (U+0000)'],
+    ['a file with no encoding (utf8)', { ...SPEC, files: [{ path: '/work/a', content: `ELF${NUL}` }] }, 'files[0].content: file content may not contain NUL (U+0000); send a binary file base64-encoded'],
+    ['a file with encoding utf8', { ...SPEC, files: [{ path: '/work/a', content: `a${NUL}b`, encoding: 'utf8' }] }, 'files[0].content: file content may not contain NUL'],
+    ['a check value', { ...SPEC, checks: [{ id: 'out', source: 'steps[0].stdout', op: 'contains', value: `hello${NUL}`, weight: 1 }] }, 'checks[0].value: a check value may not contain NUL'],
+    ['an eq check value', { ...SPEC, checks: [{ id: 'out', source: 'steps[0].stdout', op: 'eq', value: `hello${NUL}\n`, weight: 1 }] }, 'checks[0].value: a check value may not contain NUL'],
+    ['a claim check value', { ...SPEC, claim: { checks: [{ id: 'out', source: 'steps[0].stdout', op: 'not_contains', value: NUL }] } }, 'claim.checks[0].value: a check value may not contain NUL'],
+    ['a gate check value', gated(`ok${NUL}`), 'gate.checks[0].value: a check value may not contain NUL'],
+    ['the run name', { ...SPEC, name: `a${NUL}b` }, 'name: no control characters'],
+    ['the job name', { ...SPEC, job: `nightly${NUL}` }, 'job:'],
+    ['a step name', step({ name: `build${NUL}` }), 'steps[0].name:'],
+    ['the image', { ...SPEC, image: `cairn/sandbox:1${NUL}` }, 'image:'],
+    ['an environment name', step({ env: { [`A${NUL}B`]: '1' } }), 'steps[0].env'],
+    ['the workdir', step({ workdir: `/work/a${NUL}b` }), 'steps[0].workdir:'],
+    ['an input file path', { ...SPEC, files: [{ path: `/work/a${NUL}b`, content: 'x' }] }, 'files[0].path:'],
+    ['the encoding', { ...SPEC, files: [{ path: '/work/a', content: 'x', encoding: `utf8${NUL}` }] }, 'files[0].encoding:'],
+    ['an output path', { ...SPEC, outputs: [`/out/a${NUL}`] }, 'outputs[0]:'],
+    ['an egress host', { ...SPEC, network: { egress: [`pypi.org${NUL}:443`] } }, 'network'],
+    ['a secret name', { ...SPEC, secrets: [`API${NUL}KEY`] }, 'secrets[0]:'],
+    ['a check id', { ...SPEC, checks: [{ id: `out${NUL}`, source: 'steps[0].exit_code', op: 'eq', value: 0, weight: 1 }] }, 'checks[0].id:'],
+    ['a check source', { ...SPEC, checks: [{ id: 'out', source: `steps[0].exit_code${NUL}`, op: 'eq', value: 0, weight: 1 }] }, 'checks[0].source:'],
+    ['a check op', { ...SPEC, checks: [{ id: 'out', source: 'steps[0].exit_code', op: `eq${NUL}`, value: 0, weight: 1 }] }, 'checks[0].op:'],
+    ['the gate patch path', { ...gated('ok'), gate: { ...gated('ok').gate, patch: `/out/fix${NUL}.diff` } }, 'gate.patch:'],
+    ['the gate patch step', { ...gated('ok'), gate: { ...gated('ok').gate, patchStep: `patch${NUL}` } }, 'gate.patchStep:'],
+    ['a member name', { ...SPEC, [`na${NUL}me`]: 'x' }, 'unknown field'],
+    ['claim.statement, a lone surrogate', { ...SPEC, claim: { statement: 'half \ud83d', checks } }, 'claim.statement: a statement may not contain a lone surrogate'],
+  ])('E_INPUT for NUL in %s', async (_what, body, mentions) => {
+    await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
+  });
+
+  it.each([
+    ['an environment value', { env: { A: `x${NUL}y` } }, 'env.A: an environment value may not contain NUL'],
+    ['a file', { files: [{ path: '/work/a.py', content: `print(1)${NUL}` }] }, 'files[0].content: file content may not contain NUL'],
+    ['a file path', { files: [{ path: `/work/a${NUL}.py`, content: 'x' }] }, 'files[0].path:'],
+    ['the image', { image: `cairn/sandbox:1${NUL}` }, 'image:'],
+    ['a secret name', { secrets: [`API${NUL}KEY`] }, 'secrets[0]:'],
+    ['an egress host', { network: { egress: [`pypi.org:443${NUL}`] } }, 'network'],
+  ])('E_INPUT for a sandbox spec with NUL in %s', async (_what, body, mentions) => {
+    await expectRefused(() => http(base, 'POST', '/v1/sandboxes', { key: keys.writer, body }), 400, 'E_INPUT', mentions);
+  });
+
+  it('E_INPUT for an exec with NUL in its workdir', async () => {
+    await expectRefused(() => http(base, 'POST', '/v1/sandboxes/sbx_nosuchsandbox/exec', { key: keys.writer, body: { argv: ['id'], workdir: `/work/a${NUL}` } }), 400, 'E_INPUT', 'workdir');
+  });
+
+  it('E_INPUT for a cancel whose reason holds NUL (run.cancel_requested would carry it), and the live run is untouched', async () => {
+    await expectRefused(() => http(base, 'POST', `/v1/runs/${liveRunId}/cancel`, { key: keys.writer, body: { reason: `stop${NUL}` } }), 400, 'E_INPUT', 'reason: a reason may not contain NUL (U+0000)');
+    const run = await http(base, 'GET', `/v1/runs/${liveRunId}`, { key: keys.writer });
+    expect(run.body).toMatchObject({ state: 'SUBMITTED', eventCount: 1 });
+  });
+
+  it('E_INPUT for an approval whose comment holds NUL (approval.granted would carry it)', async () => {
+    await expectRefused(
+      () => http(base, 'POST', `/v1/runs/${liveRunId}/approvals`, { key: keys.admin, body: { decision: 'approve', comment: `fine${NUL}` } }),
+      400,
+      'E_INPUT',
+      'comment: a comment may not contain NUL (U+0000)',
+    );
+  });
+
+  it.each([
+    ['its description', { url: 'http://127.0.0.1:9/cairn', events: ['run.*'], description: `ops${NUL}` }, 'description: a description may not contain NUL (U+0000)'],
+    ['its URL', { url: `http://127.0.0.1:9/cairn${NUL}`, events: ['run.*'] }, 'url: a URL may not contain NUL (U+0000)'],
+    ['a URL that starts with one (which the URL parser would strip)', { url: `${NUL}http://127.0.0.1:9/cairn`, events: ['run.*'] }, 'url: a URL may not contain NUL'],
+    ['an event pattern', { url: 'http://127.0.0.1:9/cairn', events: [`run.*${NUL}`] }, 'events[0]'],
+  ])('E_INPUT for a webhook with NUL in %s, and none is registered', async (_what, body, mentions) => {
+    await expectRefused(() => http(base, 'POST', '/v1/webhooks', { key: keys.admin, body }), 400, 'E_INPUT', mentions);
+  });
+
+  it('E_INPUT for a secret name with NUL', async () => {
+    await expectRefused(() => http(base, 'PUT', '/v1/secrets/API%00KEY', { key: keys.admin, rawBody: 'a-long-enough-value', headers: { 'content-type': 'text/plain' } }), 400, 'E_INPUT', 'name');
+  });
+});
+
+describe('the NUL that once made a run unreadable', () => {
+  it('NUL in claim.statement is refused; the same claim over a base64 file of NUL bytes is accepted, projected and readable, with nothing poisoned', async () => {
+    const claim = (statement: string) => ({ statement, checks: [{ id: 'exit', source: 'steps[0].exit_code', op: 'eq', value: 0 }] });
+    await expectRefused(() => submitJson({ ...SPEC, name: 'a NUL in the claim', claim: claim(`it holds${NUL}`) }), 400, 'E_INPUT', 'claim.statement');
+
+    const content = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x00, 0x00, 0x00, 0x01, 0x00]).toString('base64');
+    const before = await footprint();
+    const accepted = await submitJson({ ...SPEC, name: 'NUL bytes, base64', files: [{ path: '/work/a.bin', content, encoding: 'base64' }], claim: claim('the file arrives whole') });
+    expect(accepted.status, accepted.text).toBe(202);
+    const runId = SubmitAcceptedSchema.parse(accepted.body).runId;
+    await waitFor('the run projected', async () => (await http(base, 'GET', `/v1/runs/${runId}`, { key: keys.writer })).status === 200);
+    expect((await http(base, 'GET', `/v1/runs/${runId}`, { key: keys.writer })).body).toMatchObject({ runId, name: 'NUL bytes, base64', state: 'SUBMITTED', eventCount: 1 });
+    const events = await http(base, 'GET', `/v1/runs/${runId}/events`, { key: keys.writer });
+    const submitted = (events.body as { items: { type: string; spec: { files: { content: string }[] } }[] }).items[0]!;
+    expect(submitted.type).toBe('run.submitted');
+    expect(Buffer.from(submitted.spec.files[0]!.content, 'base64').includes(0)).toBe(true);
+    const after = await footprint();
+    expect(after.poisoned).toBe(before.poisoned);
+    expect(after.events).toBe(before.events + 1);
   });
 });
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChainLinkSchema, EnvelopeSchema } from './envelope.js';
-import { hasNoNul } from './text-rules.js';
+import { storableText } from './text-rules.js';
 
 /*
  * Building blocks of receipt bodies (snake_case). No defaults and no transforms anywhere in a receipt
@@ -19,10 +19,23 @@ export function receiptSchemaOf<S extends z.ZodRawShape>(body: z.ZodObject<S, z.
   return body.extend(ChainLinkSchema.shape);
 }
 
-/** Free text on the chain: bounded, and no NUL. */
+/** Free text on the chain: bounded, and nothing PostgreSQL or canonical JSON cannot hold (no NUL). */
 export function textSchema(max: number) {
-  return z.string().max(max).refine(hasNoNul, 'no NUL');
+  return z.string().max(max).check(storableText('text'));
 }
+
+/** A JSON value on the chain: as `z.json()`, but no string and no member name holds a NUL. */
+export type StorableJson = string | number | boolean | null | StorableJson[] | { [key: string]: StorableJson };
+export const StorableJsonSchema: z.ZodType<StorableJson> = z.lazy(() =>
+  z.union([
+    z.string().check(storableText('text')),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(StorableJsonSchema),
+    z.record(z.string().check(storableText('a member name')), StorableJsonSchema),
+  ]),
+);
 
 export const TokenSchema = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a token is [a-z0-9_.-], at most 64 characters');
 export const WorkerIdSchema = TokenSchema;

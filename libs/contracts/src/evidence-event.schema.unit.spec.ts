@@ -10,6 +10,7 @@ import {
   parseEvidenceReceipt,
 } from './evidence-event.schema.js';
 import { FINAL_RUN_STATES, RUN_STATES } from './run-state.schema.js';
+import { stringPositions, withChangedText } from './testing/string-positions.js';
 
 const sha = (c: string) => c.repeat(64);
 const caps = { wall_seconds: 600, memory_mib: 1024, pids: 128, disk_mib: 1024, cpus: 1 };
@@ -187,6 +188,82 @@ describe.each(EVENT_TYPES)('%s', (type) => {
     for (const key of required) {
       const { [key]: _dropped, ...rest } = receipt(type) as Record<string, unknown>;
       expect(parseEvidenceReceipt(rest).ok, `${type} without ${key}`).toBe(false);
+    }
+  });
+});
+
+/** More of the optional fields that hold text, beside FIELDS, so each is tried too. */
+const MORE_TEXT: readonly [EventType, Record<string, unknown>][] = [
+  [
+    'run.submitted',
+    {
+      ...FIELDS['run.submitted'],
+      spec: {
+        name: 'demo',
+        steps: [{ name: 'build', argv: ['make'], env: { CI: '1' }, workdir: '/work' }],
+        files: [{ path: '/work/Makefile', content: 'all:\n' }],
+        outputs: ['/out'],
+        checks: [{ id: 'out', source: 'steps[0].stdout', op: 'contains', value: 'ok', weight: 1 }],
+        claim: { statement: 'it builds', checks: [{ id: 'exit', source: 'steps[0].exit_code', op: 'eq', value: 0 }] },
+      },
+    },
+  ],
+  [
+    'policy.decided',
+    {
+      ...FIELDS['policy.decided'],
+      decision: 'hold',
+      step_approvals: [{ approval_id: 'step-0', step_index: 0, reason: 'applies to prod', timeout_seconds: 60 }],
+      network: { egress: ['pypi.org:443'], allow_private: false },
+    },
+  ],
+  ['approval.rejected', { approval_id: 'apr-1', rejected_by: 'key:admin', cause: 'rejected', comment: 'not today' }],
+  [
+    'step.completed',
+    { ...FIELDS['step.completed'], redactions: [{ stream: 'file', path: '/out/x', pattern: 'secret.plain', secret: 'API_TOKEN', count: 1 }], error_code: 'E_TIMEOUT', signal: 'SIGKILL' },
+  ],
+  [
+    'kernel.facts',
+    {
+      facts: { steps: [{ index: 0, name: 'build', signal: null }], artifacts: { '/out/a.tap': { sha256: sha('1'), bytes: 3 } }, tap: { bail_reason: 'disk full', reports: ['/out/a.tap'] } },
+      operations: ['tap_summary'],
+    },
+  ],
+  [
+    'verification.completed',
+    {
+      ...FIELDS['verification.completed'],
+      verdict: 'REJECTED',
+      invariants: [{ id: 'teardown', ok: true, detail: 'gone' }],
+      gate: {
+        passed: false,
+        patch_step: 1,
+        patch_exit_code: 0,
+        patch: { path: '/out/fix.diff', sha256: null, rejected: true },
+        checks: [{ id: 'tests', before: 'contradicted', after: 'contradicted', result: 'failing', detail: 'exit 1 both times' }],
+        detail: 'failing',
+      },
+      error_code: 'E_GATE_FAIL',
+    },
+  ],
+  ['run.cancelled', { cancelled_by: 'key:abc123', reason: 'not needed', error_code: 'E_NO_APPROVAL' }],
+  ['sandbox.requested', { ...FIELDS['sandbox.requested'], spec: { env: { MODE: 'dev' }, files: [{ path: '/work/a.py', content: 'print(1)\n' }], secrets: ['API_TOKEN'] } }],
+  ['secret.redacted', { where: 'receipt', receipt_type: 'step.completed', field: 'artifact_hashes', in_key: true, pattern: 'secret.plain', secret: 'API_TOKEN', count: 1 }],
+];
+
+describe('no string and no member name of a receipt may hold NUL (PostgreSQL cannot store it: the projector would poison the chain)', () => {
+  const cases = [...EVENT_TYPES.map((type) => [type, FIELDS[type]] as const), ...MORE_TEXT];
+
+  it.each(cases)('%s: every place that holds text, as a body (what a service appends) and as a stored receipt', (type, fields) => {
+    const withNul = (text: string) => `${text}\u0000`;
+    const [good, goodBody] = [receipt(type, fields), body(type, fields)];
+    expect(parseEvidenceReceipt(good)).toMatchObject({ ok: true });
+    expect(EVENT_BODY_SCHEMAS[type].safeParse(goodBody).success).toBe(true);
+    for (const position of stringPositions(good)) {
+      expect(parseEvidenceReceipt(withChangedText(good, position, withNul)).ok, `${type} ${position.kind} ${position.path.join('.')}`).toBe(false);
+    }
+    for (const position of stringPositions(goodBody)) {
+      expect(EVENT_BODY_SCHEMAS[type].safeParse(withChangedText(goodBody, position, withNul)).success, `${type} body ${position.kind} ${position.path.join('.')}`).toBe(false);
     }
   });
 });

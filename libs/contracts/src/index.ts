@@ -107,11 +107,13 @@ export {
   SandboxPathSchema,
   SignalSchema,
   StepIndexSchema,
+  StorableJsonSchema,
   TmpfsMountSchema,
   TokenSchema,
   WorkerIdSchema,
 } from './event-fields.schema.js';
-export type { GrantedCaps, LimitKind, Redaction, SandboxHardening } from './event-fields.schema.js';
+export type { GrantedCaps, LimitKind, Redaction, SandboxHardening, StorableJson } from './event-fields.schema.js';
+export { hasNoNul, NO_CONTROL_CHARS, storableText, unstorableText } from './text-rules.js';
 export {
   ApprovalGrantedSchema,
   ApprovalRejectedSchema,

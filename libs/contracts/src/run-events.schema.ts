@@ -15,6 +15,7 @@ import {
   SandboxHardeningSchema,
   SandboxPathSchema,
   StepIndexSchema,
+  StorableJsonSchema,
   textSchema,
   TokenSchema,
   WorkerIdSchema,
@@ -187,7 +188,7 @@ export const RunExecutedSchema = eventBodySchema('run.executed', {
 
 export const KernelFactsSchema = eventBodySchema('kernel.facts', {
   /** Named facts computed by registered operations only: `junit`, `exit_codes`, … → JSON values. */
-  facts: z.record(TokenSchema, z.json()),
+  facts: z.record(TokenSchema, StorableJsonSchema),
   /** The registered operations that produced them. */
   operations: z.array(TokenSchema).max(256),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CairnError } from './error-codes.js';
-import { hasNoNul, NO_CONTROL_CHARS } from './text-rules.js';
+import { NO_CONTROL_CHARS, storableText } from './text-rules.js';
 
 /*
  * The RunSpec: what a client asks Cairn to run (camelCase, like the REST API). These schemas check
@@ -33,7 +33,7 @@ export const EnvNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'an en
 export const SecretNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]{0,63}$/, 'a secret name is [A-Z_][A-Z0-9_]*, at most 64 characters');
 
 /** One argv element: any text but NUL, which cannot cross exec. */
-export const ArgSchema = z.string().max(32_768).refine(hasNoNul, 'an argument may not contain NUL');
+export const ArgSchema = z.string().max(32_768).check(storableText('an argument'));
 
 /** I-3: a command is an argv array, never a shell string. */
 export const ArgvSchema = z
@@ -72,7 +72,7 @@ export const InputPathSchema = sandboxPathSchema(['/work'], false);
 export const OutputPathSchema = sandboxPathSchema(['/work', '/out'], true);
 
 export const EnvSchema = z
-  .record(EnvNameSchema, z.string().max(32_768).refine(hasNoNul, 'an environment value may not contain NUL'))
+  .record(EnvNameSchema, z.string().max(32_768).check(storableText('an environment value')))
   .refine((env) => Object.keys(env).length <= 128, 'at most 128 environment variables');
 
 export const StepNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a step name is [A-Za-z0-9_.-], at most 64 characters');
@@ -93,7 +93,11 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 export const InputFileSchema = z
   .strictObject({
     path: InputPathSchema,
-    content: z.string().max(16 * 1024 * 1024),
+    /** The NUL a binary file holds is in its decoded bytes: base64 text never has one. */
+    content: z
+      .string()
+      .max(16 * 1024 * 1024)
+      .check(storableText('file content', '; send a binary file base64-encoded (encoding: base64)')),
     /** Absent means utf8. */
     encoding: z.enum(['utf8', 'base64']).optional(),
     mode: z.number().int().min(0).max(0o7777).optional(),
@@ -161,7 +165,12 @@ export function sourceArtifactPath(source: string): string | null {
   return ARTIFACT_SOURCE.exec(source)?.[1] ?? null;
 }
 
-export const CheckValueSchema = z.union([z.string().max(65_536), z.number(), z.boolean(), z.null()]);
+export const CheckValueSchema = z.union([
+  z.string().max(65_536).check(storableText('a check value', '; a matches pattern can name it as \\u0000')),
+  z.number(),
+  z.boolean(),
+  z.null(),
+]);
 export type CheckValue = z.infer<typeof CheckValueSchema>;
 
 export const CheckIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a check id is [a-z0-9_.-], at most 64 characters');
@@ -218,7 +227,7 @@ export const ClaimCheckSchema = z.strictObject(checkFields).superRefine(refineCh
 export type ClaimCheck = z.infer<typeof ClaimCheckSchema>;
 
 export const ClaimSchema = z.strictObject({
-  statement: z.string().max(4096).optional(),
+  statement: z.string().max(4096).check(storableText('a statement')).optional(),
   checks: z.array(ClaimCheckSchema).min(1).max(256),
 });
 export type Claim = z.infer<typeof ClaimSchema>;

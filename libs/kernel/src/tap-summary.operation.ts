@@ -38,8 +38,9 @@ export function tapSummary(content: Uint8Array | string): TapParse {
     const line = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
     if (/^bail out!/i.test(line)) {
       s.bailed_out = true;
-      // Cut by code unit, then repaired, so facts never carry a lone surrogate (not canonicalisable).
-      s.bail_reason = line.slice('bail out!'.length).trim().slice(0, MAX_REASON).toWellFormed();
+      // Cut by code unit, then repaired, so facts never carry a lone surrogate (not canonicalisable)
+      // nor a NUL (no receipt holds one: PostgreSQL cannot store it), shown as U+FFFD like bad bytes.
+      s.bail_reason = line.slice('bail out!'.length).trim().slice(0, MAX_REASON).toWellFormed().replaceAll('\u0000', '\uFFFD');
       break;
     }
     const plan = /^1\.\.(\d{1,9})(?:\s|$)/.exec(line);

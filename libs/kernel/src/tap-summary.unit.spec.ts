@@ -53,6 +53,11 @@ describe('tapSummary', () => {
     expect(reason.isWellFormed()).toBe(true);
   });
 
+
+  it('Given a bail out whose reason holds NUL, when summarised, then the NUL is shown as U+FFFD (no receipt can carry one)', () => {
+    const reason = summary(new TextEncoder().encode('1..2\nBail out! disk\u0000full\n')).bail_reason!;
+    expect(reason).toBe('disk\uFFFDfull');
+  });
   it('Given no plan, when summarised, then planned is null and it is not ok even if all pass', () => {
     expect(summary('ok 1\nok 2\n')).toMatchObject({ planned: null, tests: 2, passed: 2, ok: false });
   });

@@ -7,6 +7,7 @@ import {
   RunSpecSchema,
   SandboxSpecSchema,
   Sha256HexSchema,
+  storableText,
   SubmitterPrincipalSchema,
   TenantIdSchema,
 } from '@cairn/contracts';
@@ -35,7 +36,7 @@ export const CancelRunCommandSchema = z.strictObject({
   tenant: TenantIdSchema,
   run_id: RunIdSchema,
   requested_by: ActorSchema,
-  reason: z.string().max(1024).optional(),
+  reason: z.string().max(1024).check(storableText('a reason')).optional(),
 });
 export type CancelRunCommand = z.infer<typeof CancelRunCommandSchema>;
 
@@ -48,7 +49,7 @@ export const ApproveRunCommandSchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
   /** One approval by id; absent: every approval the run awaits now. */
   approval_id: ApprovalIdSchema.optional(),
-  comment: z.string().min(1).max(1024).refine((text) => !text.includes('\u0000'), 'no NUL').optional(),
+  comment: z.string().min(1).max(1024).check(storableText('a comment')).optional(),
 });
 export type ApproveRunCommand = z.infer<typeof ApproveRunCommandSchema>;
 

@@ -77,6 +77,20 @@ describe('ReactionContext: guarded appends', () => {
     await expect(ctx.appendAt(1, 'policy.decided', { decision: 'maybe' })).rejects.toMatchObject({ code: 'E_INTERNAL' });
     expect(await types(ctx.chainId)).toEqual(['run.submitted']);
   });
+
+  it('refuses text no projection could store — a NUL in a message, in a fact, in a fact’s name — and stores nothing (the projector never sees it)', async () => {
+    const ctx = await submittedRun();
+    await expect(ctx.append('run.failed', { error_code: 'E_INTERNAL', message: 'disk\u0000full' })).rejects.toMatchObject({
+      code: 'E_INTERNAL',
+      message: expect.stringContaining('message: text may not contain NUL (U+0000)') as string,
+    });
+    await expect(ctx.appendAt(1, 'kernel.facts', { facts: { tap: { bail_reason: 'disk\u0000full' } }, operations: ['tap_summary'] })).rejects.toMatchObject({
+      code: 'E_INTERNAL',
+      message: expect.stringContaining('facts.tap.bail_reason: text may not contain NUL (U+0000)') as string,
+    });
+    await expect(ctx.appendAt(1, 'kernel.facts', { facts: { artifacts: { '/out/a\u0000b': { bytes: 1 } } }, operations: ['file_digest'] })).rejects.toMatchObject({ code: 'E_INTERNAL' });
+    expect(await types(ctx.chainId)).toEqual(['run.submitted']);
+  });
 });
 
 describe('ReactionContext.causedBy', () => {

@@ -1,4 +1,4 @@
-import { ApprovalIdSchema } from '@cairn/contracts';
+import { ApprovalIdSchema, unstorableText } from '@cairn/contracts';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
@@ -24,7 +24,7 @@ interface ApproveOptions {
 export function approvalBody(options: ApproveOptions): { decision: 'approve' | 'reject'; comment?: string; approvalId?: string } {
   const body: { decision: 'approve' | 'reject'; comment?: string; approvalId?: string } = { decision: options.reject === true ? 'reject' : 'approve' };
   if (options.comment !== undefined) {
-    if (options.comment.length === 0 || options.comment.length > 1024 || options.comment.includes('\u0000')) {
+    if (options.comment.length === 0 || options.comment.length > 1024 || unstorableText(options.comment) !== null) {
       throw usageError('--comment takes 1 to 1024 characters without NUL');
     }
     body.comment = options.comment;

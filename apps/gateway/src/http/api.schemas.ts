@@ -5,6 +5,7 @@ import {
   RunIdSchema,
   RunStateSchema,
   Sha256HexSchema,
+  storableText,
   TenantIdSchema,
   TimestampSchema,
   VerdictSchema,
@@ -99,7 +100,7 @@ export const SubmitAcceptedSchema = z.strictObject({
 export type SubmitAccepted = z.infer<typeof SubmitAcceptedSchema>;
 
 export const CancelRequestSchema = z.strictObject({
-  reason: z.string().min(1).max(1024).optional(),
+  reason: z.string().min(1).max(1024).check(storableText('a reason')).optional(),
 });
 export type CancelRequest = z.infer<typeof CancelRequestSchema>;
 

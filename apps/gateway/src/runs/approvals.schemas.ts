@@ -1,4 +1,4 @@
-import { ApprovalIdSchema, RunIdSchema, RunStateSchema } from '@cairn/contracts';
+import { ApprovalIdSchema, RunIdSchema, RunStateSchema, storableText } from '@cairn/contracts';
 import { z } from 'zod';
 
 /* `POST /v1/runs/:id/approvals`: a person's decision on the approvals a run awaits (camelCase). */
@@ -7,12 +7,7 @@ export const ApprovalRequestSchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
   /** One approval by id (`image`, `egress`, `step-2`); absent: every approval the run awaits now. */
   approvalId: ApprovalIdSchema.optional(),
-  comment: z
-    .string()
-    .min(1)
-    .max(1024)
-    .refine((text) => !text.includes('\u0000'), 'no NUL')
-    .optional(),
+  comment: z.string().min(1).max(1024).check(storableText('a comment')).optional(),
 });
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 

@@ -1,4 +1,4 @@
-import { TimestampSchema } from '@cairn/contracts';
+import { storableText, TimestampSchema } from '@cairn/contracts';
 import { DELIVERY_ID_PATTERN, MAX_FILTER_PATTERNS, MAX_WEBHOOK_URL_LENGTH, WEBHOOK_ID_PATTERN } from '@cairn/webhooks';
 import { z } from 'zod';
 
@@ -9,15 +9,10 @@ export const DeliveryIdSchema = z.string().regex(DELIVERY_ID_PATTERN, 'a deliver
 
 export const WebhookCreateSchema = z.strictObject({
   /** http(s) only; its host must resolve to public addresses (unless the operator allows private ones). */
-  url: z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH),
+  url: z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH).check(storableText('a URL')),
   /** Event types (`run.sealed`), prefixes (`run.*`, `alert.*`) or `*`. */
   events: z.array(z.string().min(1).max(100)).min(1).max(MAX_FILTER_PATTERNS),
-  description: z
-    .string()
-    .min(1)
-    .max(200)
-    .refine((text) => !text.includes('\u0000'), 'no NUL')
-    .optional(),
+  description: z.string().min(1).max(200).check(storableText('a description')).optional(),
 });
 export type WebhookCreate = z.infer<typeof WebhookCreateSchema>;
 
