@@ -188,4 +188,4 @@ export const IdempotencyKeySchema = z
   .regex(/^[\x20-\x7E]+$/, 'printable ASCII only');
 
 /** `Last-Event-ID`: `<chain id>:<seq>` (a run's or a sandbox's chain), as the stream sent it. */
-export const LastEventIdSchema = z.string().regex(/^((?:run|sbx)_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <chain id>:<seq>');
+export const LastEventIdSchema = z.string().regex(/^((?:run|sbx|adm)_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <chain id>:<seq>');
