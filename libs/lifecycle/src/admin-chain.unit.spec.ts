@@ -9,7 +9,7 @@ const CREATE_KEY: AdminCommand = { kind: 'key_create', by: BY, keyId: 'k1', pref
 
 /** Given the receipts `decide` appended so far, when `command` comes: what is decided, and the chain after it. */
 function given(chain: RunChain, command: AdminCommand): AdminDecision {
-  const decision = decideAdmin(foldAdminChain(chain.tenant, chain.receipts as ReceiptEnvelope[]), command);
+  const decision = decideAdmin(foldAdminChain(chain.tenant, chain.receipts), command);
   if (decision.kind === 'append') chain.add(decision.type, { ...decision.fields, causation: decision.causation });
   return decision;
 }
@@ -25,7 +25,7 @@ describe('the admin chain', () => {
     const chain = new RunChain('adm_acme', 'acme');
     expect(given(chain, { kind: 'tenant_create', by: BY })).toEqual({ kind: 'append', type: 'admin.tenant_created', causation: null, fields: { created_by: BY } });
     expect(given(chain, { kind: 'tenant_create', by: 'key:other' })).toEqual({ kind: 'duplicate' });
-    const view = foldAdminChain('acme', chain.receipts as ReceiptEnvelope[]);
+    const view = foldAdminChain('acme', chain.receipts);
     expect(view).toMatchObject({ createdEvent: 'adm_acme:1', headSeq: 1, anomalies: [] });
   });
 
@@ -39,8 +39,8 @@ describe('the admin chain', () => {
     const chain = tenantChain();
     expect(given(chain, CREATE_KEY)).toMatchObject({ kind: 'append', type: 'admin.key_created', causation: 'adm_acme:1', key: 'k1' });
     expect(given(chain, CREATE_KEY)).toEqual({ kind: 'duplicate' });
-    expect(given(chain, { ...CREATE_KEY, scopes: ['admin'] } as AdminCommand)).toMatchObject({ kind: 'refuse', code: 'E_CONFLICT' });
-    const key = foldAdminChain('acme', chain.receipts as ReceiptEnvelope[]).keys.get('k1');
+    expect(given(chain, { ...CREATE_KEY, scopes: ['admin'] })).toMatchObject({ kind: 'refuse', code: 'E_CONFLICT' });
+    const key = foldAdminChain('acme', chain.receipts).keys.get('k1');
     expect(key).toMatchObject({ prefix: 'abcdefgh', scopes: ['runs:read'], rotations: 0, revokedAt: null, createdBy: BY, createdEvent: 'adm_acme:2' });
   });
 
@@ -70,7 +70,7 @@ describe('the admin chain', () => {
     const chain = tenantChain();
     chain.add('admin.key_rotated', { key_id: 'ghost', rotation: 1, grace_until: null, rotated_by: BY });
     chain.add('admin.key_created', { key_id: 'k2', prefix: 'abcdefgh', scopes: ['runs:read'], expires_at: null, created_by: BY, tenant: 'other' });
-    const view = foldAdminChain('acme', chain.receipts as ReceiptEnvelope[]);
+    const view = foldAdminChain('acme', chain.receipts);
     expect(view.anomalies).toHaveLength(2);
     expect(view.keys.size).toBe(0);
     expect(view.headSeq).toBe(3);
