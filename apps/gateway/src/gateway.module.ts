@@ -13,6 +13,11 @@ import { ApiKeyRepository } from './auth/api-key.repository.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
+import { AdminRecorder } from './keys/admin-recorder.js';
+import { KeyAdminRepository } from './keys/key-admin.repository.js';
+import { KeyAdministration } from './keys/key-admin.service.js';
+import { KeysController } from './keys/keys.controller.js';
+import { TenantsController } from './keys/tenants.controller.js';
 import { HealthService } from './health/health.service.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
 import { PolicyController } from './policy/policy.controller.js';
@@ -54,7 +59,19 @@ export class GatewayModule {
   static forRoot(resources: GatewayResources): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [RunsController, SandboxesController, RunApprovalsController, WorkersController, SecretsController, WebhooksController, HealthController, OpenApiController, PolicyController],
+      controllers: [
+        RunsController,
+        SandboxesController,
+        RunApprovalsController,
+        WorkersController,
+        SecretsController,
+        WebhooksController,
+        KeysController,
+        TenantsController,
+        HealthController,
+        OpenApiController,
+        PolicyController,
+      ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
         { provide: GATEWAY_NATS, useValue: resources.nc },
@@ -74,6 +91,9 @@ export class GatewayModule {
         SandboxReadsRepository,
         SandboxOperations,
         HealthService,
+        KeyAdminRepository,
+        KeyAdministration,
+        AdminRecorder,
         { provide: APP_GUARD, useClass: ApiKeyGuard },
       ],
     };

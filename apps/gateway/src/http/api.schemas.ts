@@ -68,7 +68,7 @@ export type Grade = z.infer<typeof GradeSchema>;
 
 export const ProofBundleSchema = z.strictObject({
   format: z.literal(BUNDLE_FORMAT),
-  /** The chain's id: a run's (`run_…`) or a sandbox session's (`sbx_…`). */
+  /** The chain's id: a run's (`run_…`), a sandbox session's (`sbx_…`) or a tenant's admin chain (`adm_…`). */
   runId: ChainIdSchema,
   receipts: z.array(ReceiptSchema),
   /**
