@@ -143,6 +143,17 @@ export class KeyAdministration {
     );
   }
 
+  /**
+   * An act is never on a chain before the creation of the key that did it: the bootstrap key's
+   * (stored at start, recorded by the recorder) is recorded first if it is not yet.
+   */
+  private async recordActor(principal: Principal): Promise<void> {
+    const actor = await this.repository.findKey(principal.keyId, null);
+    if (actor?.unrecorded !== 'created') return;
+    await this.recordCreation(actor);
+    await this.repository.markRecorded(actor.id, 'created');
+  }
+
   /** The key's `admin.key_revoked`: a duplicate when it is there already. */
   async recordRevocation(row: KeyRow, by: string, reason?: string, timeoutMs?: number): Promise<void> {
     await this.recordCreation(row, timeoutMs);
@@ -165,6 +176,7 @@ export class KeyAdministration {
     const by = actorOf(principal);
     const tenantRow = await this.repository.findTenant(tenant);
     if (tenantRow === null) throw new CairnError('E_NOT_FOUND', `no tenant ${tenant}`, { tenant });
+    await this.recordActor(principal);
     await this.recordTenant(tenantRow);
 
     return this.repository.withKeyLock(id, async () => {
@@ -234,6 +246,7 @@ export class KeyAdministration {
 
   async rotateKey(principal: Principal, id: string, graceSeconds: number, now: Date = new Date()): Promise<KeyCreated> {
     await this.ownKey(principal, id);
+    await this.recordActor(principal);
     return this.repository.withKeyLock(id, async () => {
       const row = await this.mustFind(id);
       const status = keyStatus(row, now);
@@ -262,6 +275,7 @@ export class KeyAdministration {
     // Refused from the very next request, before anything else can fail.
     if (await this.repository.revokeKey(id, by)) this.logger.write('info', 'API key revoked', { tenant: row.tenant, key_id: id, prefix: row.prefix, by });
     const revoked = await this.mustFind(id);
+    if (id !== principal.keyId) await this.recordActor(principal);
     if (revoked.unrecorded === 'revoked') await this.recordRevocation(revoked, revoked.revoked_by ?? by, reason);
     return keyView(await this.mustFind(id));
   }
@@ -269,6 +283,7 @@ export class KeyAdministration {
   async createTenant(principal: Principal, id: string): Promise<TenantView> {
     this.mustBeOperator(principal);
     const by = actorOf(principal);
+    await this.recordActor(principal);
     const created = await this.repository.insertTenant(id, by);
     const row = await this.repository.findTenant(id);
     if (row === null) throw new CairnError('E_UNAVAILABLE', `tenant ${id} vanished while being created; retry`, { id });
