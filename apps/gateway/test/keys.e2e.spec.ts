@@ -319,4 +319,22 @@ describe('the admin chain', () => {
       if (intake.child.exitCode !== null || intake.child.signalCode !== null) intake = startServiceProcess('intake', INTAKE_MAIN, env);
     }
   }, 90_000);
+
+  it('rotates the bootstrap key; a gateway started again with its earlier secret does not register it', async () => {
+    const rotated = KeyCreatedSchema.parse((await call('POST', `/v1/keys/${operatorId}/rotate`, OPERATOR_KEY, {})).body);
+    expect(rotated).toMatchObject({ id: operatorId, prefix: 'keysopgw', rotations: 1 });
+    expect((await call('GET', '/v1/tenants', OPERATOR_KEY)).status).toBe(401);
+    expect((await call('GET', '/v1/tenants', rotated.key)).status).toBe(200);
+    const lines: string[] = [];
+    const again = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void lines.push(line)) });
+    try {
+      expect(lines.join('\n')).toContain('earlier secret of a rotated key');
+      expect((await http(again.url, 'GET', '/v1/tenants', { key: OPERATOR_KEY })).status).toBe(401);
+      expect((await http(again.url, 'GET', '/v1/tenants', { key: rotated.key })).status).toBe(200);
+      const [row] = await sql<{ n: string }>(`SELECT count(*) AS n FROM api_keys WHERE prefix = 'keysopgw'`);
+      expect(row?.n).toBe('1');
+    } finally {
+      await again.close();
+    }
+  });
 });
