@@ -174,10 +174,9 @@ export class KeyAdministration {
     const requestSha256 = sha256Hex(canonicalJson({ tenant, scopes, expiresAt: iso(expiresAt) }));
     const id = idempotencyKey === undefined ? randomUUID() : idempotentKeyId(tenant, idempotencyKey);
     const by = actorOf(principal);
-    const tenantRow = await this.repository.findTenant(tenant);
-    if (tenantRow === null) throw new CairnError('E_NOT_FOUND', `no tenant ${tenant}`, { tenant });
     await this.recordActor(principal);
-    await this.recordTenant(tenantRow);
+    // Another tenant was checked to exist above; the caller's own exists because its key does.
+    await this.recordTenantOf(tenant);
 
     return this.repository.withKeyLock(id, async () => {
       let key: string;
