@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import { KeyedSerialQueue } from '@cairn/evidence-log';
 import type { ApiKeyScope } from '@cairn/contracts';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -50,32 +51,21 @@ async function run<T>(db: Queryable, sql: string, parameters: unknown[]): Promis
   }
 }
 
-/** Lock id space of one key's administration (pg_advisory_lock takes two int4s). */
-const KEY_LOCK_SPACE = 0x6b6579;
-
 @Injectable()
 export class KeyAdminRepository {
+  /** One act at a time per key in this gateway; across gateways the writes' own conditions decide (below). */
+  private readonly perKey = new KeyedSerialQueue();
+
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Runs `work` holding a session lock on key `id` (on a connection of its own, released however
-   * `work` ends, also when the process dies): one act at a time per key, across gateways.
+   * Runs `work` as the only act on key `id` in this process. No database connection is held while
+   * it waits for intake (a held connection per act would starve the pool its own queries need).
+   * Two gateways acting on one key at once stay safe: a rotation finishes only with the secret it
+   * began (the other is E_CONFLICT, retry), and a second creation under one id fails its insert.
    */
-  async withKeyLock<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const runner = this.dataSource.createQueryRunner();
-    try {
-      await runner.connect();
-      await runner.query('SELECT pg_advisory_lock($1, hashtext($2))', [KEY_LOCK_SPACE, id]);
-    } catch (error) {
-      await runner.release();
-      throw new CairnError('E_UNAVAILABLE', `the key store cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    try {
-      return await work();
-    } finally {
-      await runner.query('SELECT pg_advisory_unlock($1, hashtext($2))', [KEY_LOCK_SPACE, id]).catch(() => undefined);
-      await runner.release();
-    }
+  withKeyLock<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.perKey.run(id, work);
   }
 
   async findTenant(id: string): Promise<TenantRow | null> {
