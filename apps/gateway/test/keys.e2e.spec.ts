@@ -247,6 +247,15 @@ describe('keys', () => {
     expect(after!.n).toBe(before!.n);
   });
 
+  it('takes many acts at once (more than the connection pool holds) without one waiting on another', async () => {
+    const started = Date.now();
+    const created = await Promise.all(Array.from({ length: 16 }, () => createKey(acmeAdmin.key, { scopes: ['runs:read'] })));
+    expect(new Set(created.map((k) => k.id)).size).toBe(16);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const listed = KeyListSchema.parse((await call('GET', '/v1/keys', acmeAdmin.key)).body).items.map((k) => k.id);
+    expect(listed).toEqual(expect.arrayContaining(created.map((k) => k.id)));
+  });
+
   it('makes a retry safe with an Idempotency-Key: the same request names the same key, another body is 422', async () => {
     const idem = uniqueName('idem');
     const first = await createKey(acmeAdmin.key, { scopes: ['runs:read'] }, { 'idempotency-key': idem });
