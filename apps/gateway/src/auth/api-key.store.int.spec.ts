@@ -4,7 +4,8 @@ import { createTestDatabase } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayDataSource, runGatewayMigrations } from '../gateway-data-source.js';
+import { DataSource as TypeOrmDataSource } from 'typeorm';
+import { createGatewayDataSource, GATEWAY_MIGRATIONS, GATEWAY_MIGRATIONS_TABLE, runGatewayMigrations } from '../gateway-data-source.js';
 import { apiKeySha256, generateApiKey, generateApiKeyFor } from './api-key.codec.js';
 import { authenticateApiKey, createApiKey, ensureApiKey, revokeApiKey } from './api-key.store.js';
 
@@ -15,6 +16,14 @@ let ds: DataSource;
 
 beforeAll(async () => {
   db = await createTestDatabase('gateway_key_store');
+  // A key and a revoked key from before the admin chains, then the migration that brings them in.
+  const before = new TypeOrmDataSource({ type: 'postgres', url: db.url, migrations: GATEWAY_MIGRATIONS.slice(0, 3), migrationsTableName: GATEWAY_MIGRATIONS_TABLE, migrationsTransactionMode: 'all' });
+  await before.initialize();
+  await before.runMigrations();
+  for (const [id, prefix, revoked] of [['old-1', 'oldkeyaa', false], ['old-2', 'oldkeybb', true]] as const) {
+    await before.query(`INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes, revoked_at) VALUES ($1, $2, $3, 'legacy', ARRAY['runs:read'], $4)`, [id, prefix, 'a'.repeat(64), revoked ? new Date() : null]);
+  }
+  await before.destroy();
   ds = createGatewayDataSource(db.url, 2);
   await ds.initialize();
   await runGatewayMigrations(ds);
@@ -37,7 +46,22 @@ async function code(presented: string, now?: Date): Promise<string> {
 describe('the API key store', () => {
   it('migrates to a schema that matches its entities, keeping the tenants of keys that existed', async () => {
     expect(await checkSchemaMatchesEntities(ds)).toEqual({ matches: true, differences: [] });
-    expect(await ds.query<{ id: string }[]>(`SELECT id FROM tenants WHERE id = 'default'`)).toEqual([{ id: 'default' }]);
+    expect(await ds.query<{ id: string }[]>(`SELECT id FROM tenants WHERE id IN ('default', 'legacy') AND recorded_at IS NULL ORDER BY id`)).toEqual([{ id: 'default' }, { id: 'legacy' }]);
+    // Keys from before: issued, and marked for the recorder (creation, or revocation too).
+    const legacy = await ds.query<{ id: string; unrecorded: string; issued: boolean }[]>(`SELECT id, unrecorded, issued_at IS NOT NULL AS issued FROM api_keys WHERE tenant = 'legacy' ORDER BY id`);
+    expect(legacy).toEqual([
+      { id: 'old-1', unrecorded: 'created', issued: true },
+      { id: 'old-2', unrecorded: 'revoked', issued: true },
+    ]);
+  });
+
+  it('migrates down and up again', async () => {
+    await ds.undoLastMigration({ transaction: 'all' });
+    const columns = await ds.query<{ column_name: string }[]>(`SELECT column_name FROM information_schema.columns WHERE table_name = 'api_keys' ORDER BY column_name`);
+    expect(columns.map((c) => c.column_name)).toEqual(['created_at', 'expires_at', 'id', 'key_sha256', 'prefix', 'revoked_at', 'scopes', 'tenant']);
+    expect(await ds.query(`SELECT 1 FROM information_schema.tables WHERE table_name = 'tenants'`)).toEqual([]);
+    await runGatewayMigrations(ds);
+    expect(await checkSchemaMatchesEntities(ds)).toEqual({ matches: true, differences: [] });
   });
 
   it('accepts an issued key until it expires or is revoked; a pending one never', async () => {

@@ -8,8 +8,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * secret's hash until its `admin.key_rotated` is recorded, `previous_sha256` the old one while its
  * grace lasts. `unrecorded` names an act the table holds and the log does not yet (the bootstrap
  * key's creation, a revocation whose receipt failed): the gateway's recorder appends it. Existing
- * keys count as issued, and their tenants (and `default`) as tenants whose creation is not yet
- * recorded. Committed migrations are never edited.
+ * keys count as issued and are marked so (their creation, and revocation, recorded at the next
+ * start), and their tenants (and `default`) as tenants whose creation is not yet recorded.
+ * Committed migrations are never edited.
  */
 export class GatewayKeyAdmin1796200000003 implements MigrationInterface {
   readonly name = 'GatewayKeyAdmin1796200000003';
@@ -35,7 +36,8 @@ export class GatewayKeyAdmin1796200000003 implements MigrationInterface {
         ADD CONSTRAINT ck_api_keys_unrecorded CHECK (unrecorded IS NULL OR unrecorded IN ('created', 'revoked')),
         ADD CONSTRAINT ck_api_keys_rotations CHECK (rotations >= 0),
         ADD CONSTRAINT uq_api_keys_idempotency UNIQUE (tenant, idempotency_sha256)`);
-    await queryRunner.query(`UPDATE api_keys SET issued_at = created_at`);
+    // Keys that predate the admin chains: issued, and marked for the recorder to put their creation (and revocation) on it.
+    await queryRunner.query(`UPDATE api_keys SET issued_at = created_at, unrecorded = CASE WHEN revoked_at IS NULL THEN 'created' ELSE 'revoked' END`);
     await queryRunner.query(`CREATE INDEX ix_api_keys_tenant_created ON api_keys (tenant, created_at)`);
     await queryRunner.query(`
       CREATE TABLE tenants (
