@@ -56,6 +56,26 @@ describe('ProjectionFold', () => {
     });
   });
 
+  it('stores an admin chain (adm_<tenant>) as receipts only: no run, no sandbox, nothing poisoned', () => {
+    const fold = new ProjectionFold(PREFIX);
+    const feed = feeder(fold);
+    const chain = new FixtureChain('adm_acme');
+    const key = { key_id: 'k1', prefix: 'abcdefgh', scopes: ['runs:read'], expires_at: null, created_by: 'key:op' };
+    const events = [
+      { type: 'admin.tenant_created', actor: 'intake', fields: { created_by: 'key:op' } },
+      { type: 'admin.key_created', actor: 'intake', fields: key },
+      { type: 'admin.key_rotated', actor: 'intake', fields: { key_id: 'k1', rotation: 1, grace_until: null, rotated_by: 'key:op' } },
+      { type: 'admin.key_revoked', actor: 'intake', fields: { key_id: 'k1', revoked_by: 'key:op' } },
+    ];
+    const outcomes = events.map((e) => feed(`${PREFIX}.adm_acme`, encodeReceipt(chain.next(e))));
+    expect(outcomes.map(poisonReason)).toEqual(events.map(() => 'projected'));
+    expect(outcomes.every((o) => o.kind === 'event' && o.run === null && o.sandbox === null)).toBe(true);
+    expect(fold.runCount).toBe(0);
+    expect(fold.sandboxCount).toBe(0);
+    // A run's receipt on an admin chain breaks its contract: recorded, never folded into anything.
+    expect(poisonReason(feed(`${PREFIX}.adm_acme`, encodeReceipt(chain.next(runLifecycleEvents('adm_acme')[0]!))))).toBe('invalid_fields');
+  });
+
   it('folds a sandbox chain seeded from its stored row exactly as from scratch', () => {
     const events = sandboxSessionEvents('sbx_s2');
     const chain = new FixtureChain('sbx_s2');

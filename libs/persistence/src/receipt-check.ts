@@ -10,7 +10,7 @@ export type ReceiptCheck =
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 // The same grammar as ChainIdSchema, compiled once for the hot path.
-const CHAIN_ID = new RegExp(`^(run|sbx)_${ID_BODY}$`);
+const CHAIN_ID = new RegExp(`^(run|sbx|adm)_${ID_BODY}$`);
 const DETAIL_LIMIT = 2000;
 /**
  * Deeper JSON is refused before anything recurses over it: the contracts' validators recurse
@@ -41,7 +41,7 @@ export function chainIdOfSubject(subject: string, subjectPrefix: string): string
 export function checkReceipt(subject: string, data: Uint8Array, subjectPrefix: string): ReceiptCheck {
   const chainId = chainIdOfSubject(subject, subjectPrefix);
   if (chainId === null) {
-    return { ok: false, chainId: null, reason: 'invalid_subject', detail: bounded(`subject ${subject} is not ${subjectPrefix}.<run_… or sbx_… id>`) };
+    return { ok: false, chainId: null, reason: 'invalid_subject', detail: bounded(`subject ${subject} is not ${subjectPrefix}.<run_…, sbx_… or adm_… id>`) };
   }
   let text: string;
   let value: unknown;
