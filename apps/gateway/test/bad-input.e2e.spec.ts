@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { HealthSchema, SubmitAcceptedSchema } from '@cairn/contracts';
 import { connect as connectTcp } from 'node:net';
 import { loadConfig } from '@cairn/config';
 import type { RunSpec } from '@cairn/contracts';
@@ -16,7 +17,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { BODY_LIMIT_BYTES, GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
-import { HealthSchema, SubmitAcceptedSchema } from '../src/http/api.schemas.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
 import { http, INTAKE_MAIN, PROJECTOR_MAIN, startServiceProcess, waitFor } from './gateway.harness.js';

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { PolicyInForceSchema, RunListSchema } from '@cairn/contracts';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +17,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
-import { RunListSchema } from '../src/http/api.schemas.js';
-import { PolicyInForceSchema } from '../src/policy/policy.schemas.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
 import { http, startIntakeFor } from './gateway.harness.js';

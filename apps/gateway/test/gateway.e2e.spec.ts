@@ -1,6 +1,7 @@
 import 'reflect-metadata';
+import { API_ROUTES, CancelAcceptedSchema, EventPageSchema, HealthSchema, ProofBundleSchema, RunListSchema, RunSchema, SubmitAcceptedSchema, WorkerListSchema } from '@cairn/contracts';
 import { loadConfig } from '@cairn/config';
-import type { ApiKeyScope, RunSpec } from '@cairn/contracts';
+import type { ApiKeyScope, Receipt, Run, RunSpec } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { bucketStreamName, WorkerRegistry } from '@cairn/operational';
@@ -18,9 +19,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
-import { API_ROUTES } from '../src/http/api-routes.js';
-import { CancelAcceptedSchema, EventPageSchema, HealthSchema, ProofBundleSchema, RunListSchema, RunSchema, SubmitAcceptedSchema, WorkerListSchema } from '../src/http/api.schemas.js';
-import type { Receipt, Run } from '../src/http/api.schemas.js';
 import { buildOpenApi } from '../src/openapi/openapi.builder.js';
 import { RunEventStreams } from '../src/runs/run-event-streams.service.js';
 import { startGateway } from '../src/start-gateway.js';

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { EventPageSchema, KeyCreatedSchema, KeyListSchema, KeySchema, ProofBundleSchema, TenantListSchema, TenantSchema } from '@cairn/contracts';
+import type { KeyCreated } from '@cairn/contracts';
 import { loadConfig } from '@cairn/config';
 import { verifyChain } from '@cairn/evidence';
 import { bucketStreamName } from '@cairn/operational';
@@ -12,9 +14,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
-import { KeyCreatedSchema, KeyListSchema, KeySchema, TenantListSchema, TenantSchema } from '../src/keys/keys.schemas.js';
-import type { KeyCreated } from '../src/keys/keys.schemas.js';
-import { EventPageSchema, ProofBundleSchema } from '../src/http/api.schemas.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
 import { http, INTAKE_MAIN, PROJECTOR_MAIN, startServiceProcess } from './gateway.harness.js';

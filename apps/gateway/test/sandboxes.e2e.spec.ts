@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { EventPageSchema, ExecResultSchema, ExecStreamLineSchema, FileWrittenSchema, HealthSchema, ProofBundleSchema, SandboxListSchema, SandboxSchema } from '@cairn/contracts';
+import type { ExecResult, ExecStreamLine, Receipt, Sandbox } from '@cairn/contracts';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -25,10 +27,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
-import { EventPageSchema, HealthSchema, ProofBundleSchema } from '../src/http/api.schemas.js';
-import type { Receipt } from '../src/http/api.schemas.js';
-import { ExecResultSchema, ExecStreamLineSchema, FileWrittenSchema, SandboxListSchema, SandboxSchema } from '../src/sandboxes/sandboxes.schemas.js';
-import type { ExecResult, ExecStreamLine, Sandbox } from '../src/sandboxes/sandboxes.schemas.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
 import { http, INTAKE_MAIN, openSse, PROJECTOR_MAIN, startServiceProcess, waitFor } from './gateway.harness.js';

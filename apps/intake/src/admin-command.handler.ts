@@ -1,10 +1,9 @@
 import { adminChainId, CairnError } from '@cairn/contracts';
-import type { ReceiptEnvelope } from '@cairn/contracts';
+import type { CommandOk, CreateKeyCommand, CreateTenantCommand, ReceiptEnvelope, RevokeKeyCommand, RotateKeyCommand } from '@cairn/contracts';
 import { KeyedSerialQueue } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { decideAdmin, foldAdminChain } from '@cairn/lifecycle';
 import type { AdminCommand } from '@cairn/lifecycle';
-import type { CommandOk, CreateKeyCommand, CreateTenantCommand, RevokeKeyCommand, RotateKeyCommand } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';

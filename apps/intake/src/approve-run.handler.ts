@@ -1,7 +1,7 @@
 import { CairnError, eventId } from '@cairn/contracts';
+import type { ApproveRunCommand, CommandOk } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { approvalPath } from '@cairn/lifecycle';
-import type { ApproveRunCommand, CommandOk } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';

@@ -1,8 +1,7 @@
 import { CairnError } from '@cairn/contracts';
-import type { EventType } from '@cairn/contracts';
+import type { CancelRunCommand, CommandOk, EventType } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { cancelPath } from '@cairn/lifecycle';
-import type { CancelRunCommand, CommandOk } from '@cairn/operational';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';

@@ -1,10 +1,9 @@
-import { parseSandboxSpec } from '@cairn/contracts';
+import { CairnError, parseSandboxSpec } from '@cairn/contracts';
+import type { CommandOk, CreateSandboxCommand } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import type { CommandOk, CreateSandboxCommand } from '@cairn/operational';
 import { assertNoLiteralKeys } from '@cairn/secrets';
 import { EVIDENCE_LOG, SERVICE_CONFIG } from '@cairn/service-kit';
-import { CairnError } from '@cairn/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
 import { IdempotencyRepository } from './idempotency.repository.js';

@@ -1,7 +1,7 @@
 import { CairnError, parseRunSpec } from '@cairn/contracts';
+import type { CommandOk, SubmitRunCommand } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import type { CommandOk, SubmitRunCommand } from '@cairn/operational';
 import { assertNoLiteralKeys } from '@cairn/secrets';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';

@@ -1,11 +1,10 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import type { ReceiptEnvelope } from '@cairn/contracts';
+import type { CommandPayload, CommandReply, CommandVerb, ReceiptEnvelope } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { foldAdminChain } from '@cairn/lifecycle';
 import { CommandBus } from '@cairn/operational';
-import type { CommandPayload, CommandReply, CommandVerb } from '@cairn/operational';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';

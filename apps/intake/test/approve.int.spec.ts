@@ -1,11 +1,10 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
+import type { ApproveRunCommand, CommandReply, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { foldRun } from '@cairn/lifecycle';
 import { CommandBus } from '@cairn/operational';
-import type { ApproveRunCommand, CommandReply } from '@cairn/operational';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';

@@ -1,11 +1,10 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
+import type { ReceiptEnvelope, RunSpec, SubmitRunCommand } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { foldRun } from '@cairn/lifecycle';
 import { CommandBus, REPLY_TO_HEADER } from '@cairn/operational';
-import type { SubmitRunCommand } from '@cairn/operational';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';

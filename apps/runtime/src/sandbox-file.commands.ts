@@ -1,6 +1,5 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, MAX_SANDBOX_FILE_BYTES } from '@cairn/contracts';
 import type { ExecResult } from '@cairn/sandbox';
-import { MAX_SANDBOX_FILE_BYTES } from '@cairn/sandbox-sessions';
 
 /*
  * A session's file writes and reads run inside the sandbox, as its user: the path is checked

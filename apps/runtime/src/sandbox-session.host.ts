@@ -1,6 +1,6 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
-import { CairnError, isCairnError } from '@cairn/contracts';
-import type { ErrorCode, EvidenceReceiptOf, SandboxHardening } from '@cairn/contracts';
+import { CairnError, isCairnError, OP_MESSAGE_HEADER, opSubject, SandboxOpSchema } from '@cairn/contracts';
+import type { ErrorCode, EvidenceReceiptOf, SandboxHardening, SandboxOp } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
 import type { SandboxView } from '@cairn/lifecycle';
@@ -9,8 +9,6 @@ import type { LeaseStore } from '@cairn/operational';
 import { splitImageRef } from '@cairn/policy';
 import type { SandboxHandle } from '@cairn/sandbox';
 import type { EgressDenial } from '@cairn/sandbox-docker';
-import { OP_MESSAGE_HEADER, opSubject, SandboxOpSchema } from '@cairn/sandbox-sessions';
-import type { SandboxOp } from '@cairn/sandbox-sessions';
 import { OutputScanner } from '@cairn/secrets';
 import type { ScannedSecret } from '@cairn/secrets';
 import { EVIDENCE_LOG, NATS_CONNECTION, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';

@@ -1,6 +1,6 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
-import { CairnError, isCairnError, SandboxPathSchema } from '@cairn/contracts';
-import type { ErrorBody, ErrorCode, EventType, GrantedCaps, Redaction } from '@cairn/contracts';
+import { CairnError, isCairnError, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES, SandboxPathSchema } from '@cairn/contracts';
+import type { ErrorBody, ErrorCode, EventType, ExecOp, GrantedCaps, OpEnd, ReadOp, Redaction, SandboxOp, WriteOp } from '@cairn/contracts';
 import type { AppendResult } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
@@ -8,8 +8,6 @@ import type { LeaseStore } from '@cairn/operational';
 import { assertSandboxPath } from '@cairn/sandbox';
 import type { DestroyResult, ExecResult, SandboxHandle } from '@cairn/sandbox';
 import type { EgressDenial } from '@cairn/sandbox-docker';
-import { MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES } from '@cairn/sandbox-sessions';
-import type { ExecOp, OpEnd, ReadOp, SandboxOp, WriteOp } from '@cairn/sandbox-sessions';
 import type { OutputScanner, ScannedSecret } from '@cairn/secrets';
 import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import { headers as natsHeaders } from '@nats-io/transport-node';

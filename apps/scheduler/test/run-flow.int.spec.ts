@@ -1,7 +1,6 @@
-import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
+import type { CommandReply, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import { CommandBus } from '@cairn/operational';
-import type { CommandReply } from '@cairn/operational';
 import { createTestDatabase, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { existsSync } from 'node:fs';

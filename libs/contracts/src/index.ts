@@ -47,10 +47,14 @@ export {
   PolicyDecisionSchema,
   RUN_STATES,
   RunStateSchema,
+  SANDBOX_DESTROY_REASONS,
+  SANDBOX_STATES,
+  SandboxDestroyReasonSchema,
+  SandboxStateSchema,
   VERDICTS,
   VerdictSchema,
 } from './run-state.schema.js';
-export type { FinalRunState, PolicyDecision, RunState, Verdict } from './run-state.schema.js';
+export type { FinalRunState, PolicyDecision, RunState, SandboxDestroyReason, SandboxState, Verdict } from './run-state.schema.js';
 export {
   ArgSchema,
   ArgvSchema,
@@ -118,7 +122,7 @@ export {
   WorkerIdSchema,
 } from './event-fields.schema.js';
 export type { GrantedCaps, LimitKind, Redaction, SandboxHardening, StorableJson } from './event-fields.schema.js';
-export { hasNoNul, NO_CONTROL_CHARS, storableText, unstorableText } from './text-rules.js';
+export { hasNoNul, NO_CONTROL_CHARS, storableText, unstorableText, utf8ByteLength } from './text-rules.js';
 export {
   ApprovalGrantedSchema,
   ApprovalRejectedSchema,
@@ -187,3 +191,262 @@ export type {
   ParseEvidenceReceiptResult,
   ReceiptRejection,
 } from './evidence-event.schema.js';
+export {
+  BUNDLE_FORMAT,
+  CancelAcceptedSchema,
+  CancelRequestSchema,
+  DEFAULT_EVENTS_PAGE,
+  EventPageSchema,
+  GradeSchema,
+  HEALTH_SERVICES,
+  HealthSchema,
+  IdempotencyKeySchema,
+  LastEventIdSchema,
+  ListEventsQuerySchema,
+  ListRunsQuerySchema,
+  ProofBundleSchema,
+  ReceiptSchema,
+  RunListSchema,
+  RunSchema,
+  StreamEventsQuerySchema,
+  SubmitAcceptedSchema,
+  WorkerListSchema,
+  WorkerSchema,
+} from './api/api.schema.js';
+export type {
+  CancelAccepted,
+  CancelRequest,
+  EventPage,
+  Grade,
+  Health,
+  HealthService,
+  ListEventsQuery,
+  ListRunsQuery,
+  ProofBundle,
+  Receipt,
+  Run,
+  RunList,
+  StreamEventsQuery,
+  SubmitAccepted,
+  Worker,
+  WorkerList,
+} from './api/api.schema.js';
+export {
+  ApprovalAcceptedSchema,
+  ApprovalRequestSchema,
+} from './api/approvals.schema.js';
+export type {
+  ApprovalAccepted,
+  ApprovalRequest,
+} from './api/approvals.schema.js';
+export {
+  KeyCreatedSchema,
+  KeyCreateSchema,
+  KeyListSchema,
+  KeyRevokeSchema,
+  KeyRotateSchema,
+  KeySchema,
+  KeyStatusSchema,
+  ListKeysQuerySchema,
+  MAX_KEY_LIFETIME_DAYS,
+  MAX_ROTATION_GRACE_SECONDS,
+  TenantCreateSchema,
+  TenantListSchema,
+  TenantSchema,
+} from './api/keys.schema.js';
+export type {
+  KeyCreate,
+  KeyCreated,
+  KeyList,
+  KeyRevoke,
+  KeyRotate,
+  KeyStatus,
+  KeyView,
+  ListKeysQuery,
+  TenantCreate,
+  TenantList,
+  TenantView,
+} from './api/keys.schema.js';
+export {
+  PolicyInForceSchema,
+} from './api/policy.schema.js';
+export type {
+  PolicyInForce,
+} from './api/policy.schema.js';
+export {
+  ExecLimitHitSchema,
+  ExecRequestSchema,
+  ExecResultSchema,
+  ExecStreamErrorLineSchema,
+  ExecStreamLineSchema,
+  ExecStreamOutputLineSchema,
+  ExecStreamResultLineSchema,
+  FileBytesSchema,
+  FileModeSchema,
+  FileWrittenSchema,
+  GetFileQuerySchema,
+  ListSandboxesQuerySchema,
+  parseExecRequest,
+  PutFileQuerySchema,
+  SANDBOX_FILE_LIMIT_BYTES,
+  SandboxFilePathSchema,
+  SandboxListSchema,
+  SandboxSchema,
+} from './api/sandboxes.schema.js';
+export type {
+  ExecRequest,
+  ExecResult,
+  ExecStreamLine,
+  FileWrittenAnswer,
+  GetFileQuery,
+  ListSandboxesQuery,
+  PutFileQuery,
+  Sandbox,
+  SandboxList,
+} from './api/sandboxes.schema.js';
+export {
+  MAX_GRANTS_PER_REQUEST,
+  MAX_SECRET_BYTES,
+  MIN_SECRET_BYTES,
+  PutSecretQuerySchema,
+  SecretDeletedSchema,
+  SecretGrantRequestSchema,
+  SecretGrantSchema,
+  SecretGrantsSchema,
+  SecretListSchema,
+  SecretSchema,
+  SecretStoredSchema,
+  SecretValueSchema,
+} from './api/secrets.schema.js';
+export type {
+  PutSecretQuery,
+  Secret,
+  SecretDeleted,
+  SecretGrant,
+  SecretGrantRequest,
+  SecretGrants,
+  SecretList,
+  SecretStored,
+} from './api/secrets.schema.js';
+export {
+  DELIVERY_ID_PATTERN,
+  DeliveryIdSchema,
+  DeliveryListSchema,
+  DeliverySchema,
+  DeliveryStatusSchema,
+  ListDeliveriesQuerySchema,
+  MAX_FILTER_PATTERNS,
+  MAX_WEBHOOK_URL_LENGTH,
+  WEBHOOK_ID_PATTERN,
+  WebhookCreatedSchema,
+  WebhookCreateSchema,
+  WebhookDeletedSchema,
+  WebhookIdSchema,
+  WebhookListSchema,
+  WebhookSchema,
+} from './api/webhooks.schema.js';
+export type {
+  DeliveryList,
+  DeliveryView,
+  ListDeliveriesQuery,
+  WebhookCreate,
+  WebhookCreated,
+  WebhookDeleted,
+  WebhookList,
+  WebhookView,
+} from './api/webhooks.schema.js';
+export {
+  API_COMPONENTS,
+  API_ROUTES,
+} from './api/api-routes.js';
+export type {
+  ApiComponent,
+  ApiRoute,
+  ApiRouteName,
+} from './api/api-routes.js';
+export {
+  ApproveRunCommandSchema,
+  CancelRunCommandSchema,
+  COMMAND_SCHEMAS,
+  COMMAND_VERBS,
+  CommandFailedSchema,
+  CommandOkSchema,
+  CommandReplySchema,
+  CreateKeyCommandSchema,
+  CreateSandboxCommandSchema,
+  CreateTenantCommandSchema,
+  isCommandVerb,
+  RevokeKeyCommandSchema,
+  RotateKeyCommandSchema,
+  SubmitRunCommandSchema,
+} from './commands.schema.js';
+export type {
+  ApproveRunCommand,
+  CancelRunCommand,
+  CommandFailed,
+  CommandOk,
+  CommandPayload,
+  CommandReply,
+  CommandVerb,
+  CreateKeyCommand,
+  CreateSandboxCommand,
+  CreateTenantCommand,
+  RevokeKeyCommand,
+  RotateKeyCommand,
+  SubmitRunCommand,
+} from './commands.schema.js';
+export {
+  ChunkRequestSchema,
+  DestroyOpSchema,
+  ExecOpSchema,
+  MAX_EXEC_STDIN_BYTES,
+  MAX_KEPT_OUTPUT_BYTES,
+  MAX_SANDBOX_FILE_BYTES,
+  OP_MESSAGE_HEADER,
+  OP_STREAM_HEADER,
+  OpEndSchema,
+  opSubject,
+  ReadOpSchema,
+  SANDBOX_CHUNK_BYTES,
+  SandboxOpSchema,
+  WriteOpSchema,
+} from './sandbox-ops.schema.js';
+export type {
+  DestroyOp,
+  ExecOp,
+  OpEnd,
+  OpMessageKind,
+  ReadOp,
+  SandboxOp,
+  WriteOp,
+} from './sandbox-ops.schema.js';
+export {
+  AllowedImageSchema,
+  ApprovalRuleSchema,
+  ApprovalTriggerSchema,
+  BudgetsSchema,
+  CAP_NAMES,
+  CapValuesSchema,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  EgressPatternSchema,
+  FROZEN_RUN_CAPS,
+  frozenCap,
+  ImageDigestSchema,
+  ImageNameSchema,
+  MAX_OUTPUT_BYTES_PER_STEP,
+  NetworkPolicySchema,
+  parsePolicy,
+  PolicyDocumentSchema,
+  validatePolicy,
+} from './policy-document.schema.js';
+export type {
+  AllowedImage,
+  ApprovalRule,
+  ApprovalTrigger,
+  Budgets,
+  CapName,
+  CapValues,
+  NetworkPolicy,
+  PolicyDocument,
+  PolicyValidation,
+} from './policy-document.schema.js';

@@ -31,3 +31,12 @@ export type Verdict = z.infer<typeof VerdictSchema>;
 export const POLICY_DECISIONS = ['allow', 'deny', 'hold'] as const;
 export const PolicyDecisionSchema = z.enum(POLICY_DECISIONS);
 export type PolicyDecision = z.infer<typeof PolicyDecisionSchema>;
+
+/** The states of an interactive sandbox session (the REST `Sandbox` view). */
+export const SANDBOX_STATES = ['PENDING', 'READY', 'DESTROYED', 'REJECTED', 'FAILED'] as const;
+export const SandboxStateSchema = z.enum(SANDBOX_STATES);
+export type SandboxState = z.infer<typeof SandboxStateSchema>;
+
+export const SANDBOX_DESTROY_REASONS = ['deleted', 'ttl', 'idle', 'limit', 'worker_lost', 'failed'] as const;
+export const SandboxDestroyReasonSchema = z.enum(SANDBOX_DESTROY_REASONS);
+export type SandboxDestroyReason = z.infer<typeof SandboxDestroyReasonSchema>;

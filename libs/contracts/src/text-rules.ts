@@ -30,3 +30,18 @@ export function storableText(what: string, hint = '') {
     if (problem !== null) ctx.addIssue({ code: 'custom', message: `${what} may not contain ${problem}${hint}` });
   });
 }
+
+/** The bytes `text` takes as UTF-8 (a lone surrogate counts as U+FFFD's three), without encoding it. */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i += 1;
+    } else bytes += 3;
+  }
+  return bytes;
+}

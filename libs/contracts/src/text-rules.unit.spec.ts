@@ -6,7 +6,7 @@ import type { InputIssue } from './run-spec.schema.js';
 import { parseSandboxSpec } from './sandbox-spec.schema.js';
 import { stringPositions, withChangedText } from './testing/string-positions.js';
 import type { StringPosition } from './testing/string-positions.js';
-import { storableText, unstorableText } from './text-rules.js';
+import { storableText, unstorableText, utf8ByteLength } from './text-rules.js';
 
 /* The one rule for text a receipt or a projection stores: no NUL (PostgreSQL cannot hold it), no lone surrogate. */
 
@@ -158,4 +158,13 @@ describe('RunSpec and SandboxSpec: no string and no member name may hold NUL', (
     const issues = issuesOf(() => parseRunSpec(spec));
     expect(issues).toContainEqual({ path, message: expect.stringContaining('may not contain a lone surrogate') as string });
   });
+});
+
+describe('utf8ByteLength', () => {
+  it.each(['', 'ascii', 'héllo', '€', '😀 and 𝄞', 'a\u0000b', 'lone \uD800 high', 'lone \uDC00 low', '\uDBFF\uDFFF', 'x'.repeat(70_000)])(
+    'counts what Node encodes: %j',
+    (text) => {
+      expect(utf8ByteLength(text)).toBe(Buffer.byteLength(text, 'utf8'));
+    },
+  );
 });

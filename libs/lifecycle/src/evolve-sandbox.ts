@@ -1,13 +1,6 @@
 import { CairnError, GENESIS_HASH, isEventType } from '@cairn/contracts';
-import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, NetworkSpec, ReceiptEnvelope } from '@cairn/contracts';
+import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, NetworkSpec, ReceiptEnvelope, SandboxDestroyReason, SandboxState } from '@cairn/contracts';
 import { readChainWith } from './run-chain.reader.js';
-
-/** The states of an interactive sandbox session (the REST `Sandbox` view). */
-export const SANDBOX_STATES = ['PENDING', 'READY', 'DESTROYED', 'REJECTED', 'FAILED'] as const;
-export type SandboxState = (typeof SANDBOX_STATES)[number];
-
-export const SANDBOX_DESTROY_REASONS = ['deleted', 'ttl', 'idle', 'limit', 'worker_lost', 'failed'] as const;
-export type SandboxDestroyReason = (typeof SANDBOX_DESTROY_REASONS)[number];
 
 /** The fold of one sandbox's chain (`sbx_…`): plain data, so it stores and compares as-is. */
 export interface SandboxView {

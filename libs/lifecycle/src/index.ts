@@ -17,5 +17,5 @@ export {
   RUN_TRANSITIONS,
   TERMINAL_RUN_STATES,
 } from './run-transitions.js';
-export { evolveSandbox, foldSandbox, SANDBOX_DESTROY_REASONS, SANDBOX_STATES, readSandboxChain, sandboxAwaitsSeal, sandboxFinalState } from './evolve-sandbox.js';
-export type { SandboxChain, SandboxDestroyReason, SandboxReceipt, SandboxState, SandboxView } from './evolve-sandbox.js';
+export { evolveSandbox, foldSandbox, readSandboxChain, sandboxAwaitsSeal, sandboxFinalState } from './evolve-sandbox.js';
+export type { SandboxChain, SandboxReceipt, SandboxView } from './evolve-sandbox.js';

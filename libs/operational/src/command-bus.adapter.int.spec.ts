@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import type { SubmitRunCommand } from '@cairn/contracts';
 import { testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -7,7 +8,6 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandBus } from './command-bus.adapter.js';
 import type { CommandServer } from './command-bus.adapter.js';
-import type { SubmitRunCommand } from './commands.schema.js';
 
 let nc: NatsConnection;
 let bus: CommandBus;

@@ -1,13 +1,11 @@
-import { CairnError, inputIssues, isCairnError } from '@cairn/contracts';
-import type { ErrorBody, ErrorCode } from '@cairn/contracts';
+import { CairnError, COMMAND_SCHEMAS, CommandReplySchema, inputIssues, isCairnError } from '@cairn/contracts';
+import type { CommandOk, CommandPayload, CommandReply, CommandVerb, ErrorBody, ErrorCode } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StreamInfo } from '@nats-io/jetstream';
 import { createInbox, headers, nanos, nuid } from '@nats-io/transport-node';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { commandStreamConfig, commandStreamProblems, commandSubject, resolveCommandBusOptions } from './command-stream.config.js';
 import type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
-import { COMMAND_SCHEMAS, CommandReplySchema } from './commands.schema.js';
-import type { CommandOk, CommandPayload, CommandReply, CommandVerb } from './commands.schema.js';
 
 /** Header naming the core-NATS subject the reply goes to. */
 export const REPLY_TO_HEADER = 'Cairn-Reply-To';

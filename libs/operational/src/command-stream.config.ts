@@ -1,8 +1,8 @@
 import { CairnError } from '@cairn/contracts';
+import type { CommandVerb } from '@cairn/contracts';
 import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import type { CommandVerb } from './commands.schema.js';
 
 export interface CommandBusOptions {
   /** JetStream stream of the commands; default `CAIRN_COMMANDS`. */

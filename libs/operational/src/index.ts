@@ -10,31 +10,6 @@ export {
   resolveCommandBusOptions,
 } from './command-stream.config.js';
 export type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
-export {
-  ApproveRunCommandSchema,
-  CancelRunCommandSchema,
-  COMMAND_SCHEMAS,
-  COMMAND_VERBS,
-  CommandFailedSchema,
-  CommandOkSchema,
-  CommandReplySchema,
-  CreateKeyCommandSchema,
-  CreateSandboxCommandSchema,
-  CreateTenantCommandSchema,
-  isCommandVerb,
-  RevokeKeyCommandSchema,
-  RotateKeyCommandSchema,
-  SubmitRunCommandSchema,
-} from './commands.schema.js';
-export type {
-  ApproveRunCommand,
-  CancelRunCommand,
-  CreateKeyCommand,
-  CreateSandboxCommand,
-  CreateTenantCommand,
-  RevokeKeyCommand,
-  RotateKeyCommand,
-  CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
 export { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';

@@ -1,6 +1,6 @@
-import { ErrorCodeSchema, GrantedCapsSchema, NetworkSpecSchema } from '@cairn/contracts';
-import { SANDBOX_DESTROY_REASONS, SANDBOX_STATES } from '@cairn/lifecycle';
-import type { SandboxDestroyReason, SandboxState, SandboxView } from '@cairn/lifecycle';
+import { ErrorCodeSchema, GrantedCapsSchema, NetworkSpecSchema, SANDBOX_DESTROY_REASONS, SANDBOX_STATES } from '@cairn/contracts';
+import type { SandboxDestroyReason, SandboxState } from '@cairn/contracts';
+import type { SandboxView } from '@cairn/lifecycle';
 
 /** A sandbox's view and the stream sequence of its last projected receipt. */
 export interface SandboxRow {

@@ -1,5 +1,5 @@
-import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from './policy-document.schema.js';
-import type { ApprovalRule } from './policy-document.schema.js';
+import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from '@cairn/contracts';
+import type { ApprovalRule } from '@cairn/contracts';
 
 /** What approval rules are matched against: facts about the run that policy has already resolved. */
 export interface ApprovalFacts {

@@ -1,10 +1,9 @@
-import { PolicyDecidedSchema } from '@cairn/contracts';
+import { PolicyDecidedSchema, validatePolicy } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
 import { decidePolicy, policyDecidedFields } from './decide-policy.js';
 import type { PolicyContext, PolicySpec } from './decide-policy.js';
 import { DEFAULT_POLICY } from './default-policy.constants.js';
-import { validatePolicy } from './policy-document.schema.js';
-import type { PolicyDocument } from './policy-document.schema.js';
+import type { PolicyDocument } from '@cairn/contracts';
 
 /* Tenant quotas, output bytes, the time left for the runtime, and the steps handed to it to hold. */
 

@@ -1,5 +1,5 @@
-import { assertUnreachable, hasScope, inputIssues, mayUseSecret, SecretNameSchema } from '@cairn/contracts';
-import type { GrantedCaps, NetworkSpec, PolicyDecision, RunSpec, SubmitterPrincipal } from '@cairn/contracts';
+import { assertUnreachable, CAP_NAMES, frozenCap, hasScope, inputIssues, mayUseSecret, PolicyDocumentSchema, SecretNameSchema } from '@cairn/contracts';
+import type { CapName, GrantedCaps, NetworkPolicy, NetworkSpec, PolicyDecision, PolicyDocument, RunSpec, SubmitterPrincipal } from '@cairn/contracts';
 import { matchApprovalRules } from './approval-rules.js';
 import { egressNotAllowed } from './egress-allowlist.js';
 import type { ApprovalRequirement } from './approval-rules.js';
@@ -7,8 +7,6 @@ import { splitImageRef } from './image-ref.js';
 import type { TenantUsage } from './budget-usage.js';
 import { checkJobBudget } from './job-budget.js';
 import type { JobRunUsage } from './job-budget.js';
-import { CAP_NAMES, frozenCap, PolicyDocumentSchema } from './policy-document.schema.js';
-import type { CapName, NetworkPolicy, PolicyDocument } from './policy-document.schema.js';
 import { policyVersion } from './policy-version.js';
 import { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 

@@ -1,11 +1,10 @@
-import { FROZEN_CAPS, PolicyDecidedSchema, RunSpecSchema } from '@cairn/contracts';
+import { FROZEN_CAPS, parsePolicy, PolicyDecidedSchema, RunSpecSchema } from '@cairn/contracts';
 import { canonicalJson } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
 import { decidePolicy, policyDecidedFields } from './decide-policy.js';
 import type { PolicyContext, PolicySpec } from './decide-policy.js';
 import { DEFAULT_POLICY } from './default-policy.constants.js';
-import { parsePolicy } from './policy-document.schema.js';
-import type { CapName, PolicyDocument } from './policy-document.schema.js';
+import type { CapName, PolicyDocument } from '@cairn/contracts';
 import { policyVersion } from './policy-version.js';
 
 const DIGEST_A = `sha256:${'a'.repeat(64)}`;

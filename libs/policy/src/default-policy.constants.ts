@@ -1,5 +1,5 @@
 import { deepFreeze } from '@cairn/contracts';
-import type { PolicyDocument } from './policy-document.schema.js';
+import type { PolicyDocument } from '@cairn/contracts';
 
 export const DEFAULT_SANDBOX_IMAGES = ['cairn/sandbox-busybox:1', 'cairn/sandbox-debian:1'] as const;
 

@@ -1,11 +1,10 @@
-import { PolicyDecidedSchema } from '@cairn/contracts';
+import { PolicyDecidedSchema, validatePolicy } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
 import { decidePolicy, policyDecidedFields } from './decide-policy.js';
 import type { PolicySpec } from './decide-policy.js';
 import { DEFAULT_POLICY } from './default-policy.constants.js';
 import { egressNotAllowed, egressPatternMatches } from './egress-allowlist.js';
-import { validatePolicy } from './policy-document.schema.js';
-import type { PolicyDocument } from './policy-document.schema.js';
+import type { PolicyDocument } from '@cairn/contracts';
 
 /* The egress allowlist: the policy document's `network` section, matching, and the decision. */
 

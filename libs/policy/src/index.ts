@@ -21,6 +21,8 @@ export { splitImageRef } from './image-ref.js';
 export type { ImageRef } from './image-ref.js';
 export { checkJobBudget } from './job-budget.js';
 export type { JobBudgetCheck, JobRunUsage } from './job-budget.js';
+// The policy document's schema is a contract (operators write it, GET /v1/policy serves it): it lives in
+// @cairn/contracts and is named here too, beside the rules that decide under it.
 export {
   AllowedImageSchema,
   ApprovalRuleSchema,
@@ -39,7 +41,7 @@ export {
   parsePolicy,
   PolicyDocumentSchema,
   validatePolicy,
-} from './policy-document.schema.js';
+} from '@cairn/contracts';
 export type {
   AllowedImage,
   ApprovalRule,
@@ -50,7 +52,7 @@ export type {
   NetworkPolicy,
   PolicyDocument,
   PolicyValidation,
-} from './policy-document.schema.js';
+} from '@cairn/contracts';
 export { policyVersion } from './policy-version.js';
 export { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 export type { TenantBudgetCheck } from './tenant-budget.js';

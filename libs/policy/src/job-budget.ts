@@ -1,6 +1,5 @@
 import { FROZEN_CAPS } from '@cairn/contracts';
-import type { RunSpec } from '@cairn/contracts';
-import type { Budgets } from './policy-document.schema.js';
+import type { Budgets, RunSpec } from '@cairn/contracts';
 
 /** What one earlier run of the job has used: wall-clock seconds so far (finished or still running). */
 export interface JobRunUsage {

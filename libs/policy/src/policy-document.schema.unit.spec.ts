@@ -1,8 +1,7 @@
-import { FROZEN_CAPS, isCairnError } from '@cairn/contracts';
+import { FROZEN_CAPS, isCairnError, parsePolicy, validatePolicy } from '@cairn/contracts';
+import type { PolicyDocument } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from './default-policy.constants.js';
-import { parsePolicy, validatePolicy } from './policy-document.schema.js';
-import type { PolicyDocument } from './policy-document.schema.js';
 import { policyVersion } from './policy-version.js';
 
 /** A deep, mutable copy of the default policy to change one thing in. */

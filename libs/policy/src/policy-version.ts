@@ -1,5 +1,5 @@
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
-import type { PolicyDocument } from './policy-document.schema.js';
+import type { PolicyDocument } from '@cairn/contracts';
 
 /** Versions of the documents seen, by object: a service decides every run under the same one. */
 const versions = new WeakMap<PolicyDocument, string>();

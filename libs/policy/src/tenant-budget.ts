@@ -1,5 +1,5 @@
 import type { TenantUsage } from './budget-usage.js';
-import type { Budgets } from './policy-document.schema.js';
+import type { Budgets } from '@cairn/contracts';
 
 export type TenantBudgetCheck =
   | {

@@ -1,5 +1,5 @@
-import { CairnError, isCairnError, parseEvidenceReceipt, SandboxIdSchema } from '@cairn/contracts';
-import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
+import { CairnError, ChunkRequestSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, OpEndSchema, opSubject, parseEvidenceReceipt, SANDBOX_CHUNK_BYTES, SandboxIdSchema } from '@cairn/contracts';
+import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, OpEnd, SandboxOp } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { foldSandbox } from '@cairn/lifecycle';
@@ -9,18 +9,6 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, nuid } from '@nats-io/transport-node';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import {
-  ChunkRequestSchema,
-  MAX_EXEC_STDIN_BYTES,
-  MAX_KEPT_OUTPUT_BYTES,
-  MAX_SANDBOX_FILE_BYTES,
-  OP_MESSAGE_HEADER,
-  OP_STREAM_HEADER,
-  OpEndSchema,
-  opSubject,
-  SANDBOX_CHUNK_BYTES,
-} from './sandbox-ops.schema.js';
-import type { OpEnd, SandboxOp } from './sandbox-ops.schema.js';
 import type {
   CreateSandboxInput,
   ExecCommand,

@@ -1,14 +1,12 @@
-import { CairnError, SecretNameSchema } from '@cairn/contracts';
+import { CairnError, MAX_SECRET_BYTES, MIN_SECRET_BYTES, SecretNameSchema } from '@cairn/contracts';
 
 /*
  * What a secret is: a name (the RunSpec's `SecretNameSchema`) and a UTF-8 text value of bounded
  * size. Errors name the rule, never the value (I-7).
  */
 
-/** Shorter values cannot be told apart from ordinary output, so the scanner could not find them. */
-export const MIN_SECRET_BYTES = 8;
-/** Room for tokens, passwords and PEM keys; 32 of them still fit the sandbox's /run/secrets tmpfs. */
-export const MAX_SECRET_BYTES = 32 * 1024;
+/** The value's bounds are the REST contract's (@cairn/contracts), named here too for the store's users. */
+export { MAX_SECRET_BYTES, MIN_SECRET_BYTES };
 
 /** The name, checked; E_INPUT naming the rule otherwise. */
 export function checkSecretName(name: string): string {

@@ -1,12 +1,11 @@
-import { CairnError, EVENT_TYPES } from '@cairn/contracts';
+import { CairnError, EVENT_TYPES, MAX_FILTER_PATTERNS } from '@cairn/contracts';
 
 /**
  * A webhook's event filter: a list of patterns, each `*` (every event), an exact event type
  * (`run.sealed`), or a prefix of a known type followed by `.*` (`run.*`, `alert.*`,
  * `sandbox.exec.*`). A pattern that could match no known type is refused, so a typo never
- * registers a webhook that silently receives nothing.
+ * registers a webhook that silently receives nothing. At most MAX_FILTER_PATTERNS of them (the REST contract's bound).
  */
-export const MAX_FILTER_PATTERNS = 32;
 
 const PATTERN_SHAPE = /^(\*|[a-z][a-z_]*(\.[a-z][a-z_]*)*(\.\*)?)$/;
 

@@ -2,8 +2,8 @@ export { addressAllowed, classifyAddress, PRIVATE_CLASSES } from './address-poli
 export type { AddressClass } from './address-policy.js';
 export { afterFailure, DEFAULT_RETRY_POLICY } from './delivery-backoff.js';
 export type { RetryPolicy } from './delivery-backoff.js';
-export { filterMatches, MAX_FILTER_PATTERNS, parseEventFilter } from './event-filter.js';
-export { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, parseWebhookUrl, systemResolver } from './url-guard.js';
+export { filterMatches, parseEventFilter } from './event-filter.js';
+export { checkWebhookUrl, parseWebhookUrl, systemResolver } from './url-guard.js';
 export type { CheckedUrl, HostResolver, ResolvedAddress } from './url-guard.js';
 export { sendWebhook } from './webhook-sender.js';
 export type { SendOutcome } from './webhook-sender.js';
@@ -19,7 +19,7 @@ export {
   WEBHOOK_SECRET_PREFIX,
 } from './webhook-signature.js';
 export type { SignatureCheck } from './webhook-signature.js';
-export { DELIVERY_ID_PATTERN, openWebhookSecret, WEBHOOK_ID_PATTERN, WebhookStore } from './webhook-store.adapter.js';
+export { openWebhookSecret, WebhookStore } from './webhook-store.adapter.js';
 export type { ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, NewDelivery, Webhook, WebhookStoreOptions } from './webhook-store.adapter.js';
 export { WebhookGuardConfigSchema } from './webhooks.config.js';
 export type { WebhookGuardConfig } from './webhooks.config.js';

@@ -1,9 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CairnError } from '@cairn/contracts';
+import { CairnError, MAX_WEBHOOK_URL_LENGTH } from '@cairn/contracts';
 import { addressAllowed, classifyAddress } from './address-policy.js';
-
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 export interface ResolvedAddress {
   address: string;

@@ -5,8 +5,6 @@ import type { SecretKeyring } from '@cairn/secrets';
 import type { DataSource } from 'typeorm';
 import { newWebhookSecret } from './webhook-signature.js';
 
-export const WEBHOOK_ID_PATTERN = /^wh_[0-9a-f]{24}$/;
-export const DELIVERY_ID_PATTERN = /^dlv_[0-9a-f]{24}$/;
 export type DeliveryStatus = 'pending' | 'delivered' | 'dead';
 
 export interface Webhook {

@@ -1,7 +1,7 @@
+import { API_ROUTES } from '@cairn/contracts';
+import type { Health } from '@cairn/contracts';
 import { Controller } from '@nestjs/common';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import type { Health } from '../http/api.schemas.js';
 import { HealthService } from './health.service.js';
 
 /** `/v1/health`: public, always 200; `status` says whether everything answered. */

@@ -1,3 +1,5 @@
+import { HEALTH_SERVICES } from '@cairn/contracts';
+import type { Health, HealthService as ServiceName } from '@cairn/contracts';
 import { CommandBus } from '@cairn/operational';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { ConsumerInfo } from '@nats-io/jetstream';
@@ -6,8 +8,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from '../gateway.tokens.js';
-import { HEALTH_SERVICES } from '../http/api.schemas.js';
-import type { Health, HealthService as ServiceName } from '../http/api.schemas.js';
 
 /** A check that has not answered by then is down: health must answer even when a dependency hangs. */
 const CHECK_TIMEOUT_MS = 2000;

@@ -1,5 +1,5 @@
+import type { ApiRoute as ApiRouteSpec } from '@cairn/contracts';
 import { applyDecorators, Delete, Get, HttpCode, Post, Put, SetMetadata } from '@nestjs/common';
-import type { ApiRoute as ApiRouteSpec } from './api-routes.js';
 
 /** Metadata key of the scope a route needs (null: public). A route without it is refused. */
 export const ROUTE_SCOPE = 'cairn:route-scope';

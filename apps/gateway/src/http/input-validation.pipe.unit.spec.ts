@@ -1,6 +1,5 @@
-import { isCairnError, RunIdSchema } from '@cairn/contracts';
+import { isCairnError, ListRunsQuerySchema, RunIdSchema } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { ListRunsQuerySchema } from './api.schemas.js';
 import { InputValidationPipe } from './input-validation.pipe.js';
 
 const pipe = new InputValidationPipe();

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { adminChainId, CairnError, hasScope } from '@cairn/contracts';
-import type { ApiKeyScope } from '@cairn/contracts';
+import { adminChainId, CairnError, hasScope, MAX_KEY_LIFETIME_DAYS } from '@cairn/contracts';
+import type { ApiKeyScope, CommandPayload, CommandReply, CommandVerb, KeyCreate, KeyCreated, KeyStatus, KeyView, TenantView } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { CommandBus } from '@cairn/operational';
-import type { CommandPayload, CommandReply, CommandVerb } from '@cairn/operational';
 import { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { apiKeyLastFour, apiKeySha256, generateApiKey, generateApiKeyFor } from '../auth/api-key.codec.js';
@@ -13,8 +12,6 @@ import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { KeyAdminRepository } from './key-admin.repository.js';
 import type { KeyRow, TenantRow } from './key-admin.repository.js';
-import { MAX_KEY_LIFETIME_DAYS } from './keys.schemas.js';
-import type { KeyCreate, KeyCreated, KeyStatus, KeyView, TenantView } from './keys.schemas.js';
 
 /** The bootstrap tenant: its admin keys are the operator's, and administer every tenant. */
 export const OPERATOR_TENANT = 'default';

@@ -1,14 +1,11 @@
-import { ApiKeyIdSchema, CairnError } from '@cairn/contracts';
+import { API_ROUTES, ApiKeyIdSchema, CairnError, IdempotencyKeySchema, KeyCreateSchema, KeyRevokeSchema, KeyRotateSchema, ListKeysQuerySchema } from '@cairn/contracts';
+import type { KeyCreate, KeyCreated, KeyList, KeyRevoke, KeyRotate, KeyView, ListKeysQuery } from '@cairn/contracts';
 import { Body, Controller, Headers, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import { IdempotencyKeySchema } from '../http/api.schemas.js';
 import { KeyAdministration } from './key-admin.service.js';
-import { KeyCreateSchema, KeyRevokeSchema, KeyRotateSchema, ListKeysQuerySchema } from './keys.schemas.js';
-import type { KeyCreate, KeyCreated, KeyList, KeyRevoke, KeyRotate, KeyView, ListKeysQuery } from './keys.schemas.js';
 
 const KEY_ID = { schema: ApiKeyIdSchema };
 

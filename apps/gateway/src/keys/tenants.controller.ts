@@ -1,16 +1,12 @@
-import { adminChainId, TenantIdSchema } from '@cairn/contracts';
+import { adminChainId, API_ROUTES, DEFAULT_EVENTS_PAGE, ListEventsQuerySchema, TenantCreateSchema, TenantIdSchema } from '@cairn/contracts';
+import type { EventPage, ListEventsQuery, ProofBundle, TenantCreate, TenantList, TenantView } from '@cairn/contracts';
 import { Body, Controller, Param, Query } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import { DEFAULT_EVENTS_PAGE, ListEventsQuerySchema } from '../http/api.schemas.js';
-import type { EventPage, ListEventsQuery, ProofBundle } from '../http/api.schemas.js';
 import { buildProofBundle } from '../runs/proof-bundle.builder.js';
 import { RunReadsRepository } from '../runs/run-reads.repository.js';
 import { KeyAdministration } from './key-admin.service.js';
-import { TenantCreateSchema } from './keys.schemas.js';
-import type { TenantCreate, TenantList, TenantView } from './keys.schemas.js';
 
 const TENANT_ID = { schema: TenantIdSchema };
 

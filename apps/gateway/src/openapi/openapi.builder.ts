@@ -1,8 +1,6 @@
-import { HTTP_STATUS_BY_CODE } from '@cairn/contracts';
-import type { ErrorCode } from '@cairn/contracts';
+import { API_COMPONENTS, API_ROUTES, HTTP_STATUS_BY_CODE } from '@cairn/contracts';
+import type { ApiRoute, ErrorCode } from '@cairn/contracts';
 import { z } from 'zod';
-import { API_COMPONENTS, API_ROUTES } from '../http/api-routes.js';
-import type { ApiRoute } from '../http/api-routes.js';
 
 /*
  * The OpenAPI 3.1 document, generated from the contracts' zod schemas (`z.toJSONSchema`) and the

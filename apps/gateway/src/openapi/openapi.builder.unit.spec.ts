@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ERROR_CODES } from '@cairn/contracts';
+import { API_ROUTES, ERROR_CODES } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { API_ROUTES } from '../http/api-routes.js';
 import { buildOpenApi, openApiPath, renderOpenApi } from './openapi.builder.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);

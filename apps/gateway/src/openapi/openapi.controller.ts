@@ -1,6 +1,6 @@
+import { API_ROUTES } from '@cairn/contracts';
 import { Controller } from '@nestjs/common';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
 import { buildOpenApi } from './openapi.builder.js';
 import type { OpenApiDocument } from './openapi.builder.js';
 

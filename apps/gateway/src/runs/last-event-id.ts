@@ -1,5 +1,4 @@
-import { CairnError } from '@cairn/contracts';
-import { LastEventIdSchema } from '../http/api.schemas.js';
+import { CairnError, LastEventIdSchema } from '@cairn/contracts';
 
 /**
  * Where an event stream of a chain (a run's or a sandbox's) resumes: after the seq in

@@ -1,7 +1,6 @@
-import { ArtifactHashesSchema, CairnError, Sha256HexSchema, StepIndexSchema, VerdictSchema } from '@cairn/contracts';
+import { ArtifactHashesSchema, BUNDLE_FORMAT, CairnError, Sha256HexSchema, StepIndexSchema, VerdictSchema } from '@cairn/contracts';
+import type { Grade, ProofBundle, Receipt } from '@cairn/contracts';
 import { z } from 'zod';
-import { BUNDLE_FORMAT } from '../http/api.schemas.js';
-import type { Grade, ProofBundle, Receipt } from '../http/api.schemas.js';
 
 // Only the fields the bundle lifts out of a receipt; the receipts themselves go in untouched.
 const StepOutputs = z.object({

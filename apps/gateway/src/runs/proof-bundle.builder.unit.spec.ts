@@ -1,8 +1,8 @@
+import { ProofBundleSchema } from '@cairn/contracts';
+import type { Receipt } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { FixtureChain, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
 import { describe, expect, it } from 'vitest';
-import { ProofBundleSchema } from '../http/api.schemas.js';
-import type { Receipt } from '../http/api.schemas.js';
 import { buildProofBundle } from './proof-bundle.builder.js';
 
 const RUN = 'run_bundle1';

@@ -1,11 +1,9 @@
-import { RunIdSchema } from '@cairn/contracts';
+import { API_ROUTES, ApprovalRequestSchema, RunIdSchema } from '@cairn/contracts';
+import type { ApprovalAccepted, ApprovalRequest } from '@cairn/contracts';
 import { Body, Controller, Param } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import { ApprovalRequestSchema } from './approvals.schemas.js';
-import type { ApprovalAccepted, ApprovalRequest } from './approvals.schemas.js';
 import { RunApprovals } from './run-approvals.service.js';
 
 /** `POST /v1/runs/:id/approvals`: the `approve` scope; the decision is intake's to record. */

@@ -1,11 +1,11 @@
 import { CairnError } from '@cairn/contracts';
+import type { ApprovalRequest } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import { CommandBus } from '@cairn/operational';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
-import type { ApprovalRequest } from './approvals.schemas.js';
 
 /**
  * Approval decisions go to intake as `approve` commands (docs/adr/0003), never straight onto a

@@ -1,8 +1,7 @@
 import { CairnError } from '@cairn/contracts';
-import type { RunSpec } from '@cairn/contracts';
+import type { CommandReply, RunSpec } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import { CommandBus } from '@cairn/operational';
-import type { CommandReply } from '@cairn/operational';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import type { GatewayConfig } from '../gateway.config.js';

@@ -1,8 +1,7 @@
 import { CairnError, ErrorCodeSchema, RunStateSchema, VerdictSchema } from '@cairn/contracts';
-import type { RunState } from '@cairn/contracts';
+import type { EventPage, Receipt, Run, RunList, RunState } from '@cairn/contracts';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { EventPage, Receipt, Run, RunList } from '../http/api.schemas.js';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor.codec.js';
 
 interface RunDbRow {

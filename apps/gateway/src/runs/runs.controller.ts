@@ -1,4 +1,5 @@
-import { CairnError, parseRunSpec, RunIdSchema } from '@cairn/contracts';
+import { API_ROUTES, CairnError, CancelRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
@@ -6,27 +7,6 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import {
-  CancelRequestSchema,
-  DEFAULT_EVENTS_PAGE,
-  IdempotencyKeySchema,
-  ListEventsQuerySchema,
-  ListRunsQuerySchema,
-  StreamEventsQuerySchema,
-} from '../http/api.schemas.js';
-import type {
-  CancelAccepted,
-  CancelRequest,
-  EventPage,
-  ListEventsQuery,
-  ListRunsQuery,
-  ProofBundle,
-  Run,
-  RunList,
-  StreamEventsQuery,
-  SubmitAccepted,
-} from '../http/api.schemas.js';
 import { resumeAfter } from './last-event-id.js';
 import { buildProofBundle } from './proof-bundle.builder.js';
 import { RunCommands } from './run-commands.service.js';

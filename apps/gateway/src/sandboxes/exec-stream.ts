@@ -1,10 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import type { CairnError } from '@cairn/contracts';
+import type { CairnError, ExecStreamLine } from '@cairn/contracts';
 import { jsonLine } from '@cairn/evidence';
 import type { ExecOutcome, OutputStream } from '@cairn/sandbox-sessions';
 import type { FastifyReply } from 'fastify';
 import { execSummary } from './sandbox-operations.service.js';
-import type { ExecStreamLine } from './sandboxes.schemas.js';
 
 const NDJSON_HEADERS = {
   'content-type': 'application/x-ndjson; charset=utf-8',

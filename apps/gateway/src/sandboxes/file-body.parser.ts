@@ -1,7 +1,5 @@
-import { CairnError } from '@cairn/contracts';
+import { API_ROUTES, CairnError, SANDBOX_FILE_LIMIT_BYTES } from '@cairn/contracts';
 import type { FastifyInstance, preParsingHookHandler, RouteOptions } from 'fastify';
-import { API_ROUTES } from '../http/api-routes.js';
-import { SANDBOX_FILE_LIMIT_BYTES } from './sandboxes.schemas.js';
 
 const FILE_ROUTE = API_ROUTES.putSandboxFile;
 const OCTET_STREAM = 'application/octet-stream';

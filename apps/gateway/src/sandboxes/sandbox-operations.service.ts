@@ -1,5 +1,5 @@
 import { CairnError, ErrorCodeSchema, hasScope } from '@cairn/contracts';
-import type { SandboxSpec } from '@cairn/contracts';
+import type { ExecRequest, ExecResult, FileWrittenAnswer, Sandbox, SandboxSpec } from '@cairn/contracts';
 import { KeyedSerialQueue } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
 import type { ExecOutcome, OutputStream, SandboxCaller, SandboxSessions } from '@cairn/sandbox-sessions';
@@ -7,7 +7,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { sandboxFromView, SandboxReadsRepository } from './sandbox-reads.repository.js';
 import { GATEWAY_SANDBOX_SESSIONS } from './sandbox-sessions.token.js';
-import type { ExecRequest, ExecResult, FileWrittenAnswer, Sandbox } from './sandboxes.schemas.js';
 
 /** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start). */
 export const CREATE_TIMEOUT_MS = 60_000;

@@ -1,4 +1,5 @@
-import { CairnError, ImageRefSchema, SandboxIdSchema } from '@cairn/contracts';
+import { CairnError, ImageRefSchema, SandboxDestroyReasonSchema, SandboxIdSchema, SandboxStateSchema } from '@cairn/contracts';
+import type { Sandbox, SandboxList, SandboxState } from '@cairn/contracts';
 import { ProjectionNotices, SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from '@cairn/persistence';
 import type { SandboxDbRow } from '@cairn/persistence';
 import type { SandboxView } from '@cairn/lifecycle';
@@ -6,8 +7,6 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodePageCursor, encodePageCursor } from '../runs/run-cursor.codec.js';
 import { queryProjections } from '../runs/run-reads.repository.js';
-import { SandboxDestroyReasonSchema, SandboxStateSchema } from './sandboxes.schemas.js';
-import type { Sandbox, SandboxList, SandboxState } from './sandboxes.schemas.js';
 
 /** How long a read waits for the projection to reach a sandbox answered from its chain. */
 const CATCH_UP_WAIT_MS = 10_000;

@@ -1,12 +1,10 @@
-import { CairnError, isCairnError, parseSandboxSpec, SandboxIdSchema } from '@cairn/contracts';
+import { API_ROUTES, CairnError, DEFAULT_EVENTS_PAGE, GetFileQuerySchema, IdempotencyKeySchema, isCairnError, ListEventsQuerySchema, ListSandboxesQuerySchema, parseExecRequest, parseSandboxSpec, PutFileQuerySchema, SandboxIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
+import type { EventPage, FileWrittenAnswer, GetFileQuery, ListEventsQuery, ListSandboxesQuery, ProofBundle, PutFileQuery, Sandbox, SandboxList, StreamEventsQuery } from '@cairn/contracts';
 import { Body, Controller, Headers, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import { DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, StreamEventsQuerySchema } from '../http/api.schemas.js';
-import type { EventPage, ListEventsQuery, ProofBundle, StreamEventsQuery } from '../http/api.schemas.js';
 import { resumeAfter } from '../runs/last-event-id.js';
 import { buildProofBundle } from '../runs/proof-bundle.builder.js';
 import { RunEventStreams } from '../runs/run-event-streams.service.js';
@@ -14,8 +12,6 @@ import { RunReadsRepository } from '../runs/run-reads.repository.js';
 import { ExecStream } from './exec-stream.js';
 import { execResult, SandboxOperations } from './sandbox-operations.service.js';
 import { SandboxReadsRepository } from './sandbox-reads.repository.js';
-import { GetFileQuerySchema, ListSandboxesQuerySchema, parseExecRequest, PutFileQuerySchema } from './sandboxes.schemas.js';
-import type { FileWrittenAnswer, GetFileQuery, ListSandboxesQuery, PutFileQuery, Sandbox, SandboxList } from './sandboxes.schemas.js';
 
 const SANDBOX_ID = { schema: SandboxIdSchema };
 const DEFAULT_SANDBOXES_PAGE = 50;

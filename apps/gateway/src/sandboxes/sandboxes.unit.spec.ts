@@ -1,10 +1,9 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, ExecRequestSchema, ExecResultSchema, ExecStreamLineSchema, GetFileQuerySchema, PutFileQuerySchema } from '@cairn/contracts';
 import type { ExecOutcome } from '@cairn/sandbox-sessions';
 import type { FastifyReply } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ExecStream } from './exec-stream.js';
 import { execResult } from './sandbox-operations.service.js';
-import { ExecRequestSchema, ExecResultSchema, ExecStreamLineSchema, GetFileQuerySchema, PutFileQuerySchema } from './sandboxes.schemas.js';
 
 const sha = (c: string) => c.repeat(64);
 

@@ -1,5 +1,5 @@
-import { CairnError, holdsGrant, SecretGranteeSchema, SecretNameSchema } from '@cairn/contracts';
-import type { SubmitterPrincipal } from '@cairn/contracts';
+import { API_ROUTES, CairnError, holdsGrant, PutSecretQuerySchema, SecretGranteeSchema, SecretGrantRequestSchema, SecretNameSchema } from '@cairn/contracts';
+import type { PutSecretQuery, SecretDeleted, SecretGrant, SecretGrantRequest, SecretGrants, SecretList, SecretStored, SubmitterPrincipal } from '@cairn/contracts';
 import type { SecretGrant as StoredGrant, SecretStore } from '@cairn/secret-store';
 import { withoutTrailingNewline } from '@cairn/secrets';
 import { JsonLogger } from '@cairn/service-kit';
@@ -7,9 +7,6 @@ import { Body, Controller, Inject, Param, Query } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import { PutSecretQuerySchema, SecretGrantRequestSchema } from './secrets.schemas.js';
-import type { PutSecretQuery, SecretDeleted, SecretGrant, SecretGrantRequest, SecretGrants, SecretList, SecretStored } from './secrets.schemas.js';
 import { GATEWAY_SECRET_STORE } from './secret-store.token.js';
 import type { GatewaySecrets } from './secret-store.token.js';
 import { TenantKeysRepository } from './tenant-keys.repository.js';

@@ -1,4 +1,5 @@
-import { CairnError } from '@cairn/contracts';
+import { API_ROUTES, CairnError, DeliveryIdSchema, ListDeliveriesQuerySchema, WebhookCreateSchema, WebhookIdSchema } from '@cairn/contracts';
+import type { DeliveryList, DeliveryView, ListDeliveriesQuery, WebhookCreate, WebhookCreated, WebhookDeleted, WebhookList, WebhookView } from '@cairn/contracts';
 import { JsonLogger } from '@cairn/service-kit';
 import { checkWebhookUrl, parseEventFilter } from '@cairn/webhooks';
 import type { Delivery, Webhook } from '@cairn/webhooks';
@@ -6,10 +7,7 @@ import { Body, Controller, Param, Query } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
 import { GatewayWebhooks } from './gateway-webhooks.js';
-import { DeliveryIdSchema, ListDeliveriesQuerySchema, WebhookCreateSchema, WebhookIdSchema } from './webhooks.schemas.js';
-import type { DeliveryList, DeliveryView, ListDeliveriesQuery, WebhookCreate, WebhookCreated, WebhookDeleted, WebhookList, WebhookView } from './webhooks.schemas.js';
 
 const WEBHOOK_ID = { schema: WebhookIdSchema };
 const DELIVERY_ID = { schema: DeliveryIdSchema };

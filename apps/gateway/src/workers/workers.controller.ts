@@ -1,10 +1,10 @@
+import { API_ROUTES } from '@cairn/contracts';
+import type { Worker, WorkerList } from '@cairn/contracts';
 import { WorkerRegistry } from '@cairn/operational';
 import type { RegisteredWorker } from '@cairn/operational';
 import { workerStatus } from '@cairn/scheduling';
 import { Controller } from '@nestjs/common';
 import { ApiRoute } from '../http/api-route.decorator.js';
-import { API_ROUTES } from '../http/api-routes.js';
-import type { Worker, WorkerList } from '../http/api.schemas.js';
 
 /** A registered worker as the API shows it; `healthy` also needs a fresh heartbeat. */
 export function workerView(worker: RegisteredWorker, now: number): Worker {

@@ -1,25 +1,17 @@
-import {
-  ActorSchema,
-  ApiKeyIdSchema,
-  ApiKeyPrefixSchema,
-  ApiKeyScopeSchema,
-  ApprovalIdSchema,
-  ChainIdSchema,
-  ErrorBodySchema,
-  RunIdSchema,
-  RunSpecSchema,
-  SandboxSpecSchema,
-  Sha256HexSchema,
-  storableText,
-  SubmitterPrincipalSchema,
-  TenantIdSchema,
-  TimestampSchema,
-} from '@cairn/contracts';
 import { z } from 'zod';
+import { ApiKeyIdSchema, ApiKeyPrefixSchema } from './admin-events.schema.js';
+import { ApiKeyScopeSchema } from './api-key-scope.schema.js';
+import { ActorSchema, ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from './envelope.js';
+import { ErrorBodySchema } from './error-codes.js';
+import { ApprovalIdSchema } from './event-fields.schema.js';
+import { SubmitterPrincipalSchema } from './principal.schema.js';
+import { RunSpecSchema } from './run-spec.schema.js';
+import { SandboxSpecSchema } from './sandbox-spec.schema.js';
+import { storableText } from './text-rules.js';
 
 /*
- * Commands travel before a run exists (docs/adr/0003): they are requests, not evidence, so their
- * contracts live here beside the command bus, not in @cairn/contracts. Snake_case like receipts.
+ * Commands travel before a run exists (docs/adr/0003): they are requests, not evidence (the command
+ * bus of @cairn/operational carries them, never the evidence stream). Snake_case like receipts.
  */
 
 /** Ask intake to create a run. The gateway has validated the spec already; intake checks it again. */

@@ -1,5 +1,7 @@
-import { ApiKeyIdSchema, ApiKeyPrefixSchema, ApiKeyScopeSchema, TenantIdSchema, TimestampSchema } from '@cairn/contracts';
 import { z } from 'zod';
+import { ApiKeyIdSchema, ApiKeyPrefixSchema } from '../admin-events.schema.js';
+import { ApiKeyScopeSchema } from '../api-key-scope.schema.js';
+import { TenantIdSchema, TimestampSchema } from '../envelope.js';
 
 /* The key and tenant routes' shapes (camelCase). A key's secret appears in two responses only: its creation's and its rotation's. */
 

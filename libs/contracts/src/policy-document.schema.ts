@@ -1,6 +1,8 @@
-import { CairnError, FROZEN_CAPS, ImageRefSchema, inputIssues } from '@cairn/contracts';
-import type { InputIssue } from '@cairn/contracts';
 import { z } from 'zod';
+import { CairnError } from './error-codes.js';
+import { FROZEN_CAPS } from './frozen-caps.constants.js';
+import { ImageRefSchema, inputIssues } from './run-spec.schema.js';
+import type { InputIssue } from './run-spec.schema.js';
 
 /*
  * The policy document is data: operators write it, `policyVersion` hashes it, and every

@@ -1,8 +1,15 @@
-import { storableText, TimestampSchema } from '@cairn/contracts';
-import { DELIVERY_ID_PATTERN, MAX_FILTER_PATTERNS, MAX_WEBHOOK_URL_LENGTH, WEBHOOK_ID_PATTERN } from '@cairn/webhooks';
 import { z } from 'zod';
+import { TimestampSchema } from '../envelope.js';
+import { storableText } from '../text-rules.js';
 
 /* The webhook routes' shapes (camelCase). A signing secret appears in one response only: the registration's. */
+
+export const WEBHOOK_ID_PATTERN = /^wh_[0-9a-f]{24}$/;
+export const DELIVERY_ID_PATTERN = /^dlv_[0-9a-f]{24}$/;
+/** A webhook's URL is at most this long. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+/** A webhook's event filter has at most this many patterns. */
+export const MAX_FILTER_PATTERNS = 32;
 
 export const WebhookIdSchema = z.string().regex(WEBHOOK_ID_PATTERN, 'a webhook id (wh_ and 24 hex characters)');
 export const DeliveryIdSchema = z.string().regex(DELIVERY_ID_PATTERN, 'a delivery id (dlv_ and 24 hex characters)');

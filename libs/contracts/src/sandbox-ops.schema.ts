@@ -1,5 +1,8 @@
-import { ActorSchema, ArgvSchema, EnvSchema, ErrorBodySchema, ExecIdSchema, SandboxIdSchema, Sha256HexSchema, TenantIdSchema } from '@cairn/contracts';
 import { z } from 'zod';
+import { ActorSchema, SandboxIdSchema, Sha256HexSchema, TenantIdSchema } from './envelope.js';
+import { ErrorBodySchema } from './error-codes.js';
+import { ExecIdSchema } from './event-fields.schema.js';
+import { ArgvSchema, EnvSchema } from './run-spec.schema.js';
 
 /*
  * Operations on a live sandbox (docs/adr/0006-sandbox-sessions.md). The caller publishes one op to

@@ -1,17 +1,10 @@
-import {
-  ChainIdSchema,
-  ErrorCodeSchema,
-  EvidenceReceiptSchema,
-  RunIdSchema,
-  RunStateSchema,
-  Sha256HexSchema,
-  storableText,
-  TenantIdSchema,
-  TimestampSchema,
-  VerdictSchema,
-  WorkerIdSchema,
-} from '@cairn/contracts';
 import { z } from 'zod';
+import { ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from '../envelope.js';
+import { ErrorCodeSchema } from '../error-codes.js';
+import { WorkerIdSchema } from '../event-fields.schema.js';
+import { EvidenceReceiptSchema } from '../evidence-event.schema.js';
+import { RunStateSchema, VerdictSchema } from '../run-state.schema.js';
+import { storableText } from '../text-rules.js';
 
 /*
  * The REST contract's shapes (camelCase; receipts stay snake_case, exactly as stored). Handlers

@@ -1,35 +1,17 @@
-import {
-  ArgvSchema,
-  CairnError,
-  EnvSchema,
-  ErrorCodeSchema,
-  ExecIdSchema,
-  GrantedCapsSchema,
-  ImageRefSchema,
-  inputIssues,
-  NetworkSpecSchema,
-  SandboxIdSchema,
-  sandboxPathSchema,
-  Sha256HexSchema,
-  TenantIdSchema,
-  TimestampSchema,
-  WorkdirSchema,
-  WorkerIdSchema,
-} from '@cairn/contracts';
-import { SANDBOX_DESTROY_REASONS, SANDBOX_STATES } from '@cairn/lifecycle';
-import { MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES } from '@cairn/sandbox-sessions';
 import { z } from 'zod';
+import { SandboxIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from '../envelope.js';
+import { CairnError, ErrorCodeSchema } from '../error-codes.js';
+import { ExecIdSchema, GrantedCapsSchema, WorkerIdSchema } from '../event-fields.schema.js';
+import { ArgvSchema, EnvSchema, ImageRefSchema, inputIssues, NetworkSpecSchema, sandboxPathSchema, WorkdirSchema } from '../run-spec.schema.js';
+import { SandboxStateSchema, SandboxDestroyReasonSchema } from '../run-state.schema.js';
+import { utf8ByteLength } from '../text-rules.js';
+import { MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES } from '../sandbox-ops.schema.js';
 
 /*
  * The REST shapes of interactive sandbox sessions (camelCase, like the rest of the API). The
  * view is read from the `sandboxes` projection; exec and file answers come from the receipts the
  * session appended for them.
  */
-
-export const SandboxStateSchema = z.enum(SANDBOX_STATES);
-export type SandboxState = z.infer<typeof SandboxStateSchema>;
-
-export const SandboxDestroyReasonSchema = z.enum(SANDBOX_DESTROY_REASONS);
 
 export const SandboxSchema = z.strictObject({
   id: SandboxIdSchema,
@@ -85,7 +67,7 @@ export const ExecRequestSchema = z.strictObject({
   /** UTF-8 text handed to the program's stdin, then closed; at most 512 KiB of it. */
   stdin: z
     .string()
-    .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
+    .refine((text) => utf8ByteLength(text) <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
     .optional(),
   /** Absent: the sandbox's remaining wall time. */
   timeoutSeconds: z.number().int().positive().max(86_400).optional(),

@@ -1,6 +1,6 @@
-import { RunIdSchema, Sha256HexSchema, TimestampSchema } from '@cairn/contracts';
-import { PolicyDocumentSchema } from '@cairn/policy';
 import { z } from 'zod';
+import { RunIdSchema, Sha256HexSchema, TimestampSchema } from '../envelope.js';
+import { PolicyDocumentSchema } from '../policy-document.schema.js';
 
 /* `GET /v1/policy`: the policy document in force, as the gateway reads it, and the version decisions named. */
 

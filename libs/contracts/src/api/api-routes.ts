@@ -1,6 +1,12 @@
-import { ApiKeyIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretGranteeSchema, SecretNameSchema, TenantIdSchema } from '@cairn/contracts';
-import type { ApiKeyScope, ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
+import { ApiKeyIdSchema } from '../admin-events.schema.js';
+import { RunIdSchema, SandboxIdSchema, TenantIdSchema } from '../envelope.js';
+import { ErrorBodySchema } from '../error-codes.js';
+import { SecretGranteeSchema } from '../principal.schema.js';
+import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
+import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
+import type { ApiKeyScope } from '../api-key-scope.schema.js';
+import type { ErrorCode } from '../error-codes.js';
 import {
   KeyCreatedSchema,
   KeyCreateSchema,
@@ -12,9 +18,9 @@ import {
   TenantCreateSchema,
   TenantListSchema,
   TenantSchema,
-} from '../keys/keys.schemas.js';
-import { PolicyInForceSchema } from '../policy/policy.schemas.js';
-import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
+} from './keys.schema.js';
+import { PolicyInForceSchema } from './policy.schema.js';
+import { ApprovalAcceptedSchema, ApprovalRequestSchema } from './approvals.schema.js';
 import {
   ExecRequestSchema,
   ExecResultSchema,
@@ -26,7 +32,7 @@ import {
   PutFileQuerySchema,
   SandboxListSchema,
   SandboxSchema,
-} from '../sandboxes/sandboxes.schemas.js';
+} from './sandboxes.schema.js';
 import {
   PutSecretQuerySchema,
   SecretDeletedSchema,
@@ -35,7 +41,7 @@ import {
   SecretListSchema,
   SecretStoredSchema,
   SecretValueSchema,
-} from '../secrets/secrets.schemas.js';
+} from './secrets.schema.js';
 import {
   DeliveryIdSchema,
   DeliveryListSchema,
@@ -46,7 +52,7 @@ import {
   WebhookDeletedSchema,
   WebhookIdSchema,
   WebhookListSchema,
-} from '../webhooks/webhooks.schemas.js';
+} from './webhooks.schema.js';
 import {
   CancelAcceptedSchema,
   CancelRequestSchema,
@@ -63,7 +69,7 @@ import {
   StreamEventsQuerySchema,
   SubmitAcceptedSchema,
   WorkerListSchema,
-} from './api.schemas.js';
+} from './api.schema.js';
 
 /** Every schema the API document names, by its component name. */
 export const API_COMPONENTS = {

@@ -1,11 +1,17 @@
-import { ActorSchema, SecretGranteeSchema, SecretNameSchema, TimestampSchema } from '@cairn/contracts';
-import { MAX_SECRET_BYTES, MIN_SECRET_BYTES } from '@cairn/secrets';
 import { z } from 'zod';
+import { ActorSchema, TimestampSchema } from '../envelope.js';
+import { SecretGranteeSchema } from '../principal.schema.js';
+import { SecretNameSchema } from '../run-spec.schema.js';
 
 /*
  * The secret store's REST shapes. Write-only: no response ever carries a value, only its last four
  * characters (and the id of the key that sealed it, for rotation).
  */
+
+/** Shorter values cannot be told apart from ordinary output, so the scanner could not find them. */
+export const MIN_SECRET_BYTES = 8;
+/** Room for tokens, passwords and PEM keys; 32 of them still fit the sandbox's /run/secrets tmpfs. */
+export const MAX_SECRET_BYTES = 32 * 1024;
 
 /** The request body of `PUT /v1/secrets/:name`: the value itself, as `text/plain` (UTF-8, no NUL). */
 export const SecretValueSchema = z

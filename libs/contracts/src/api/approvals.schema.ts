@@ -1,5 +1,8 @@
-import { ApprovalIdSchema, RunIdSchema, RunStateSchema, storableText } from '@cairn/contracts';
 import { z } from 'zod';
+import { RunIdSchema } from '../envelope.js';
+import { ApprovalIdSchema } from '../event-fields.schema.js';
+import { RunStateSchema } from '../run-state.schema.js';
+import { storableText } from '../text-rules.js';
 
 /* `POST /v1/runs/:id/approvals`: a person's decision on the approvals a run awaits (camelCase). */
 
