@@ -1,10 +1,32 @@
 import { CairnError, isCairnError, Sha256HexSchema } from '@cairn/contracts';
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** What `verify` found: the bytes hash to their name, are missing, or do not (tampered, rotten). */
 export type ArtifactState = 'ok' | 'missing' | 'corrupt';
+
+/**
+ * An artifact opened for serving: its bytes were read through once and hash to its name. `chunks()`
+ * reads them again from the same open file, hashing as it goes, and throws E_INTERNAL instead of
+ * finishing if they changed in between; `close()` releases the file (also after `chunks()` ends).
+ */
+export interface VerifiedArtifact {
+  readonly sha256: string;
+  readonly bytes: number;
+  /** The bytes are well-formed UTF-8 (so they may be served as text). */
+  readonly utf8: boolean;
+  chunks(): AsyncGenerator<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** Bytes read from the file at a time: what a served artifact holds in memory. */
+const READ_CHUNK_BYTES = 64 * 1024;
+
+function corrupt(sha256: string, actual: string): CairnError {
+  return new CairnError('E_INTERNAL', `artifact ${sha256} is corrupt: its bytes hash to ${actual}`, { sha256, actual, reason: 'artifact_corrupt' });
+}
 
 /** Content-addressed storage for the files a run produced; artifacts are named by their sha256. */
 export interface ArtifactStore {
@@ -72,8 +94,95 @@ export class FsArtifactStore implements ArtifactStore {
       throw error;
     }
     const actual = sha256Hex(bytes);
-    if (actual !== sha256) throw new CairnError('E_INTERNAL', `artifact ${sha256} is corrupt: its bytes hash to ${actual}`, { sha256, actual });
+    if (actual !== sha256) throw corrupt(sha256, actual);
     return new Uint8Array(bytes);
+  }
+
+  /** Its size in bytes as stored, or null when it is not there. */
+  async sizeOf(sha256: string): Promise<number | null> {
+    try {
+      return (await stat(this.pathOf(sha256))).size;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Opens an artifact to serve it in bounded memory: E_NOT_FOUND when absent, E_TOO_LARGE past
+   * `maxBytes` (nothing read), E_INTERNAL (`reason: artifact_corrupt`) when its bytes no longer hash
+   * to its name — all before a byte is served. The file stays open until `close()`, so serving reads
+   * the inode that was checked even if the name is replaced meanwhile.
+   */
+  async openVerified(sha256: string, options: { maxBytes: number }): Promise<VerifiedArtifact> {
+    const path = this.pathOf(sha256);
+    let file: FileHandle;
+    try {
+      file = await open(path, 'r');
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') throw new CairnError('E_NOT_FOUND', `no artifact ${sha256}`, { sha256, reason: 'artifact_missing' });
+      throw error;
+    }
+    let closed = false;
+    const close = async () => {
+      if (closed) return;
+      closed = true;
+      await file.close();
+    };
+    try {
+      const { size } = await file.stat();
+      if (size > options.maxBytes) {
+        throw new CairnError('E_TOO_LARGE', `artifact ${sha256} is ${size} bytes, more than the ${options.maxBytes} served at most`, { sha256, bytes: size, maxBytes: options.maxBytes });
+      }
+      const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+      let wellFormed = true;
+      const hash = createHash('sha256');
+      for await (const chunk of readChunks(file)) {
+        hash.update(chunk);
+        if (wellFormed) {
+          try {
+            utf8.decode(chunk, { stream: true });
+          } catch {
+            wellFormed = false;
+          }
+        }
+      }
+      if (wellFormed) {
+        try {
+          utf8.decode();
+        } catch {
+          wellFormed = false;
+        }
+      }
+      const actual = hash.digest('hex');
+      if (actual !== sha256) throw corrupt(sha256, actual);
+      return {
+        sha256,
+        bytes: size,
+        utf8: wellFormed,
+        close,
+        async *chunks() {
+          try {
+            const again = createHash('sha256');
+            let read = 0;
+            for await (const chunk of readChunks(file)) {
+              again.update(chunk);
+              read += chunk.byteLength;
+              // A file that grew since it was checked is not served past what was checked.
+              if (read > size) throw corrupt(sha256, 'a longer file');
+              yield chunk;
+            }
+            const served = again.digest('hex');
+            if (read !== size || served !== sha256) throw corrupt(sha256, served);
+          } finally {
+            await close();
+          }
+        },
+      };
+    } catch (error) {
+      await close();
+      throw error;
+    }
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -94,6 +203,18 @@ export class FsArtifactStore implements ArtifactStore {
       if (isCairnError(error) && error.code === 'E_INTERNAL') return 'corrupt';
       throw error;
     }
+  }
+}
+
+/** The whole file from its start, a fresh buffer per chunk (what is yielded is the reader's to keep). */
+async function* readChunks(file: FileHandle): AsyncGenerator<Uint8Array> {
+  let position = 0;
+  for (;;) {
+    const buffer = new Uint8Array(READ_CHUNK_BYTES);
+    const { bytesRead } = await file.read(buffer, 0, buffer.byteLength, position);
+    if (bytesRead === 0) return;
+    position += bytesRead;
+    yield bytesRead === buffer.byteLength ? buffer : buffer.subarray(0, bytesRead);
   }
 }
 

@@ -1,6 +1,6 @@
 import { isCairnError } from '@cairn/contracts';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,5 +68,51 @@ describe('FsArtifactStore', () => {
       expect(await codeOf(store.get(bad))).toBe('E_INPUT');
       expect(await codeOf(store.has(bad))).toBe('E_INPUT');
     }
+  });
+
+  describe('openVerified', () => {
+    async function served(id: string, maxBytes = 1 << 30): Promise<{ bytes: Buffer; chunks: number; utf8: boolean; size: number }> {
+      const artifact = await store.openVerified(id, { maxBytes });
+      const parts: Uint8Array[] = [];
+      for await (const chunk of artifact.chunks()) parts.push(chunk);
+      return { bytes: Buffer.concat(parts), chunks: parts.length, utf8: artifact.utf8, size: artifact.bytes };
+    }
+
+    it('serves the exact bytes a chunk at a time, and says whether they are UTF-8 text', async () => {
+      const binary = randomBytes(200_000);
+      const id = await store.put(binary);
+      const out = await served(id);
+      expect(out.bytes.equals(binary)).toBe(true);
+      expect(out.chunks).toBeGreaterThan(2);
+      expect(out.size).toBe(binary.length);
+      expect(out.utf8).toBe(false);
+      const text = await served(await store.put(new TextEncoder().encode('héllo wörld 😀\n'.repeat(10_000))));
+      expect(text.utf8).toBe(true);
+      expect((await served(await store.put(new Uint8Array()))).bytes.length).toBe(0);
+    });
+
+    it('refuses tampered bytes before serving any, and a file past the bound without reading it', async () => {
+      const id = await store.put(new TextEncoder().encode('the original bytes'));
+      expect(await codeOf(store.openVerified(id, { maxBytes: 5 }))).toBe('E_TOO_LARGE');
+      const path = store.pathOf(id);
+      await chmod(path, 0o644);
+      await writeFile(path, 'the 0riginal bytes');
+      await expect(store.openVerified(id, { maxBytes: 1024 })).rejects.toMatchObject({ code: 'E_INTERNAL', details: { reason: 'artifact_corrupt', sha256: id } });
+      expect(await codeOf(store.openVerified(sha(randomBytes(8)), { maxBytes: 1024 }))).toBe('E_NOT_FOUND');
+    });
+
+    it('stops serving, with an error, bytes changed between the check and the serving', async () => {
+      const id = await store.put(randomBytes(300_000));
+      const artifact = await store.openVerified(id, { maxBytes: 1 << 20 });
+      const path = store.pathOf(id);
+      await chmod(path, 0o644);
+      await appendFile(path, 'more');
+      const read = async () => {
+        for await (const _chunk of artifact.chunks()) {
+          // drained
+        }
+      };
+      await expect(read()).rejects.toMatchObject({ code: 'E_INTERNAL' });
+    });
   });
 });

@@ -1,2 +1,2 @@
 export { FsArtifactStore } from './artifact-store.adapter.js';
-export type { ArtifactState, ArtifactStore } from './artifact-store.adapter.js';
+export type { ArtifactState, ArtifactStore, VerifiedArtifact } from './artifact-store.adapter.js';

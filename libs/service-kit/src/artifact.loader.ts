@@ -1,6 +1,5 @@
 import type { FsArtifactStore } from '@cairn/artifact-store';
 import { isCairnError } from '@cairn/contracts';
-import { stat } from 'node:fs/promises';
 import type { LoadedArtifact } from './run-outputs.reader.js';
 
 export type ArtifactReadLimits = {
@@ -28,7 +27,7 @@ export class ArtifactLoader {
     let total = 0;
     for (const sha of shas) {
       if (loaded.has(sha)) continue;
-      const size = await this.sizeOf(sha);
+      const size = await this.store.sizeOf(sha);
       if (size === null) {
         loaded.set(sha, { state: 'missing' });
         continue;
@@ -42,15 +41,6 @@ export class ArtifactLoader {
       loaded.set(sha, artifact);
     }
     return loaded;
-  }
-
-  private async sizeOf(sha: string): Promise<number | null> {
-    try {
-      return (await stat(this.store.pathOf(sha))).size;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 'ENOENT') return null;
-      throw error;
-    }
   }
 
   private async read(sha: string): Promise<LoadedArtifact> {
