@@ -38,4 +38,10 @@ describe('GatewayConfigSchema', () => {
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND: '0' })).toThrow(/CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND/);
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_BURST: '0.5' })).toThrow(/CAIRN_GATEWAY_RATE_LIMIT_BURST/);
   });
+
+  it('reads outputs from the runtime\'s artifact store (its default directory), served up to a bound', () => {
+    expect(loadConfig(GatewayConfigSchema, {})).toMatchObject({ CAIRN_ARTIFACT_DIR: `${process.cwd()}/.cairn/artifacts`, CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 256 * 1024 * 1024 });
+    expect(loadConfig(GatewayConfigSchema, { CAIRN_ARTIFACT_DIR: '/srv/a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '1024' })).toMatchObject({ CAIRN_ARTIFACT_DIR: '/srv/a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 1024 });
+    expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '0' })).toThrow(/CAIRN_GATEWAY_ARTIFACT_MAX_BYTES/);
+  });
 });

@@ -1,3 +1,4 @@
+import { FsArtifactStore } from '@cairn/artifact-store';
 import { CommandBus, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
@@ -21,6 +22,8 @@ import { TenantsController } from './keys/tenants.controller.js';
 import { HealthService } from './health/health.service.js';
 import { RateLimitGuard } from './http/rate-limit.guard.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
+import { OutputsController } from './outputs/outputs.controller.js';
+import { GATEWAY_ARTIFACTS, RunOutputsService } from './outputs/outputs.service.js';
 import { PolicyController } from './policy/policy.controller.js';
 import { RunApprovalsController } from './runs/run-approvals.controller.js';
 import { RunApprovals } from './runs/run-approvals.service.js';
@@ -63,6 +66,7 @@ export class GatewayModule {
       module: GatewayModule,
       controllers: [
         RunsController,
+        OutputsController,
         SandboxesController,
         RunApprovalsController,
         WorkersController,
@@ -84,6 +88,9 @@ export class GatewayModule {
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
         { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },
         { provide: ProjectionNotices, useValue: resources.notices },
+        // The runtime's artifact store, read only: the outputs routes serve from it.
+        { provide: GATEWAY_ARTIFACTS, useValue: new FsArtifactStore(resources.config.CAIRN_ARTIFACT_DIR) },
+        RunOutputsService,
         { provide: GatewayWebhooks, useFactory: () => GatewayWebhooks.open(resources.config, resources.logger) },
         ApiKeyRepository,
         RunReadsRepository,

@@ -450,3 +450,17 @@ export type {
   PolicyDocument,
   PolicyValidation,
 } from './policy-document.schema.js';
+export {
+  ArtifactPathParamSchema,
+  ArtifactSchema,
+  ExecIdParamSchema,
+  OUTPUT_PARAMS,
+  OUTPUT_STREAMS,
+  OutputBytesSchema,
+  OutputStreamSchema,
+  RecordedStreamSchema,
+  RunArtifactsSchema,
+  StepIndexParamSchema,
+  StepOutputsSchema,
+} from './api/outputs.schema.js';
+export type { Artifact, OutputStream, RecordedStream, RunArtifacts, StepOutputs } from './api/outputs.schema.js';

@@ -92,8 +92,11 @@ function successResponse(route: ApiRoute): Record<string, unknown> {
       };
     case 'openapi':
       return { ...base, description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } };
-    case 'bytes':
-      return { ...base, description: 'The raw bytes.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } };
+    case 'bytes': {
+      const types = route.bytes ?? ['application/octet-stream'];
+      const content = Object.fromEntries(types.map((type) => [type, { schema: { type: 'string', contentMediaType: type.split(';')[0] } }]));
+      return { ...base, description: 'The raw bytes.', content };
+    }
     default: {
       const content: Record<string, unknown> = { 'application/json': { schema: ref(route.response) } };
       // Asked for with `Accept: application/x-ndjson`: one JSON object per line, as they happen.
@@ -144,9 +147,9 @@ function operation(route: ApiRoute): Record<string, unknown> {
   };
 }
 
-/** `/v1/runs/:id` → `/v1/runs/{id}`. */
+/** `/v1/runs/:id` → `/v1/runs/{id}`; a trailing wildcard (`…/artifacts/*`) is the `{path}` parameter. */
 export function openApiPath(path: string): string {
-  return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+  return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}').replace(/\/\*$/, '/{path}');
 }
 
 export function buildOpenApi(): OpenApiDocument {

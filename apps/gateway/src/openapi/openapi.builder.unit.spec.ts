@@ -43,16 +43,20 @@ describe('the OpenAPI document', () => {
         '/v1/runs',
         '/v1/runs/{id}',
         '/v1/runs/{id}/approvals',
+        '/v1/runs/{id}/artifacts',
+        '/v1/runs/{id}/artifacts/{path}',
         '/v1/runs/{id}/bundle',
         '/v1/runs/{id}/cancel',
         '/v1/runs/{id}/events',
         '/v1/runs/{id}/events/stream',
+        '/v1/runs/{id}/steps/{index}/{stream}',
         '/v1/sandboxes',
         '/v1/sandboxes/{id}',
         '/v1/sandboxes/{id}/bundle',
         '/v1/sandboxes/{id}/events',
         '/v1/sandboxes/{id}/events/stream',
         '/v1/sandboxes/{id}/exec',
+        '/v1/sandboxes/{id}/execs/{execId}/{stream}',
         '/v1/sandboxes/{id}/files',
         '/v1/secrets',
         '/v1/secrets/{name}',
@@ -130,5 +134,23 @@ describe('the OpenAPI document', () => {
   it('writes paths the OpenAPI way', () => {
     expect(openApiPath('/v1/runs/:id/events/stream')).toBe('/v1/runs/{id}/events/stream');
     expect(openApiPath('/v1/runs')).toBe('/v1/runs');
+    expect(openApiPath('/v1/runs/:id/artifacts/*')).toBe('/v1/runs/{id}/artifacts/{path}');
+  });
+
+  it('declares every path parameter a route names, and serves outputs as bytes with their sha256 and read-only scopes', () => {
+    const doc = buildOpenApi() as unknown as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>; 'x-cairn-scope'?: unknown }>> };
+    for (const route of Object.values(API_ROUTES)) {
+      const path = openApiPath(route.path);
+      const named = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      const declared = (doc.paths[path]?.[route.method.toLowerCase()]?.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
+      expect(declared.sort(), route.operationId).toEqual(named.sort());
+    }
+    for (const path of ['/v1/runs/{id}/steps/{index}/{stream}', '/v1/runs/{id}/artifacts/{path}', '/v1/sandboxes/{id}/execs/{execId}/{stream}']) {
+      const get = doc.paths[path]?.get;
+      expect(get?.['x-cairn-scope'], path).toBe('runs:read');
+      expect(Object.keys(get?.responses['200']?.content ?? {}), path).toContain('application/octet-stream');
+      expect(Object.keys(get?.responses['200']?.headers ?? {}), path).toContain('X-Cairn-Sha256');
+      expect(Object.keys(get?.responses ?? {}), path).toEqual(expect.arrayContaining(['404', '413', '500']));
+    }
   });
 });

@@ -149,6 +149,12 @@ export class RunReadsRepository {
     return { items, nextAfter: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
   }
 
+  /** The chain's receipts of these types, in chain order, exactly as stored. */
+  async receiptsOfTypes(chainId: string, types: readonly string[]): Promise<Receipt[]> {
+    const rows = await this.query<{ receipt: Receipt }>('SELECT receipt FROM evidence_events WHERE chain_id = $1 AND type = ANY($2::text[]) ORDER BY seq', [chainId, [...types]]);
+    return rows.map((row) => row.receipt);
+  }
+
   /** Every receipt of the chain, in chain order. */
   async allReceipts(chainId: string): Promise<Receipt[]> {
     const rows = await this.query<{ receipt: Receipt }>('SELECT receipt FROM evidence_events WHERE chain_id = $1 ORDER BY seq', [chainId]);

@@ -19,6 +19,7 @@ import {
   TenantListSchema,
   TenantSchema,
 } from './keys.schema.js';
+import { OUTPUT_PARAMS, RunArtifactsSchema } from './outputs.schema.js';
 import { PolicyInForceSchema } from './policy.schema.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from './approvals.schema.js';
 import {
@@ -79,6 +80,7 @@ export const API_COMPONENTS = {
   Receipt: ReceiptSchema,
   EventPage: EventPageSchema,
   ProofBundle: ProofBundleSchema,
+  RunArtifacts: RunArtifactsSchema,
   SubmitAccepted: SubmitAcceptedSchema,
   CancelRequest: CancelRequestSchema,
   CancelAccepted: CancelAcceptedSchema,
@@ -131,6 +133,8 @@ export interface ApiRoute {
   status: number;
   /** A component; `sse` for a text/event-stream of receipts; `openapi` for this API's own document; `bytes` for raw octets. */
   response: ApiComponent | 'sse' | 'openapi' | 'bytes';
+  /** The media types a `bytes` answer comes as (default `application/octet-stream`). */
+  bytes?: readonly string[];
   /** Also answered, with `Accept: application/x-ndjson`, as a stream of these objects, one per line. */
   ndjson?: ApiComponent;
   /** JSON unless `contentType` says otherwise (a secret's value is `text/plain`, a sandbox file's bytes `application/octet-stream`). */
@@ -152,6 +156,11 @@ const SECRET_MANAGERS = 'Changing an existing secret needs a grant of it (or an 
 const WEBHOOK_ID = { id: WebhookIdSchema } as const;
 const KEY_ID = { id: ApiKeyIdSchema } as const;
 const TENANT_ID = { id: TenantIdSchema } as const;
+/** Said on every route that serves a run's outputs. */
+const OUTPUTS_OF_SECRET_RUNS = 'A run that mounts secrets shows its outputs only to the key that submitted it or an admin key (403 E_FORBIDDEN): what it printed may carry what it was given.';
+const SERVED =
+  "Every byte is checked against the sha256 the chain records before it is served: bytes in the artifact store that no longer hash to it are refused with 500 E_INTERNAL (`details.reason: artifact_corrupt`, logged fatal), never served; bytes the store lacks are 404 (`details.reason: artifact_missing`); past CAIRN_GATEWAY_ARTIFACT_MAX_BYTES 413 E_TOO_LARGE.";
+const OUTPUT_HEADERS = { 'X-Cairn-Sha256': 'sha256 (hex) of the bytes: the one the chain records, checked before they were served', 'Content-Length': 'their size' };
 
 /**
  * The route table: the controllers take method, path, status and scope from it (`@ApiRoute`),
@@ -233,6 +242,44 @@ export const API_ROUTES = {
     response: 'ProofBundle',
     pathParams: RUN_ID,
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  getRunArtifacts: {
+    operationId: 'getRunArtifacts',
+    method: 'GET',
+    path: '/v1/runs/:id/artifacts',
+    summary:
+      `What a run printed and wrote, as its chain records it: each completed step's stdout and stderr, and every collected file (path, sha256, bytes as stored). Read each with …/steps/:index/:stream and …/artifacts/:path. ${OUTPUTS_OF_SECRET_RUNS}`,
+    scope: 'runs:read',
+    status: 200,
+    response: 'RunArtifacts',
+    pathParams: RUN_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  getStepOutput: {
+    operationId: 'getStepOutput',
+    method: 'GET',
+    path: '/v1/runs/:id/steps/:index/:stream',
+    summary: `A step's stdout or stderr exactly as kept (redacted before it was hashed, bounded as the run's caps say): text/plain when it is UTF-8, else application/octet-stream. A step with no step.completed yet is 404. ${OUTPUTS_OF_SECRET_RUNS} ${SERVED}`,
+    scope: 'runs:read',
+    status: 200,
+    response: 'bytes',
+    bytes: ['text/plain; charset=utf-8', 'application/octet-stream'],
+    pathParams: OUTPUT_PARAMS.run,
+    responseHeaders: OUTPUT_HEADERS,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
+  },
+  getRunArtifact: {
+    operationId: 'getRunArtifact',
+    method: 'GET',
+    path: '/v1/runs/:id/artifacts/*',
+    summary: `A collected file's bytes (\`path\`: its recorded path without the leading /, each segment percent-encoded: \`out/report.json\`), as an attachment; a media type from its name for JSON, text (when UTF-8), PNG, JPEG, GIF, WebP, PDF and archives, else application/octet-stream. A path the run did not collect is 404. ${OUTPUTS_OF_SECRET_RUNS} ${SERVED}`,
+    scope: 'runs:read',
+    status: 200,
+    response: 'bytes',
+    bytes: ['application/octet-stream', 'application/json', 'text/plain; charset=utf-8'],
+    pathParams: OUTPUT_PARAMS.artifact,
+    responseHeaders: { ...OUTPUT_HEADERS, 'Content-Disposition': 'attachment, with the file name' },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
   },
   cancelRun: {
     operationId: 'cancelRun',
@@ -606,6 +653,19 @@ export const API_ROUTES = {
     query: GetFileQuerySchema,
     responseHeaders: { 'X-Cairn-Sha256': 'sha256 (hex) of the bytes', 'X-Cairn-Seq': 'the seq of the sandbox.file.read receipt' },
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  getExecOutput: {
+    operationId: 'getExecOutput',
+    method: 'GET',
+    path: '/v1/sandboxes/:id/execs/:execId/:stream',
+    summary: `An exec's stdout or stderr as its sandbox.exec.completed receipt records it (the exec answer's \`execId\`), also after the sandbox is gone: text/plain when it is UTF-8, else application/octet-stream. An exec not completed is 404. A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN). ${SERVED}`,
+    scope: 'runs:read',
+    status: 200,
+    response: 'bytes',
+    bytes: ['text/plain; charset=utf-8', 'application/octet-stream'],
+    pathParams: OUTPUT_PARAMS.exec,
+    responseHeaders: OUTPUT_HEADERS,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_TOO_LARGE', 'E_UNAVAILABLE'],
   },
   listSandboxEvents: {
     operationId: 'listSandboxEvents',
