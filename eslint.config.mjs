@@ -100,6 +100,23 @@ export default tseslint.config(
     },
   },
   {
+    // @cairn/sdk's client runs in browsers too (the dashboard): no Node module and no Node global in
+    // its sources, and only the browser-safe part of @cairn/evidence (its main entry hashes with
+    // node:crypto; the package's own index re-exports the verifier from it, for Node).
+    files: ['libs/sdk/src/**/*.ts'],
+    ignores: ['**/*.spec.ts', 'libs/sdk/src/index.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: '@cairn/evidence', message: 'the client is browser-safe: take @cairn/evidence/json-lines (the main entry hashes with node:crypto)' }],
+          patterns: [{ group: ['node:*'], message: 'the client is browser-safe: no Node modules' }],
+        },
+      ],
+      'no-restricted-globals': ['error', 'Buffer', 'process', 'require', '__dirname', '__filename', 'global'],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

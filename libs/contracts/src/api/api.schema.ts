@@ -38,8 +38,8 @@ export type RunList = z.infer<typeof RunListSchema>;
 
 /** A stored receipt: the body plus `prev_hash` and `hash`. */
 export const ReceiptSchema = EvidenceReceiptSchema;
-/** Receipts are served as stored; the type is the envelope every one of them has. */
-export type Receipt = Record<string, unknown> & { seq: number; type: string; hash: string; prev_hash: string };
+/** Receipts are served as stored; the type is the envelope every one of them has (the rest is its type's fields). */
+export type Receipt = Record<string, unknown> & { seq: number; run_id: string; tenant: string; type: string; actor: string; ts: string; hash: string; prev_hash: string };
 
 export const EventPageSchema = z.strictObject({
   items: z.array(ReceiptSchema),
