@@ -11,6 +11,7 @@ import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
+import { registerArtifactsCommand, registerLogsCommand } from './commands/outputs.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
 import { registerRunCommand } from './commands/run.command.js';
 import { registerSandboxCommand } from './commands/sandbox.command.js';
@@ -58,6 +59,8 @@ export function buildProgram(context: CommandContext): Command {
   registerRunCommand(program, context);
   registerStatusCommand(program, context);
   registerEventsCommand(program, context);
+  registerLogsCommand(program, context);
+  registerArtifactsCommand(program, context);
   registerCancelCommand(program, context);
   registerSecretsCommand(program, context);
   registerKeysCommand(program, context);

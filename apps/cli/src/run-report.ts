@@ -1,7 +1,7 @@
 import { CairnError, parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
 import { evolveRun } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
-import type { Receipt, Run } from './gateway-client.js';
+import type { Receipt, Run } from '@cairn/contracts';
 
 /*
  * How runs and their receipts read in a terminal: one progress line per receipt worth showing, a

@@ -1,7 +1,6 @@
 import {
   API_COMPONENTS,
   ApiKeyIdSchema,
-  CairnError,
   DeliveryIdSchema,
   IdempotencyKeySchema,
   KeyCreateSchema,
@@ -9,7 +8,6 @@ import {
   KeyRotateSchema,
   ListDeliveriesQuerySchema,
   ListKeysQuerySchema,
-  MAX_SECRET_BYTES,
   SecretGranteeSchema,
   SecretGrantRequestSchema,
   SecretNameSchema,
@@ -66,8 +64,8 @@ export class Secrets {
    * scopes (`scope:<scope>`) in the same write.
    */
   async put(secret: string, value: string | Uint8Array, options: { grant?: readonly string[] } = {}): Promise<SecretStored> {
+    // Its bounds are the gateway's to judge (E_INPUT, E_TOO_LARGE): the value is sent as it is.
     const bytes = typeof value === 'string' ? encodeText(value) : value;
-    if (bytes.byteLength > MAX_SECRET_BYTES) throw new CairnError('E_TOO_LARGE', `a secret value is at most ${MAX_SECRET_BYTES} bytes (this one has ${bytes.byteLength})`, { maxBytes: MAX_SECRET_BYTES });
     const { method, path } = route('putSecret', { name: name(secret) });
     return this.http.json(method, path, API_COMPONENTS.SecretStored, { text: bytes, query: { grant: (options.grant ?? []).map(grantee) } });
   }

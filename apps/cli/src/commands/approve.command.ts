@@ -1,18 +1,9 @@
 import { ApprovalIdSchema, unstorableText } from '@cairn/contracts';
 import type { Command } from 'commander';
-import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
 import { resolveTarget } from '../stack/stack-target.js';
 import { parseRunId } from './status.command.js';
-
-/** What `POST /v1/runs/:id/approvals` answers. */
-export const ApprovalAcceptedSchema = z.object({
-  runId: z.string(),
-  decision: z.enum(['approve', 'reject']),
-  state: z.string(),
-  duplicate: z.boolean(),
-});
 
 interface ApproveOptions {
   reject?: boolean;
@@ -55,7 +46,7 @@ export function registerApproveCommand(program: Command, context: CommandContext
       const runId = parseRunId(rawRun);
       const body = approvalBody(options);
       const { client } = await resolveTarget(context.env);
-      const answer = await client.json(`/v1/runs/${encodeURIComponent(runId)}/approvals`, ApprovalAcceptedSchema, { method: 'POST', body });
+      const answer = await client.runs.decide(runId, body);
       const what = answer.decision === 'reject' ? 'rejected' : 'approved';
       const again = answer.duplicate ? '  (decided so before)' : '';
       output.result(`${output.okMark()}  ${what}  ${answer.runId}  ${answer.state}${again}`, { ok: true, ...answer });

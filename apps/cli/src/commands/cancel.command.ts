@@ -13,7 +13,7 @@ export function registerCancelCommand(program: Command, context: CommandContext)
       const output = context.output(command);
       const runId = parseRunId(rawRun);
       const { client } = await resolveTarget(context.env);
-      const answer = await client.cancel(runId);
+      const answer = await client.runs.cancel(runId);
       output.result(`${output.okMark()}  cancel accepted  ${answer.runId}  ${answer.state}`, { ok: true, runId: answer.runId, state: answer.state });
     });
 }

@@ -1,11 +1,10 @@
 import { ChainIdSchema } from '@cairn/contracts';
+import type { Receipt } from '@cairn/contracts';
 import { jsonLine } from '@cairn/evidence';
+import type { Cairn } from '@cairn/sdk';
 import type { Command } from 'commander';
-import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
-import { chainPath } from '../gateway-client.js';
-import type { Receipt } from '../gateway-client.js';
 import { formatEventLine } from '../run-report.js';
 import { resolveTarget } from '../stack/stack-target.js';
 
@@ -14,6 +13,13 @@ function parseEventsChainId(value: string): string {
   const parsed = ChainIdSchema.safeParse(value);
   if (!parsed.success) throw usageError(`invalid run id ${JSON.stringify(value)}: a run id is run_… (a sandbox's sbx_…, a tenant's admin chain adm_…) in [a-z0-9_-]`, { runId: value });
   return parsed.data;
+}
+
+/** E_NOT_FOUND for an unknown (or another tenant's) run, sandbox or tenant: before any page is read. */
+async function assertChainExists(client: Cairn, chainId: string): Promise<void> {
+  if (chainId.startsWith('adm_')) await client.tenants.get(chainId.slice('adm_'.length));
+  else if (chainId.startsWith('sbx_')) await client.sandboxes.get(chainId);
+  else await client.runs.get(chainId);
 }
 
 function parseAfter(value: string): number {
@@ -44,14 +50,14 @@ export function registerEventsCommand(program: Command, context: CommandContext)
       if (options.follow === true) {
         // An admin chain is never sealed: there is nothing to follow to an end.
         if (runId.startsWith('adm_')) throw usageError('--follow reads runs and sandboxes; an admin chain (adm_…) is listed without it');
-        for await (const receipt of client.follow(runId, after)) print(receipt);
+        for await (const receipt of client.chains.follow(runId, { after })) print(receipt);
         return;
       }
       // Fails with E_NOT_FOUND for an unknown run or sandbox, also when it has no events after `after`.
-      await client.json(chainPath(runId), z.looseObject({}));
+      await assertChainExists(client, runId);
       let cursor: number | null = after;
       while (cursor !== null) {
-        const page = await client.events(runId, cursor, 500);
+        const page = await client.chains.events(runId, { after: cursor, limit: 500 });
         for (const receipt of page.items) print(receipt);
         cursor = page.items.length === 0 ? null : page.nextAfter;
       }

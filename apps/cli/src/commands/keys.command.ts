@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ApiKeyIdSchema, ApiKeyScopeSchema, API_KEY_SCOPES, TenantIdSchema } from '@cairn/contracts';
-import type { ApiKeyScope } from '@cairn/contracts';
+import type { ApiKeyScope, KeyCreated, KeyView } from '@cairn/contracts';
+import type { Cairn } from '@cairn/sdk';
 import type { Command } from 'commander';
-import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
-import type { GatewayClient } from '../gateway-client.js';
 import type { Output } from '../output.js';
 import { stackHome } from '../stack/stack-config.js';
 import { writeApiKey } from '../stack/stack-file.js';
@@ -17,25 +16,6 @@ import { resolveTarget } from '../stack/stack-target.js';
  * printed once, on stdout, and never again; rotating the key this CLI itself uses writes the new
  * one to $CAIRN_HOME/api-key (mode 0600, atomically), so later commands and `cairn up` keep working.
  */
-
-const KeySchema = z.looseObject({
-  id: z.string(),
-  tenant: z.string(),
-  prefix: z.string(),
-  lastFour: z.string().nullable(),
-  scopes: z.array(z.string()),
-  status: z.string(),
-  createdAt: z.string(),
-  expiresAt: z.string().nullable(),
-  revokedAt: z.string().nullable(),
-  rotations: z.number(),
-  previousValidUntil: z.string().nullable().optional(),
-});
-type Key = z.infer<typeof KeySchema>;
-const KeyCreatedSchema = KeySchema.extend({ key: z.string() });
-const KeyListSchema = z.object({ items: z.array(KeySchema) });
-const TenantSchema = z.looseObject({ id: z.string(), chainId: z.string(), createdAt: z.string(), createdBy: z.string().nullable(), recorded: z.boolean() });
-const TenantListSchema = z.object({ items: z.array(TenantSchema) });
 
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 const DURATION = /^([1-9][0-9]{0,6})([smhdw])$/;
@@ -79,13 +59,13 @@ function prefixOf(key: string): string | null {
   return /^cairn_([a-z2-7]{8})_/.exec(key)?.[1] ?? null;
 }
 
-function keyLine(key: Key): string {
+function keyLine(key: KeyView): string {
   const expires = key.expiresAt === null ? 'never' : key.expiresAt;
   return `${key.id}  cairn_${key.prefix}_…${key.lastFour ?? '????'}  ${key.status.padEnd(7)}  ${key.scopes.join(',')}  expires ${expires}`;
 }
 
 /** The secret, once, on stdout; everything else a person reads goes beside it. */
-function printSecret(output: Output, verb: string, created: z.infer<typeof KeyCreatedSchema>, note: string | null): void {
+function printSecret(output: Output, verb: string, created: KeyCreated, note: string | null): void {
   const { key, ...view } = created;
   const human = [`${output.okMark()}  key ${created.id} ${verb} (tenant ${created.tenant}, ${created.scopes.join(',')})`, key, ...(note === null ? [] : [note])].join('\n');
   output.result(human, { ok: true, ...view, key });
@@ -93,7 +73,7 @@ function printSecret(output: Output, verb: string, created: z.infer<typeof KeyCr
 }
 
 /** Rotating the key this CLI uses: the new secret replaces it in $CAIRN_HOME/api-key, so the stack keeps working. */
-async function keepOwnKey(context: CommandContext, apiKey: string, fromStackFile: boolean, rotated: z.infer<typeof KeyCreatedSchema>): Promise<string | null> {
+async function keepOwnKey(context: CommandContext, apiKey: string, fromStackFile: boolean, rotated: KeyCreated): Promise<string | null> {
   if (prefixOf(apiKey) !== rotated.prefix) return null;
   if (!fromStackFile) return 'this was the key in CAIRN_API_KEY: set the new one there';
   const home = stackHome(context.env);
@@ -101,7 +81,7 @@ async function keepOwnKey(context: CommandContext, apiKey: string, fromStackFile
   return `the new key replaced the old one in ${home}/api-key`;
 }
 
-async function target(context: CommandContext): Promise<{ client: GatewayClient; apiKey: string; fromStackFile: boolean }> {
+async function target(context: CommandContext): Promise<{ client: Cairn; apiKey: string; fromStackFile: boolean }> {
   const resolved = await resolveTarget(context.env);
   const explicit = context.env.CAIRN_API_KEY !== undefined && context.env.CAIRN_API_KEY !== '';
   return { client: resolved.client, apiKey: resolved.apiKey, fromStackFile: resolved.stack !== null && !explicit };
@@ -137,7 +117,7 @@ export function registerKeysCommand(program: Command, context: CommandContext): 
       const { client } = await target(context);
       // One Idempotency-Key per invocation: a request retried inside it names the same key.
       const idempotencyKey = `cli-${randomUUID()}`;
-      const created = await client.json('/v1/keys', KeyCreatedSchema, { method: 'POST', body, headers: { 'idempotency-key': idempotencyKey } });
+      const created = await client.keys.create(body, { idempotencyKey });
       printSecret(output, 'created', created, null);
     });
 
@@ -147,9 +127,9 @@ export function registerKeysCommand(program: Command, context: CommandContext): 
     .option('--tenant <tenant>', "another tenant's keys (the operator only)")
     .action(async (options: { tenant?: string }, command: Command) => {
       const output = context.output(command);
-      const query = options.tenant === undefined ? '' : `?tenant=${encodeURIComponent(parseTenant(options.tenant))}`;
+      const tenant = options.tenant === undefined ? undefined : parseTenant(options.tenant);
       const { client } = await target(context);
-      const listed = await client.json(`/v1/keys${query}`, KeyListSchema);
+      const listed = await client.keys.list(tenant === undefined ? {} : { tenant });
       output.result(listed.items.length === 0 ? 'no keys' : listed.items.map(keyLine).join('\n'), { ok: true, items: listed.items });
     });
 
@@ -165,7 +145,7 @@ export function registerKeysCommand(program: Command, context: CommandContext): 
       const graceSeconds = options.grace === undefined ? 0 : parseDurationSeconds(options.grace);
       if (graceSeconds === null || graceSeconds > 3600) throw usageError(`--grace takes a duration of at most 1h (90s, 5m), got ${JSON.stringify(options.grace)}`);
       const { client, apiKey, fromStackFile } = await target(context);
-      const rotated = await client.json(`/v1/keys/${encodeURIComponent(id)}/rotate`, KeyCreatedSchema, { method: 'POST', body: { graceSeconds } });
+      const rotated = await client.keys.rotate(id, { graceSeconds });
       printSecret(output, `rotated (rotation ${rotated.rotations})`, rotated, await keepOwnKey(context, apiKey, fromStackFile, rotated));
     });
 
@@ -179,7 +159,7 @@ export function registerKeysCommand(program: Command, context: CommandContext): 
       const id = parseKeyId(rawId);
       if (options.reason !== undefined && (options.reason.length === 0 || options.reason.length > 1024)) throw usageError('--reason takes 1 to 1024 characters');
       const { client } = await target(context);
-      const revoked = await client.json(`/v1/keys/${encodeURIComponent(id)}/revoke`, KeySchema, { method: 'POST', body: options.reason === undefined ? {} : { reason: options.reason } });
+      const revoked = await client.keys.revoke(id, options.reason === undefined ? {} : { reason: options.reason });
       output.result(`${output.okMark()}  key ${revoked.id} revoked (${revoked.revokedAt ?? '-'})`, { ok: true, ...revoked });
     });
 }
@@ -198,7 +178,7 @@ export function registerTenantsCommand(program: Command, context: CommandContext
       const output = context.output(command);
       const id = parseTenant(rawId);
       const { client } = await target(context);
-      const created = await client.json('/v1/tenants', TenantSchema, { method: 'POST', body: { id } });
+      const created = await client.tenants.create(id);
       output.result(`${output.okMark()}  tenant ${created.id} created (admin chain ${created.chainId})`, { ok: true, ...created });
     });
 
@@ -208,7 +188,7 @@ export function registerTenantsCommand(program: Command, context: CommandContext
     .action(async (_options: unknown, command: Command) => {
       const output = context.output(command);
       const { client } = await target(context);
-      const listed = await client.json('/v1/tenants', TenantListSchema);
+      const listed = await client.tenants.list();
       const width = Math.max(6, ...listed.items.map((t) => t.id.length));
       const lines = [`${'TENANT'.padEnd(width)}  CREATED                   CHAIN`, ...listed.items.map((t) => `${t.id.padEnd(width)}  ${t.createdAt.padEnd(24)}  ${t.chainId}`)];
       output.result(lines.join('\n'), { ok: true, items: listed.items });

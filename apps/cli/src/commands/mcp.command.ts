@@ -35,7 +35,7 @@ export function registerMcpCommand(program: Command, context: CommandContext): v
       const main = serviceMain('mcp-gateway');
       if (!existsSync(main)) throw new CairnError('E_UNAVAILABLE', `not built: ${main}; run \`npm run build\` first`, { unbuilt: ['mcp-gateway'] });
       // The child owns stdin and stdout (the protocol); nothing of this process writes to stdout.
-      const child = spawn(process.execPath, [main], { stdio: 'inherit', env: mcpStdioEnv(context.env, client.baseUrl, apiKey) });
+      const child = spawn(process.execPath, [main], { stdio: 'inherit', env: mcpStdioEnv(context.env, client.url, apiKey) });
       const forward = (signal: NodeJS.Signals) => () => void child.kill(signal);
       const onInt = forward('SIGINT');
       const onTerm = forward('SIGTERM');

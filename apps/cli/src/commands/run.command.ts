@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { CairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
+import type { OutputStream, Receipt } from '@cairn/contracts';
 import { ChainVerifier } from '@cairn/evidence';
 import type { RunView } from '@cairn/lifecycle';
+import type { Cairn } from '@cairn/sdk';
 import type { Command } from 'commander';
 import type { CommandContext } from '../command-context.js';
 import { EXIT_FAILED, usageError } from '../exit-codes.js';
-import type { GatewayClient } from '../gateway-client.js';
-import type { Output } from '../output.js';
+import type { CliStreams, Output } from '../output.js';
 import { foldReceipt, formatOutcome, isUnsuccessful, outcomeOf, receiptProgressLine } from '../run-report.js';
 import type { RunOutcome } from '../run-report.js';
 import { readRunSpec } from '../run-spec.reader.js';
@@ -16,8 +17,48 @@ import { parseSeconds } from './up.command.js';
 
 interface RunOptions {
   wait?: boolean;
+  quiet?: boolean;
   idempotencyKey?: string;
   timeout?: string;
+}
+
+/** A step's stream shown by `run --wait` is read whole first (and checked); a larger one is left to `cairn logs`. */
+export const ECHO_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Shows each step's output as `docker run` would — its stdout on stdout, its stderr on stderr —
+ * once its `step.completed` is on the chain: the bytes the artifact store holds, read back through
+ * the gateway and checked against the sha256 that receipt records. An output that cannot be shown
+ * is said on stderr; one whose bytes do not match is remembered (the command then exits 1).
+ */
+export class StepEcho {
+  mismatched = false;
+
+  constructor(
+    private readonly client: Cairn,
+    private readonly streams: CliStreams,
+    private readonly output: Output,
+  ) {}
+
+  async step(runId: string, receipt: Receipt): Promise<void> {
+    const index = receipt.step_index;
+    if (typeof index !== 'number') return;
+    for (const stream of ['stdout', 'stderr'] as const satisfies readonly OutputStream[]) {
+      const expected = receipt[`${stream}_sha256`];
+      try {
+        const read = await this.client.runs.output(runId, index, stream, { maxBytes: ECHO_MAX_BYTES, ...(typeof expected === 'string' ? { expectedSha256: expected } : {}) });
+        if (read.bytes.byteLength > 0) await writeAll(stream === 'stdout' ? this.streams.stdout : this.streams.stderr, read.bytes);
+      } catch (error) {
+        if (!isCairnError(error)) throw error;
+        if (error.code === 'E_INTERNAL') this.mismatched = true;
+        this.output.note(`  (step ${index}'s ${stream} is not shown: ${error.code}: ${error.message})`);
+      }
+    }
+  }
+}
+
+function writeAll(stream: NodeJS.WritableStream, bytes: Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => stream.write(bytes, (error) => (error == null ? resolve() : reject(error))));
 }
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
@@ -37,14 +78,15 @@ export interface FollowedRun {
  * Follows a run's receipts over SSE until `run.sealed`, showing progress, folding its state as
  * the projector does, and verifying the chain from genesis as it arrives.
  */
-export async function followRun(client: GatewayClient, runId: string, output: Output, timeoutMs: number | null): Promise<FollowedRun> {
+export async function followRun(client: Cairn, runId: string, output: Output, timeoutMs: number | null, echo: StepEcho | null = null): Promise<FollowedRun> {
   const verifier = new ChainVerifier({ chainId: runId, requireNonEmpty: true });
   let view: RunView | null = null;
   const signal = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
-  for await (const receipt of client.follow(runId, 0, signal === undefined ? {} : { signal })) {
+  for await (const receipt of client.runs.follow(runId, signal === undefined ? {} : { signal })) {
     verifier.push(receipt);
     const before = view?.state;
     view = foldReceipt(view, receipt);
+    if (echo !== null && receipt.type === 'step.completed') await echo.step(runId, receipt);
     const line = receiptProgressLine(receipt);
     if (line !== null) output.note(`  ${line}`);
     if (before !== undefined && view.state !== before && receipt.type !== 'run.sealed') output.note(`  state       ${view.state}`);
@@ -69,16 +111,19 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .command('run')
     .description('submit a RunSpec (YAML or JSON) to the stack; with --wait, follow it to its seal')
     .argument('<spec>', 'the RunSpec file (.yaml, .yml or .json)')
-    .option('-w, --wait', 'follow the run (progress on stderr) until it is sealed, then print its summary')
+    .option('-w, --wait', "follow the run until it is sealed, showing each step's stdout and stderr as it completes (progress on stderr), then print its summary")
+    .option('-q, --quiet', "with --wait: do not show the steps' output (`cairn logs` shows it later)")
     .option('--idempotency-key <key>', 'the submission key (default: a random one); the same key and spec give the same run')
     .option('--timeout <seconds>', 'with --wait: stop waiting after this long (the run goes on)')
     .addHelpText(
       'after',
       '\nThe spec is checked against the contracts before it is sent (E_INPUT names the field).\n' +
-        'Output: the run id and state; with --wait the summary (state, verdict, score, error code).\n' +
-        '--json prints exactly one object { runId, state, verdict, score, maxScore, errorCode }.\n' +
+        "Output: the run id and state; with --wait each step's stdout (on stdout) and stderr (on stderr), as docker run shows them,\n" +
+        'read back once the step completed and checked against the sha256 its receipt records, then the summary (state, verdict,\n' +
+        'score, error code). --json prints exactly one object { runId, state, verdict, score, maxScore, errorCode } (and no output).\n' +
         'Exit status: 0 submitted (or, with --wait, SEALED — even with a low score), 1 the run ended FAILED, ROLLBACK,\n' +
-        'REJECTED or CANCELLED (or the stack is unreachable), 2 a bad spec or option (E_INPUT).',
+        "REJECTED or CANCELLED (or the stack is unreachable, or a step's output did not hash to its receipt's sha256),\n" +
+        '2 a bad spec or option (E_INPUT).',
     )
     .action(async (specPath: string, options: RunOptions, command: Command) => {
       const output = context.output(command);
@@ -86,7 +131,7 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       const timeoutMs = options.timeout === undefined ? null : parseSeconds(options.timeout, '--timeout');
       const spec = await readRunSpec(specPath);
       const { client } = await resolveTarget(context.env);
-      const submitted = await client.submitRun(spec, key);
+      const submitted = await client.runs.submit(spec, { idempotencyKey: key });
       if (options.wait !== true) {
         const outcome: RunOutcome = { runId: submitted.runId, state: submitted.state, verdict: null, score: null, maxScore: null, errorCode: null };
         if (submitted.duplicate) output.note(`(the same idempotency key submitted this run before)`);
@@ -95,10 +140,11 @@ export function registerRunCommand(program: Command, context: CommandContext): v
         return;
       }
       output.note(`${submitted.runId}${submitted.duplicate ? '  (submitted before with this idempotency key)' : ''}`);
-      const followed = await followRun(client, submitted.runId, output, timeoutMs);
+      const echo = output.json || options.quiet === true ? null : new StepEcho(client, context.streams, output);
+      const followed = await followRun(client, submitted.runId, output, timeoutMs, echo);
       const outcome = outcomeOf(followed.view);
       output.note(`  chain       ${followed.count} receipts verified, head ${followed.headHash}`);
       report(output, outcome, formatOutcome({ ...outcome, upperBound: followed.view.upperBound }));
-      if (isUnsuccessful(outcome.state)) context.exitCode = EXIT_FAILED;
+      if (isUnsuccessful(outcome.state) || echo?.mismatched === true) context.exitCode = EXIT_FAILED;
     });
 }

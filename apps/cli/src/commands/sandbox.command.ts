@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { open, rename, rm, stat as statAsync } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { CairnError, EnvNameSchema, isCairnError, SecretNameSchema } from '@cairn/contracts';
-import type { SandboxSpec } from '@cairn/contracts';
+import { CairnError, EnvNameSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES, SANDBOX_STATES, SandboxStateSchema, SecretNameSchema } from '@cairn/contracts';
+import type { ExecRequest, Sandbox, SandboxSpec, SandboxState } from '@cairn/contracts';
+import type { ExecSummary, Sandboxes } from '@cairn/sdk';
 import type { Command } from 'commander';
 import type { CommandContext } from '../command-context.js';
 import { EXIT_FAILED, usageError } from '../exit-codes.js';
 import type { Output } from '../output.js';
 import { formatTable } from '../run-report.js';
 import { readBoundedRegularFile } from '../run-spec.reader.js';
-import { checkSandboxSpec, MAX_FILE_BYTES, MAX_STDIN_BYTES, parseExecRequest, parseSandboxFilePath, parseSandboxId, SANDBOX_STATES, SandboxApi, sha256Hex } from '../sandbox-api.js';
-import type { ExecRequest, ExecSummary, Sandbox } from '../sandbox-api.js';
+import { checkSandboxSpec, parseExecRequest, parseSandboxFilePath, parseSandboxId, sha256Hex } from '../sandbox-input.js';
 import { resolveTarget } from '../stack/stack-target.js';
 import { parseIdempotencyKey } from './run.command.js';
 import { parseLimit } from './status.command.js';
@@ -62,10 +62,10 @@ export function parseSecretList(value: string, previous: string[] = []): string[
   return [...previous, value];
 }
 
-export function parseSandboxState(value: string): string {
-  const state = value.toUpperCase();
-  if (!(SANDBOX_STATES as readonly string[]).includes(state)) throw usageError(`--state takes one of ${SANDBOX_STATES.join(', ')}, got ${JSON.stringify(value)}`);
-  return state;
+export function parseSandboxState(value: string): SandboxState {
+  const state = SandboxStateSchema.safeParse(value.toUpperCase());
+  if (!state.success) throw usageError(`--state takes one of ${SANDBOX_STATES.join(', ')}, got ${JSON.stringify(value)}`);
+  return state.data;
 }
 
 export interface CreateOptions {
@@ -178,14 +178,14 @@ export async function readAllBounded(stdin: NodeJS.ReadableStream, max: number, 
 }
 
 /** Writes and waits for the stream to take it (so a slow reader slows the exec's output, not memory). */
-function writeTo(stream: NodeJS.WritableStream, bytes: Buffer): Promise<void> {
+function writeTo(stream: NodeJS.WritableStream, bytes: Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(bytes, (error) => (error == null ? resolve() : reject(error)));
   });
 }
 
 /** Writes beside the target, then renames into place: a reader never sees half a file. */
-async function writeFileAtomically(target: string, bytes: Buffer): Promise<void> {
+async function writeFileAtomically(target: string, bytes: Uint8Array): Promise<void> {
   const temp = join(dirname(target), `.${basename(target)}.${randomUUID()}.part`);
   const handle = await open(temp, 'wx', 0o644);
   try {
@@ -215,9 +215,9 @@ async function isDirectory(path: string): Promise<boolean> {
 
 // ---- the commands ----
 
-async function sandboxApi(context: CommandContext): Promise<SandboxApi> {
+async function sandboxApi(context: CommandContext): Promise<Sandboxes> {
   const { client } = await resolveTarget(context.env);
-  return new SandboxApi(client);
+  return client.sandboxes;
 }
 
 function reportExec(output: Output, summary: ExecSummary, sandboxId: string): void {
@@ -262,7 +262,7 @@ export function registerSandboxCommand(program: Command, context: CommandContext
       const spec = sandboxSpecOf(options);
       const key = options.idempotencyKey === undefined ? randomUUID() : parseIdempotencyKey(options.idempotencyKey);
       const api = await sandboxApi(context);
-      const created = await api.create(spec, key);
+      const { view: created } = await api.create(spec, { idempotencyKey: key });
       output.result(created.id, { ok: true, ...created });
       if (!output.json) output.note(`${created.state}  image ${created.image ?? '-'}  expires ${created.expiresAt ?? '-'}`);
     });
@@ -292,7 +292,7 @@ export function registerSandboxCommand(program: Command, context: CommandContext
       if (options.timeout !== undefined) request.timeoutSeconds = parsePositiveInt(options.timeout, '--timeout', 86_400);
       parseExecRequest(request);
       if (options.stdin && stdin.isTTY !== true) {
-        const bytes = await readAllBounded(stdin, MAX_STDIN_BYTES, 'stdin');
+        const bytes = await readAllBounded(stdin, MAX_EXEC_STDIN_BYTES, 'stdin');
         if (bytes.length > 0) {
           try {
             request.stdin = UTF8.decode(bytes);
@@ -333,10 +333,10 @@ export function registerSandboxCommand(program: Command, context: CommandContext
       if (plan.direction === 'in') {
         let bytes: Buffer;
         if (plan.from.kind === 'std') {
-          bytes = await readAllBounded(stdin, MAX_FILE_BYTES, 'stdin');
+          bytes = await readAllBounded(stdin, MAX_SANDBOX_FILE_BYTES, 'stdin');
         } else {
           const local = plan.from.path;
-          bytes = await readBoundedRegularFile(local, MAX_FILE_BYTES).catch((error: unknown) => {
+          bytes = await readBoundedRegularFile(local, MAX_SANDBOX_FILE_BYTES).catch((error: unknown) => {
             if (isCairnError(error)) throw error;
             throw usageError(`cannot read ${local}: ${errnoOf(error)}`, { path: local });
           });

@@ -1,14 +1,16 @@
+import type { Sandbox } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
 import { execExitCode, formatSandboxDetails, formatSandboxTable, parseEnvPair, parseMode, parseSandboxState, parseSecretList, planCopy, sandboxSpecOf } from './sandbox.command.js';
 
-const VIEW = {
+const VIEW: Sandbox = {
   id: 'sbx_abc',
   tenant: 'default',
   state: 'DESTROYED',
   image: 'cairn/sandbox-busybox:1',
   imageId: null,
-  caps: { memoryMiB: 64 },
+  caps: { wall_seconds: 60, memory_mib: 64, pids: 64, disk_mib: 256, cpus: 1 },
   network: 'none',
+  workerId: 'w1',
   createdAt: '2026-01-01T00:00:00.000Z',
   readyAt: '2026-01-01T00:00:01.000Z',
   expiresAt: '2026-01-01T01:00:00.000Z',
@@ -108,6 +110,6 @@ describe('cairn sandbox ls / show formatting', () => {
     const details = formatSandboxDetails(VIEW);
     expect(details).toContain('state    DESTROYED (deleted)');
     expect(details).toContain(`chain    9 receipts  head ${'c'.repeat(64)}  sealed`);
-    expect(details).toContain('caps     {"memoryMiB":64}');
+    expect(details).toContain('caps     {"wall_seconds":60,"memory_mib":64,"pids":64,"disk_mib":256,"cpus":1}');
   });
 });

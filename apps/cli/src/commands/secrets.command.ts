@@ -1,10 +1,9 @@
 import { SecretGranteeSchema, SecretNameSchema } from '@cairn/contracts';
 import { withoutTrailingNewline } from '@cairn/secrets';
+import type { Cairn } from '@cairn/sdk';
 import type { Command } from 'commander';
-import { z } from 'zod';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
-import type { GatewayClient } from '../gateway-client.js';
 import { resolveTarget } from '../stack/stack-target.js';
 
 /*
@@ -16,24 +15,6 @@ import { resolveTarget } from '../stack/stack-target.js';
 
 /** What a value may be at most as read (the gateway refuses more than 32 KiB; this only bounds memory). */
 const MAX_STDIN_BYTES = 1024 * 1024;
-
-const StoredSchema = z.object({ name: z.string(), created: z.boolean(), lastFour: z.string(), createdAt: z.string(), updatedAt: z.string() });
-const GrantSchema = z.object({ grantee: z.string(), grantedBy: z.string(), grantedAt: z.string() });
-const ListedSchema = z.object({
-  items: z.array(
-    z.object({
-      name: z.string(),
-      lastFour: z.string().nullable(),
-      keyId: z.string(),
-      setBy: z.string().nullable(),
-      grants: z.array(GrantSchema),
-      createdAt: z.string(),
-      updatedAt: z.string(),
-    }),
-  ),
-});
-const DeletedSchema = z.object({ name: z.string(), deleted: z.literal(true) });
-const GrantsSchema = z.object({ name: z.string(), grants: z.array(GrantSchema) });
 
 /** A grantee as `--grant` and `grant`/`revoke` take it: `key:<key id>` or `scope:<scope>`. */
 export function parseGrantee(value: string): string {
@@ -105,10 +86,8 @@ export async function readSecretValue(stdin: SecretInput, prompt: (text: string)
   return value;
 }
 
-function putSecret(client: GatewayClient, name: string, value: Uint8Array, grants: readonly string[]) {
-  const query = new URLSearchParams(grants.map((grantee): [string, string] => ['grant', grantee]));
-  const qs = query.toString();
-  return client.json(`/v1/secrets/${encodeURIComponent(name)}${qs === '' ? '' : `?${qs}`}`, StoredSchema, { method: 'PUT', text: value });
+function putSecret(client: Cairn, name: string, value: Uint8Array, grants: readonly string[]) {
+  return client.secrets.put(name, value, { grant: grants });
 }
 
 export function registerSecretsCommand(program: Command, context: CommandContext, stdin: SecretInput = process.stdin): void {
@@ -151,7 +130,7 @@ export function registerSecretsCommand(program: Command, context: CommandContext
     .action(async (_options: unknown, command: Command) => {
       const output = context.output(command);
       const { client } = await resolveTarget(context.env);
-      const listed = await client.json('/v1/secrets', ListedSchema);
+      const listed = await client.secrets.list();
       const width = Math.max(4, ...listed.items.map((s) => s.name.length));
       const lines = [
         `${'NAME'.padEnd(width)}  LAST4  UPDATED                   GRANTED TO (besides admin keys)`,
@@ -168,7 +147,7 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const output = context.output(command);
       const name = parseSecretName(rawName);
       const { client } = await resolveTarget(context.env);
-      const deleted = await client.json(`/v1/secrets/${encodeURIComponent(name)}`, DeletedSchema, { method: 'DELETE' });
+      const deleted = await client.secrets.delete(name);
       output.result(`${output.okMark()}  secret ${deleted.name} removed`, { ok: true, ...deleted });
     });
 
@@ -183,7 +162,7 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const name = parseSecretName(rawName);
       const grantees = [...new Set(rawGrantees.map(parseGrantee))];
       const { client } = await resolveTarget(context.env);
-      const granted = await client.json(`/v1/secrets/${encodeURIComponent(name)}/grants`, GrantsSchema, { method: 'POST', body: { grantees } });
+      const granted = await client.secrets.grant(name, grantees);
       output.result(`${output.okMark()}  secret ${granted.name} granted to ${grantsColumn(granted.grants)}`, { ok: true, ...granted });
     });
 
@@ -197,7 +176,7 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const name = parseSecretName(rawName);
       const grantee = parseGrantee(rawGrantee);
       const { client } = await resolveTarget(context.env);
-      const left = await client.json(`/v1/secrets/${encodeURIComponent(name)}/grants/${encodeURIComponent(grantee)}`, GrantsSchema, { method: 'DELETE' });
+      const left = await client.secrets.revoke(name, grantee);
       output.result(`${output.okMark()}  secret ${left.name}: ${grantee} revoked; granted to ${grantsColumn(left.grants)}`, { ok: true, revoked: grantee, ...left });
     });
 }

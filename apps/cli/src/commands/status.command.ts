@@ -1,4 +1,5 @@
-import { RunIdSchema, RUN_STATES } from '@cairn/contracts';
+import { RunIdSchema, RUN_STATES, RunStateSchema } from '@cairn/contracts';
+import type { RunState } from '@cairn/contracts';
 import type { Command } from 'commander';
 import type { CommandContext } from '../command-context.js';
 import { usageError } from '../exit-codes.js';
@@ -18,10 +19,10 @@ export function parseLimit(value: string): number {
   return limit;
 }
 
-export function parseState(value: string): string {
-  const state = value.toUpperCase();
-  if (!(RUN_STATES as readonly string[]).includes(state)) throw usageError(`--state takes one of ${RUN_STATES.join(', ')}`);
-  return state;
+export function parseState(value: string): RunState {
+  const state = RunStateSchema.safeParse(value.toUpperCase());
+  if (!state.success) throw usageError(`--state takes one of ${RUN_STATES.join(', ')}`);
+  return state.data;
 }
 
 export function registerStatusCommand(program: Command, context: CommandContext): void {
@@ -39,11 +40,11 @@ export function registerStatusCommand(program: Command, context: CommandContext)
       const state = options.state === undefined ? undefined : parseState(options.state);
       const { client } = await resolveTarget(context.env);
       if (runId !== undefined) {
-        const run = await client.getRun(runId);
+        const run = await client.runs.get(runId);
         output.result(formatRunDetails(run), { ok: true, ...run });
         return;
       }
-      const page = await client.listRuns({ limit, ...(state === undefined ? {} : { state }) });
+      const page = await client.runs.list({ limit, ...(state === undefined ? {} : { state }) });
       output.result(formatRunTable(page.items), { ok: true, items: page.items, nextCursor: page.nextCursor });
     });
 }

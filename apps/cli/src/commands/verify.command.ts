@@ -100,7 +100,7 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
       }
       const { resolveTarget } = await import('../stack/stack-target.js');
       const { client } = await resolveTarget(context.env);
-      const bundle = await client.bundle(target);
+      const bundle = await client.chains.bundle(target);
       if (options.output !== undefined) {
         const sink = await atomicFileSink(options.output);
         try {
@@ -115,6 +115,6 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
       if (checked.verification.ok && checked.verification.chainId !== target) {
         throw new CairnError('E_CHAIN_BROKEN', `asked for ${target}, the gateway sent the chain of ${checked.verification.chainId ?? '?'}`, { reason: 'run_id_mismatch' });
       }
-      report(output, checked, client.baseUrl);
+      report(output, checked, client.url);
     });
 }

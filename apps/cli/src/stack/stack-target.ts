@@ -1,11 +1,12 @@
 import { CairnError } from '@cairn/contracts';
-import { GatewayClient } from '../gateway-client.js';
+import type { Cairn } from '@cairn/sdk';
+import { cairnClient } from '../cairn-client.js';
 import { EVIDENCE_VARIABLES, stackHome } from './stack-config.js';
 import { readApiKey, readStackFile } from './stack-file.js';
 import type { StackFile } from './stack-file.js';
 
 export interface StackTarget {
-  client: GatewayClient;
+  client: Cairn;
   /** The key the client sends (`cairn mcp` hands it to the MCP gateway it starts). */
   apiKey: string;
   /** The stack file when the target came from one (not from CAIRN_URL). */
@@ -21,7 +22,7 @@ export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget
   if (env.CAIRN_URL !== undefined && env.CAIRN_URL !== '') {
     if (!/^https?:\/\/[^\s]+$/.test(env.CAIRN_URL)) throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_URL: an http:// or https:// URL', { variables: ['CAIRN_URL'] });
     if (explicitKey === null) throw new CairnError('E_INPUT', 'CAIRN_URL is set but CAIRN_API_KEY is not: the gateway needs a key', { variables: ['CAIRN_API_KEY'] });
-    return { client: new GatewayClient(env.CAIRN_URL, explicitKey), apiKey: explicitKey, stack: null };
+    return { client: cairnClient(env.CAIRN_URL, explicitKey), apiKey: explicitKey, stack: null };
   }
   const home = stackHome(env);
   const stack = await readStackFile(home);
@@ -34,7 +35,7 @@ export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget
   }
   const key = explicitKey ?? (await readApiKey(home));
   if (key === null) throw new CairnError('E_UNAUTHORIZED', `no API key in ${stack.keyFile}: run \`npx --no-install cairn up\` again, or set CAIRN_API_KEY`);
-  return { client: new GatewayClient(stack.url, key), apiKey: key, stack };
+  return { client: cairnClient(stack.url, key), apiKey: key, stack };
 }
 
 /**

@@ -2,8 +2,8 @@ import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { DatabaseConfigSchema, loadConfig } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
-import { GatewayClient } from '../gateway-client.js';
-import type { Health } from '../gateway-client.js';
+import type { Health } from '@cairn/contracts';
+import { cairnClient } from '../cairn-client.js';
 import { checkPrerequisites, canRunSetup, prerequisitesError, runSetup } from './preflight.js';
 import { DEFAULT_MCP_PORT, isStackService, STACK_SERVICES, stackLocation, stackServiceConfig, StackSettingsSchema } from './stack-config.js';
 import type { StackLocation, StackService } from './stack-config.js';
@@ -81,9 +81,7 @@ function describeHealth(health: Health | null): string {
   const services = Object.entries(health.checks.services ?? {})
     .filter(([, state]) => state !== 'ok')
     .map(([name, state]) => `${name} ${state}`);
-  const checks = Object.entries(health.checks)
-    .filter(([name, state]) => name !== 'services' && state !== 'ok')
-    .map(([name, state]) => `${name} ${String(state)}`);
+  const checks = (['nats', 'postgres'] as const).filter((name) => health.checks[name] !== 'ok').map((name) => `${name} ${health.checks[name]}`);
   return [...checks, ...services].join(', ') || health.status;
 }
 
@@ -92,7 +90,7 @@ function describeHealth(health: Health | null): string {
  * stays up; a process that dies is reported with the tail of its log.
  */
 async function waitHealthy(stack: StackFile, apiKey: string, timeoutMs: number, progress: (message: string) => void): Promise<void> {
-  const client = new GatewayClient(stack.url, apiKey);
+  const client = cairnClient(stack.url, apiKey);
   const deadline = Date.now() + timeoutMs;
   let last: Health | null = null;
   let reported = '';
@@ -105,7 +103,7 @@ async function waitHealthy(stack: StackFile, apiKey: string, timeoutMs: number, 
       }
     }
     try {
-      last = await client.health();
+      last = await client.operator.health();
       if (last.status === 'ok' && (await mcpAnswers(stack))) return;
     } catch (error) {
       if (!isCairnError(error) || (error.code !== 'E_UNAVAILABLE' && error.code !== 'E_INTERNAL')) throw error;
