@@ -9,6 +9,7 @@ import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
+import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
 import { registerRunCommand } from './commands/run.command.js';
@@ -66,6 +67,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
+  registerLogCommand(program, context);
   return program;
 }
 

@@ -38,3 +38,5 @@ export { KeyedSerialQueue } from './keyed-serial.queue.js';
 export { assertSupportedNatsServer, connectNats, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
 export type { ConnectNatsOptions } from './nats-connection.js';
 export { parseStoredReceipt } from './stored-receipt.parser.js';
+export { backupStreamName, migrateEvidenceLog } from './log-migration.js';
+export type { MigrationOptions, MigrationResult } from './log-migration.js';
