@@ -147,7 +147,7 @@ async function copyChains(
   /** Each chain's last stream seq in the copy (its compare-and-set). */
   const lastOf = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
-  let failure: CairnError | null = null;
+  const copy: { failure: CairnError | null } = { failure: null };
   let receipts = 0;
   let copiedSeq = 0;
   try {
@@ -175,20 +175,20 @@ async function copyChains(
         const seq = m.streamSeq;
         const task = publisher.publish(evidenceSubject(options.subjectPrefix, chainId, type), m.data, hdrs).then((ack: PublishOutcome) => {
           if (ack.kind !== 'stored' || ack.duplicate || ack.seq !== seq) {
-            failure ??= new CairnError('E_UNAVAILABLE', `copying stream seq ${seq} into ${into} failed: ${JSON.stringify(ack)}`);
+            copy.failure ??= new CairnError('E_UNAVAILABLE', `copying stream seq ${seq} into ${into} failed: ${JSON.stringify(ack)}`);
           }
         });
         inFlight.add(task);
         void task.finally(() => inFlight.delete(task));
         while (inFlight.size >= COPY_WINDOW) await Promise.race(inFlight);
-        if (failure !== null) throw failure;
+        if (copy.failure !== null) throw copy.failure;
       }
       const last = outcome.messages.at(-1)!;
       next = last.streamSeq + 1;
       if (outcome.pending === 0) break;
     }
     await Promise.all(inFlight);
-    if (failure !== null) throw failure;
+    if (copy.failure !== null) throw copy.failure;
   } finally {
     reader.close();
     publisher?.close();

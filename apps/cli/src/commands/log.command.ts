@@ -17,26 +17,15 @@ export function registerLogCommand(program: Command, context: CommandContext): v
     )
     .action(async (_options: unknown, command: Command) => {
       const output = context.output(command);
-      const { EvidenceLogConfigSchema, loadConfig } = await import('@cairn/config');
-      const { connectNats, evidenceLogOptionsFromConfig, migrateEvidenceLog } = await import('@cairn/evidence-log');
+      // Loaded on use, as every command that talks to NATS.
+      const { runLogMigration } = await import('../log-migration.runner.js');
       const { withStackDefaults } = await import('../stack/stack-target.js');
       const env = await withStackDefaults(context.env);
-      const config = loadConfig(EvidenceLogConfigSchema, env);
-      const nc = await connectNats({ servers: config.CAIRN_NATS_URL, name: 'cairn-cli', maxReconnectAttempts: 0 });
-      try {
-        const result = await migrateEvidenceLog(nc, {
-          ...evidenceLogOptionsFromConfig(config),
-          // The projector starts over on its own and skips what it has projected.
-          leaveDurables: [env.CAIRN_PROJECTOR_DURABLE ?? 'cairn-projector'],
-          progress: (line) => output.note(line),
-        });
-        const human =
-          result.outcome === 'current'
-            ? `${output.okMark()}  ${result.stream} already holds the current subject layout: nothing to migrate`
-            : `${output.okMark()}  migrated ${result.stream}: ${result.receipts} receipts on ${result.chains} chains, every chain verified; the earlier layout is kept in ${result.backup}`;
-        output.result(human, { ok: true, ...result });
-      } finally {
-        await nc.close();
-      }
+      const result = await runLogMigration(env, (line) => output.note(line));
+      const human =
+        result.outcome === 'current'
+          ? `${output.okMark()}  ${result.stream} already holds the current subject layout: nothing to migrate`
+          : `${output.okMark()}  migrated ${result.stream}: ${result.receipts} receipts on ${result.chains} chains, every chain verified; the earlier layout is kept in ${String(result.backup)}`;
+      output.result(human, { ok: true, ...result });
     });
 }
