@@ -10,6 +10,7 @@ import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
+import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
 import { registerRunCommand } from './commands/run.command.js';
@@ -69,6 +70,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
+  registerLogCommand(program, context);
   return program;
 }
 
