@@ -10,6 +10,7 @@ import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
+import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerArtifactsCommand, registerLogsCommand } from './commands/outputs.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
@@ -72,6 +73,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
+  registerLogCommand(program, context);
   return program;
 }
 
