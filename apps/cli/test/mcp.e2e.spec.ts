@@ -108,7 +108,9 @@ function rawPost(url: string, headers: Record<string, string>, body: unknown): P
 
 const ALL_TOOLS = [
   'keys_list',
+  'run_artifact',
   'run_events',
+  'run_outputs',
   'run_status',
   'run_submit',
   'run_verify',

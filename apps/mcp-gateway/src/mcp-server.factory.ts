@@ -22,7 +22,8 @@ const VERSION = packageVersion();
 const INSTRUCTIONS =
   'Cairn runs untrusted work in hardened sandboxes and keeps a hash-chained evidence log of every step. ' +
   'Submit a RunSpec with run_submit (steps are argv arrays), poll run_status until sealed is true, read the receipts with ' +
-  'run_events, and check the evidence yourself with run_verify. For interactive work, sandbox_create starts a sandbox; then ' +
+  'run_events, read what it printed and wrote with run_outputs and run_artifact (checked against the chain), and check the ' +
+  'evidence yourself with run_verify. For interactive work, sandbox_create starts a sandbox; then ' +
   'sandbox_write_file, sandbox_exec (argv arrays) and sandbox_read_file, and sandbox_destroy when done — every operation a ' +
   "receipt on the sandbox's own chain. With an admin key, keys_list shows the tenant's API keys (never a secret). " +
   'Errors carry Cairn error codes (E_INPUT, E_NOT_FOUND, …).';

@@ -1,4 +1,4 @@
-import { CairnError, formatIssuePath, parseRunSpec, RunIdSchema, RunSpecSchema } from '@cairn/contracts';
+import { ArtifactPathParamSchema, CairnError, formatIssuePath, parseRunSpec, RunIdSchema, RunSpecSchema, StepIndexSchema } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -20,6 +20,29 @@ const SubmitArgsSchema = z.strictObject({
   idempotencyKey: IdempotencyKeySchema.describe('Your key for this submission: the same key and spec give the same run (retry safely); a new key makes a new run.'),
 });
 const RunArgsSchema = z.strictObject({ runId: RunIdSchema.describe('The run id (run_…) that run_submit returned.') });
+const OutputsArgsSchema = z.strictObject({
+  runId: RunIdSchema.describe('The run id (run_…).'),
+  step: StepIndexSchema.optional().describe('Only this step (0, 1, …); absent: every completed step.'),
+});
+const ArtifactArgsSchema = z.strictObject({
+  runId: RunIdSchema.describe('The run id (run_…).'),
+  path: ArtifactPathParamSchema.describe('A collected file as run_outputs lists it (/out/report.json).'),
+  encoding: z.enum(['utf8', 'base64']).default('utf8').describe('utf8 (default; base64 anyway when the bytes are not UTF-8) or base64.'),
+});
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Bytes in a tool result: UTF-8 text when they are (and text was asked for), else base64. */
+export function contentOf(bytes: Uint8Array, encoding: 'utf8' | 'base64' = 'utf8'): { encoding: 'utf8' | 'base64'; content: string } {
+  if (encoding === 'utf8') {
+    try {
+      return { encoding: 'utf8', content: UTF8.decode(bytes) };
+    } catch {
+      // not UTF-8: base64 below
+    }
+  }
+  return { encoding: 'base64', content: Buffer.from(bytes).toString('base64') };
+}
+
 const EventsArgsSchema = z.strictObject({
   runId: RunIdSchema.describe('The run id (run_…).'),
   after: z.number().int().min(0).max(2_147_483_647).default(0).describe('Return receipts with seq greater than this (0: from the start); pass the previous page’s nextAfter.'),
@@ -150,6 +173,53 @@ export const RUN_TOOLS: readonly RunTool[] = [
     async call(runs, args) {
       const { runId } = parseArgs(RunArgsSchema, args);
       return verifyRun(runs, runId);
+    },
+  },
+  {
+    definition: {
+      name: 'run_outputs',
+      title: 'What a run printed and wrote',
+      description:
+        "Each completed step's stdout and stderr (redacted, bounded as the run's caps say; content as UTF-8 text, or base64 when not text: " +
+        'encoding says which) with its sha256, and the list of collected files (path, sha256, bytes; read one with run_artifact). ' +
+        'Every byte is checked against the sha256 the chain records before it is returned; bytes that do not match are E_INTERNAL, never returned.',
+      inputSchema: inputSchemaOf(OutputsArgsSchema),
+      annotations: { title: 'What a run printed and wrote', readOnlyHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId, step } = parseArgs(OutputsArgsSchema, args);
+      const listed = await runs.artifacts(runId);
+      const chosen = listed.steps.filter((s) => step === undefined || s.index === step);
+      if (step !== undefined && chosen.length === 0) throw new CairnError('E_NOT_FOUND', `run ${runId} has no completed step ${step}`, { runId, step });
+      const steps = [];
+      for (const s of chosen) {
+        const streams: Record<string, unknown> = {};
+        for (const stream of ['stdout', 'stderr'] as const) {
+          const read = await runs.output(runId, s.index, stream, s[stream].sha256);
+          streams[stream] = { sha256: read.sha256, bytes: read.bytes.byteLength, truncated: s[stream].truncated, ...contentOf(read.bytes) };
+        }
+        steps.push({ index: s.index, name: s.name, exitCode: s.exitCode, ...streams });
+      }
+      return { runId, steps, files: listed.items };
+    },
+  },
+  {
+    definition: {
+      name: 'run_artifact',
+      title: 'Read a file a run collected',
+      description:
+        'One file the run collected (/out/…, as run_outputs lists it), at most 16 MiB: content as UTF-8 text or base64 (encoding says which), ' +
+        'bytes and sha256. Checked against the sha256 the chain records before it is returned (E_INTERNAL when they differ); an unknown path is E_NOT_FOUND.',
+      inputSchema: inputSchemaOf(ArtifactArgsSchema),
+      annotations: { title: 'Read a file a run collected', readOnlyHint: true, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId, path, encoding } = parseArgs(ArtifactArgsSchema, args);
+      const listed = await runs.artifacts(runId);
+      const item = listed.items.find((i) => i.path === path);
+      if (item === undefined) throw new CairnError('E_NOT_FOUND', `run ${runId} collected no file ${path}`, { runId, path });
+      const read = await runs.artifact(runId, path, item.sha256);
+      return { runId, path, sha256: read.sha256, bytes: read.bytes.byteLength, ...contentOf(read.bytes, encoding) };
     },
   },
 ];

@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
 import { CairnError, ERROR_CODES } from '@cairn/contracts';
+import type { OutputStream, RunArtifacts } from '@cairn/contracts';
+import type { Bytes } from '@cairn/sdk/client';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
 import type { Bundle, CairnRuns, EventPage, Run, Submitted } from './cairn-rest.client.js';
@@ -20,6 +23,14 @@ function chain(length: number): Record<string, unknown>[] {
   return receipts;
 }
 
+const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const OUTPUTS: Record<string, Uint8Array> = {
+  '0/stdout': new TextEncoder().encode('hello\n'),
+  '0/stderr': Uint8Array.from([0xff, 0x00]),
+  '/out/report.json': new TextEncoder().encode('{"ok":true}'),
+};
+const recorded = (key: string) => ({ sha256: sha(OUTPUTS[key]!), bytes: OUTPUTS[key]!.byteLength, writtenBytes: OUTPUTS[key]!.byteLength, truncated: false });
+
 /** A port double: records what was sent, answers from fixed data. */
 class FakeRuns implements CairnRuns {
   submitted: { spec: unknown; key: string }[] = [];
@@ -31,14 +42,35 @@ class FakeRuns implements CairnRuns {
   }
   getRun(runId: string): Promise<Run> {
     if (runId !== RUN) return Promise.reject(new CairnError('E_NOT_FOUND', `no run ${runId}`));
-    return Promise.resolve({ runId, tenant: 'default', state: 'SEALED', errorCode: null, verdict: 'SUPPORTS', score: 1, maxScore: 1, eventCount: 4, headHash: null, sealed: true });
+    const at = '2026-01-01T00:00:00.000Z';
+    return Promise.resolve({ runId, tenant: 'default', name: null, state: 'SEALED', errorCode: null, verdict: 'SUPPORTS', score: 1, maxScore: 1, upperBound: 1, eventCount: 4, headHash: 'c'.repeat(64), sealed: true, createdAt: at, updatedAt: at });
   }
   events(_runId: string, after: number, limit: number): Promise<EventPage> {
     const items = this.receipts.slice(after, after + limit) as EventPage['items'];
     return Promise.resolve({ items, nextAfter: after + limit < this.receipts.length ? after + limit : null });
   }
   bundle(runId: string): Promise<Bundle> {
-    return Promise.resolve({ format: 'cairn.bundle/v1', runId, receipts: this.receipts, verdict: 'SUPPORTS', grade: { score: 1, maxScore: 1, upperBound: 1 }, headHash: this.headHash });
+    return Promise.resolve({ format: 'cairn.bundle/v1', runId, receipts: this.receipts, verdict: 'SUPPORTS', grade: { score: 1, maxScore: 1, upperBound: 1 }, headHash: this.headHash } as unknown as Bundle);
+  }
+  artifacts(runId: string): Promise<RunArtifacts> {
+    return Promise.resolve({
+      runId,
+      steps: [{ index: 0, name: 'greet', exitCode: 0, stdout: recorded('0/stdout'), stderr: recorded('0/stderr') }],
+      items: [{ path: '/out/report.json', sha256: recorded('/out/report.json').sha256, bytes: 11 }],
+    });
+  }
+  expected: string[] = [];
+  private read(key: string, expectedSha256: string): Promise<Bytes> {
+    this.expected.push(expectedSha256);
+    const bytes = OUTPUTS[key];
+    if (bytes === undefined) return Promise.reject(new CairnError('E_NOT_FOUND', `no ${key}`));
+    return Promise.resolve({ bytes, sha256: sha(bytes), contentType: 'application/octet-stream', seq: null });
+  }
+  output(_runId: string, step: number, stream: OutputStream, expectedSha256: string): Promise<Bytes> {
+    return this.read(`${step}/${stream}`, expectedSha256);
+  }
+  artifact(_runId: string, path: string, expectedSha256: string): Promise<Bytes> {
+    return this.read(path, expectedSha256);
   }
 }
 
@@ -50,7 +82,7 @@ function tool(name: string) {
 
 describe('the run tools', () => {
   it('advertise object input schemas; run_submit carries the RunSpec schema from the contracts', () => {
-    expect(RUN_TOOLS.map((t) => t.definition.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify']);
+    expect(RUN_TOOLS.map((t) => t.definition.name).sort()).toEqual(['run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify']);
     for (const t of RUN_TOOLS) expect(t.definition.inputSchema.type).toBe('object');
     const submit = tool('run_submit').definition.inputSchema as unknown as { properties: { spec: { properties: Record<string, unknown>; required: string[] } }; required: string[] };
     expect(submit.required.sort()).toEqual(['idempotencyKey', 'spec']);
@@ -104,6 +136,26 @@ describe('the run tools', () => {
     const empty = new FakeRuns();
     empty.receipts = [];
     await expect(verifyRun(empty, RUN)).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'empty' } });
+  });
+
+  it("outputs: each step's streams as text or base64, read against the listing's sha256; a file by its path; unknown ones E_NOT_FOUND", async () => {
+    const runs = new FakeRuns();
+    const all = await callRunTool(tool('run_outputs'), runs, { runId: RUN });
+    expect(all.structuredContent).toMatchObject({
+      runId: RUN,
+      steps: [{ index: 0, name: 'greet', exitCode: 0, stdout: { encoding: 'utf8', content: 'hello\n', bytes: 6 }, stderr: { encoding: 'base64', content: '/wA=', bytes: 2 } }],
+      files: [{ path: '/out/report.json' }],
+    });
+    expect(runs.expected).toEqual([recorded('0/stdout').sha256, recorded('0/stderr').sha256]);
+    const noStep = await callRunTool(tool('run_outputs'), runs, { runId: RUN, step: 3 });
+    expect(noStep.structuredContent).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
+
+    const file = await callRunTool(tool('run_artifact'), runs, { runId: RUN, path: 'out/report.json' });
+    expect(file.structuredContent).toEqual({ runId: RUN, path: '/out/report.json', sha256: recorded('/out/report.json').sha256, bytes: 11, encoding: 'utf8', content: '{"ok":true}' });
+    const asBase64 = await callRunTool(tool('run_artifact'), runs, { runId: RUN, path: '/out/report.json', encoding: 'base64' });
+    expect(asBase64.structuredContent).toMatchObject({ encoding: 'base64', content: Buffer.from('{"ok":true}').toString('base64') });
+    const missing = await callRunTool(tool('run_artifact'), runs, { runId: RUN, path: '/out/nope' });
+    expect(missing.structuredContent).toMatchObject({ error: { code: 'E_NOT_FOUND' } });
   });
 
   it('maps every error code to a hint, and anything that is not a CairnError to E_INTERNAL without its message', () => {

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Run, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
+import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Run, RunArtifacts, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
 import { createMcpServer } from './mcp-server.factory.js';
 import { SANDBOX_TOOLS } from './sandbox-tools.js';
 
@@ -27,10 +27,10 @@ function chain(types: string[]): Record<string, unknown>[] {
 class FakeCairn implements CairnSandboxes {
   sent: string[] = [];
   files = new Map<string, Uint8Array>();
-  state = 'READY';
+  state: Sandbox['state'] = 'READY';
   lieAboutHash = false;
   view(): Sandbox {
-    return { id: SBX, tenant: 'default', state: this.state, image: 'cairn/sandbox-busybox:1', createdAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-01-01T01:00:00.000Z', operations: this.sent.length };
+    return { id: SBX, tenant: 'default', state: this.state, image: 'cairn/sandbox-busybox:1', createdAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-01-01T01:00:00.000Z', operations: this.sent.length } as Sandbox;
   }
   createSandbox(spec: unknown, idempotencyKey?: string): Promise<Sandbox> {
     this.sent.push(`create ${JSON.stringify(spec)} ${idempotencyKey ?? '-'}`);
@@ -73,11 +73,11 @@ class FakeCairn implements CairnSandboxes {
   readFile(sandboxId: string, path: string): Promise<FileRead> {
     const bytes = this.files.get(path);
     if (bytes === undefined) return Promise.reject(new CairnError('E_NOT_FOUND', `no file ${path} in ${sandboxId}`));
-    return Promise.resolve({ bytes, sha256: this.lieAboutHash ? 'f'.repeat(64) : sha(bytes), seq: 8 });
+    return Promise.resolve({ bytes, sha256: this.lieAboutHash ? 'f'.repeat(64) : sha(bytes), contentType: 'application/octet-stream', seq: 8 });
   }
   receipts = chain(['sandbox.requested', 'policy.decided', 'run.scheduled', 'sandbox.created', 'sandbox.exec.completed', 'sandbox.destroyed', 'run.sealed']);
   sandboxBundle(sandboxId: string): Promise<Bundle> {
-    return Promise.resolve({ format: 'cairn.bundle/v1', runId: sandboxId, receipts: this.receipts, verdict: null, grade: null, headHash: null });
+    return Promise.resolve({ format: 'cairn.bundle/v1', runId: sandboxId, receipts: this.receipts, verdict: null, grade: null, headHash: null } as unknown as Bundle);
   }
   destroySandbox(): Promise<Sandbox> {
     this.state = 'DESTROYED';
@@ -95,6 +95,15 @@ class FakeCairn implements CairnSandboxes {
     return Promise.reject(new Error('unused'));
   }
   bundle(): Promise<Bundle> {
+    return Promise.reject(new Error('unused'));
+  }
+  artifacts(): Promise<RunArtifacts> {
+    return Promise.reject(new Error('unused'));
+  }
+  output(): Promise<FileRead> {
+    return Promise.reject(new Error('unused'));
+  }
+  artifact(): Promise<FileRead> {
     return Promise.reject(new Error('unused'));
   }
   listKeys(): Promise<KeyList> {
@@ -130,7 +139,7 @@ describe('the sandbox tools', () => {
   it('are listed beside the run tools, each with an object input schema', async () => {
     const { client } = await connected(new FakeCairn());
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_events', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
     for (const tool of SANDBOX_TOOLS) expect(tool.definition.inputSchema.type).toBe('object');
     const exec = tools.find((t) => t.name === 'sandbox_exec')?.inputSchema as { required: string[]; properties: Record<string, unknown> };
     expect(exec.required.sort()).toEqual(['argv', 'sandboxId']);

@@ -21,7 +21,7 @@ export function mcpStdioEnv(base: NodeJS.ProcessEnv, upstreamUrl: string, apiKey
 export function registerMcpCommand(program: Command, context: CommandContext): void {
   program
     .command('mcp')
-    .description("serve Cairn's MCP tools on stdin/stdout for an agent (run_submit, run_status, run_events, run_verify)")
+    .description("serve Cairn's MCP tools on stdin/stdout for an agent (run_submit, run_status, run_events, run_outputs, run_artifact, run_verify, the sandbox and key tools)")
     .addHelpText(
       'after',
       '\nActs through the gateway of the stack in CAIRN_HOME (or CAIRN_URL), with CAIRN_API_KEY when set, else the stack\'s key.\n' +
