@@ -172,6 +172,20 @@ describe('the admin dashboard in Chromium', () => {
     expect(await sealed.locator('dl').textContent()).toContain('final_state');
   });
 
+  it("shows what the run's steps printed and the files it wrote, read through @cairn/sdk and checked in the browser", async () => {
+    expect(liveRunId).not.toBe('');
+    const stdout = page.locator('[data-step-output="0.stdout"]');
+    await stdout.locator('summary').click();
+    await expect.poll(() => stdout.locator('.output-text').textContent(), SOON).toBe('hello\n');
+    expect(await stdout.textContent()).toContain('checked in this browser');
+    const bye = page.locator('[data-step-output="1.stdout"]');
+    await bye.locator('summary').click();
+    await expect.poll(() => bye.locator('.output-text').textContent(), SOON).toBe('bye\n');
+    const file = page.locator('[data-artifact-output="/out/hello.txt"]');
+    await file.locator('summary').click();
+    await expect.poll(() => file.locator('.output-text').textContent(), SOON).toBe('hello\n');
+  });
+
   it('approves a held run from the approvals queue', async () => {
     await new Promise((resolve) => setTimeout(resolve, 1200)); // the worker reports the held tag at its next heartbeat
     const runId = await stack.submit(submitter, { name: 'dashboard: held run', image: HELD, steps: [{ argv: ['echo', 'approved'] }], caps: SMALL, network: 'none' });

@@ -1,3 +1,4 @@
+import { setSdkUnauthorizedHandler } from './cairn.js';
 import { forgetApiKey, storedApiKey } from './session.js';
 import type { ApiKey, ApiKeyList, Approval, CreatedApiKey, PolicyInForce, Receipt, Run, RunList, Sandbox, SandboxList, TenantList, WorkerList } from './api-types.js';
 
@@ -17,6 +18,7 @@ export class ApiError extends Error {
 let onUnauthorized: () => void = () => undefined;
 export function setUnauthorizedHandler(handler: () => void): void {
   onUnauthorized = handler;
+  setSdkUnauthorizedHandler(handler);
 }
 
 export function authHeaders(key: string | null = storedApiKey()): Record<string, string> {

@@ -5,6 +5,7 @@ import { useLiveChain } from '../chain/use-live-chain.js';
 import { ApprovalActions } from '../components/approval-actions.js';
 import { ChainBadge } from '../components/chain-badge.js';
 import { LiveIndicator, ReceiptTimeline } from '../components/receipt-timeline.js';
+import { ArtifactView, StepStream } from '../components/run-outputs.js';
 import { Argv, Card, EmptyState, ErrorBanner, formatBytes, Hash, PageHeader, StatePill, Time } from '../components/ui.js';
 import { artifacts, formatDuration, lifecycle, pendingApprovals, steps, verification } from '../runs/run-model.js';
 import { Link } from '../router.js';
@@ -149,6 +150,12 @@ export function RunPage({ runId }: { runId: string }) {
                   <td className="small">
                     out {formatBytes(step.stdoutBytes)} · err {formatBytes(step.stderrBytes)}
                     {step.truncated ? <span className="muted"> (truncated)</span> : null}
+                    {!step.completed ? null : (
+                      <>
+                        <StepStream runId={runId} step={step.index} stream="stdout" sha256={step.stdoutSha256} />
+                        <StepStream runId={runId} step={step.index} stream="stderr" sha256={step.stderrSha256} />
+                      </>
+                    )}
                   </td>
                 </tr>
               ))}
@@ -165,6 +172,7 @@ export function RunPage({ runId }: { runId: string }) {
               <tr>
                 <th scope="col">Path</th>
                 <th scope="col">sha256</th>
+                <th scope="col">Content</th>
               </tr>
             </thead>
             <tbody>
@@ -175,6 +183,9 @@ export function RunPage({ runId }: { runId: string }) {
                   </td>
                   <td>
                     <Hash value={sha} />
+                  </td>
+                  <td>
+                    <ArtifactView runId={runId} path={path} sha256={sha} />
                   </td>
                 </tr>
               ))}

@@ -79,6 +79,9 @@ export interface StepView {
   errorCode: string | null;
   stdoutBytes: number | null;
   stderrBytes: number | null;
+  /** The sha256 of each stream its `step.completed` records (what a read of it is checked against). */
+  stdoutSha256: string | null;
+  stderrSha256: string | null;
   truncated: boolean;
   artifacts: Record<string, string>;
   completed: boolean;
@@ -104,6 +107,8 @@ export function steps(receipts: readonly Receipt[]): StepView[] {
       errorCode: null,
       stdoutBytes: null,
       stderrBytes: null,
+      stdoutSha256: null,
+      stderrSha256: null,
       truncated: false,
       artifacts: {},
       completed: false,
@@ -123,6 +128,8 @@ export function steps(receipts: readonly Receipt[]): StepView[] {
       step.errorCode = str(receipt.error_code);
       step.stdoutBytes = num(receipt.stdout_bytes);
       step.stderrBytes = num(receipt.stderr_bytes);
+      step.stdoutSha256 = str(receipt.stdout_sha256);
+      step.stderrSha256 = str(receipt.stderr_sha256);
       step.truncated = receipt.output_truncated === true;
       step.artifacts = Object.fromEntries(Object.entries(record(receipt.artifact_hashes)).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
     }
