@@ -1,6 +1,7 @@
+/* global process, console, TextDecoder */
 // A run submitted, waited for, its outputs read (each byte checked against the chain), a sandbox
 // used and destroyed, and the run's chain verified offline.
-//   CAIRN_URL=http://127.0.0.1:7420 CAIRN_API_KEY="$(cat ~/.cairn/api-key)" npm exec -- node libs/sdk/examples/outputs.mjs
+//   CAIRN_URL=http://127.0.0.1:7420 CAIRN_API_KEY="$(cat ~/.cairn/api-key)" npm exec -- node examples/sdk-outputs.mjs
 import { Cairn, verifyChain } from '@cairn/sdk';
 
 const cairn = new Cairn({ url: process.env.CAIRN_URL ?? 'http://127.0.0.1:7420', apiKey: process.env.CAIRN_API_KEY ?? null });

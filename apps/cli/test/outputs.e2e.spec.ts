@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliRun } from './cli.harness.js';
 import { TestStack } from './stack.harness.js';
 
 /*
@@ -43,7 +44,7 @@ const SPEC = {
 let stack: TestStack;
 let mcpUrl: string;
 let runId: string;
-let waited: { code: number; stdout: string; stderr: string };
+let waited: CliRun;
 let scratch: string;
 
 function sdk(apiKey = stack.apiKey): Cairn {

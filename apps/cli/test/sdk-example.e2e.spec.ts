@@ -8,7 +8,7 @@ import { TestStack } from './stack.harness.js';
  * the workspace) against an isolated stack: it must keep working as the SDK changes.
  */
 
-const EXAMPLE = fileURLToPath(new URL('../../../libs/sdk/examples/outputs.mjs', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../../../examples/sdk-outputs.mjs', import.meta.url));
 let stack: TestStack;
 
 beforeAll(async () => {
