@@ -779,13 +779,16 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (command.stdin !== undefined) stream.end(Buffer.from(command.stdin));
     else stream.end();
     // Cut: nothing more is read, and the command (left blocked on its output otherwise) is killed.
+    // The kill is awaited before the step returns: a caller told "cut" finds nothing still running.
+    let killing: Promise<void> = Promise.resolve();
     onAbort(command.cancel, () => {
       stream.destroy();
-      void this.killExec(exec, container.id);
+      killing = this.killExec(exec, container.id);
     });
 
     const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => stream.destroy());
     await ended;
+    await killing;
     await caps.settle();
     const { stopping, stop } = caps;
 
