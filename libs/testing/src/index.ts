@@ -7,3 +7,5 @@ export type { TestDatabase } from './infra.js';
 export { awkwardName, awkwardText, CONTROL_CHARACTERS, foreignJson, LINE_SEPARATORS } from './awkward-text.js';
 export { startSecondDockerEngine } from './second-docker-engine.js';
 export type { SecondDockerEngine } from './second-docker-engine.js';
+export { randomJson, seededRandom } from './random-json.js';
+export type { RandomJsonOptions } from './random-json.js';
