@@ -1,6 +1,6 @@
 import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
-import { EvidenceLog, isSubjectType, KeyedSerialQueue, typeSubjects } from '@cairn/evidence-log';
+import { EvidenceLog, isSubjectType, KeyedSerialQueue, parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
@@ -98,7 +98,9 @@ export class EvidenceReactor {
       // In delivery order, before anything waits: the log can then serve this chain's reads from memory.
       this.options.log.observe(msg.subject, msg.seq, msg.data, msg.headers?.get('Cairn-Chain-Seq'));
       while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight);
-      const task = this.perChain.run(msg.subject, () => this.process(msg));
+      // One chain at a time, whatever the type: its subject also names the type (ADR 0013).
+      const chain = parseEvidenceSubject(this.options.log.subjectPrefix, msg.subject)?.chainId ?? msg.subject;
+      const task = this.perChain.run(chain, () => this.process(msg));
       this.inFlight.add(task);
       void task.finally(() => this.inFlight.delete(task));
     }
