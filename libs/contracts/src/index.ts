@@ -6,6 +6,8 @@ export {
   API_ERROR_CODES,
   assertUnreachable,
   CairnError,
+  CAPACITY_RESOURCES,
+  CapacityResourceSchema,
   ERROR_CODES,
   ErrorBodySchema,
   ErrorCodeSchema,
@@ -13,7 +15,7 @@ export {
   isCairnError,
   TAXONOMY_ERROR_CODES,
 } from './error-codes.js';
-export type { ApiErrorCode, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
+export type { ApiErrorCode, CapacityResource, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
 export {
   ActorSchema,
   ChainIdSchema,
@@ -88,7 +90,7 @@ export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck
 export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
 export type { StrictJsonOptions } from './strict-json.js';
-export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
+export { MAX_SANDBOX_WAIT_SECONDS, parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
 export type { SandboxSpec } from './sandbox-spec.schema.js';
 export {
   ApprovalIdSchema,
