@@ -28,6 +28,8 @@ export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';
 export type { LeaseRecord, LeaseStoreOptions, RenewRefusal } from './lease-store.adapter.js';
 export { commandBusOptionsFromConfig, OperationalConfigSchema } from './operational.config.js';
+export { PlacementQueue, QUEUE_WAITS, QueueEntrySchema, QueueWaitSchema } from './placement-queue.adapter.js';
+export type { PlacementQueueOptions, QueueEntry, QueueWait } from './placement-queue.adapter.js';
 export type { OperationalConfig } from './operational.config.js';
 export { liveImageDigests, LocalImageDigestSchema, LocalImageTagSchema, RegisteredWorkerSchema, ReservationSchema } from './worker-record.schema.js';
 export type { RegisteredWorker } from './worker-record.schema.js';

@@ -12,6 +12,7 @@ export const ReservationSchema = z.strictObject({
   memoryMiB: z.number().int().min(0),
   cpus: z.number().min(0),
   diskMiB: z.number().int().min(0),
+  pids: z.number().int().min(0).optional(),
 }) satisfies z.ZodType<Reservation>;
 
 /** `@cairn/scheduling`'s `WorkerRecord` as stored in the `cairn_workers` bucket, plus the worker's local images. */
@@ -22,6 +23,10 @@ export const RegisteredWorkerSchema = z.strictObject({
     memoryMiB: z.number().int().min(0),
     cpus: z.number().min(0).max(4096),
     diskMiB: z.number().int().min(0),
+    /** Optional: records written before capacity counted processes and CPU shares read as before. */
+    pids: z.number().int().min(0).optional(),
+    cpuOversubscription: z.number().min(1).max(1024).optional(),
+    runCpuOversubscription: z.number().min(1).max(1024).optional(),
   }),
   isolation: z.array(z.enum(['docker'])).max(8),
   draining: z.boolean(),
