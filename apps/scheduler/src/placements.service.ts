@@ -1,11 +1,11 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
-import type { CapacityResource, ErrorCode, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps } from '@cairn/contracts';
+import type { CapacityResource, ErrorCode, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, QueueWait } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
 import { readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { ValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
-import type { LeaseRecord, QueueEntry, QueueWait, RegisteredWorker } from '@cairn/operational';
+import type { LeaseRecord, QueueEntry, RegisteredWorker } from '@cairn/operational';
 import { freeCapacity, grantLease, isExpired, liveWorkers, planQueue, reservationFor } from '@cairn/scheduling';
 import type { QueuedRequest, QueuePlan, WorkerRecord } from '@cairn/scheduling';
 import { EVIDENCE_LOG, JsonLogger, PeriodicTask, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';

@@ -17,11 +17,6 @@ export const SchedulerConfigSchema = EvidenceLogConfigSchema.extend(OperationalC
   CAIRN_APPROVAL_SCAN_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   /** How often the placement queue is planned again besides whenever a run or sandbox ends (room may free otherwise: a heartbeat, a lease lapsing). */
   CAIRN_QUEUE_SCAN_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(500),
-  /** The KV bucket of the placement queue; absent: `<CAIRN_LEASES_BUCKET>_queue`. */
-  CAIRN_QUEUE_BUCKET: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a KV bucket name ([A-Za-z0-9_-], at most 64)')
-    .optional(),
   /** The KV bucket of approval deadlines; absent: `<CAIRN_LEASES_BUCKET>_approvals`, isolated wherever the leases are. */
   CAIRN_APPROVALS_BUCKET: z
     .string()

@@ -55,6 +55,11 @@ export const CAPACITY_RESOURCES = ['slots', 'memory', 'disk', 'pids', 'cpu'] as 
 export const CapacityResourceSchema = z.enum(CAPACITY_RESOURCES);
 export type CapacityResource = z.infer<typeof CapacityResourceSchema>;
 
+/** What a run or sandbox create waiting in the placement queue waits for: room (a dimension), a runtime at all, or a worker with its image. */
+export const QUEUE_WAITS = [...CAPACITY_RESOURCES, 'runtime', 'image'] as const;
+export const QueueWaitSchema = z.enum(QUEUE_WAITS);
+export type QueueWait = z.infer<typeof QueueWaitSchema>;
+
 /** How errors cross every wire: `{ code, message, details }`. */
 export const ErrorBodySchema = z.object({
   code: ErrorCodeSchema,

@@ -13,9 +13,11 @@ export {
   ErrorCodeSchema,
   HTTP_STATUS_BY_CODE,
   isCairnError,
+  QUEUE_WAITS,
+  QueueWaitSchema,
   TAXONOMY_ERROR_CODES,
 } from './error-codes.js';
-export type { ApiErrorCode, CapacityResource, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
+export type { ApiErrorCode, CapacityResource, ErrorBody, ErrorCode, QueueWait, TaxonomyErrorCode } from './error-codes.js';
 export {
   ActorSchema,
   ChainIdSchema,

@@ -1,4 +1,4 @@
-import { CairnError, CAPACITY_RESOURCES, ChainIdSchema, ImageRefSchema, inputIssues, TenantIdSchema } from '@cairn/contracts';
+import { CairnError, ChainIdSchema, ImageRefSchema, inputIssues, QueueWaitSchema, TenantIdSchema } from '@cairn/contracts';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
@@ -6,11 +6,6 @@ import { LazyBucketMirror } from './bucket-mirror.js';
 import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import { ReservationSchema } from './worker-record.schema.js';
-
-/** What a queued run or sandbox waits for: room (a dimension), a runtime at all, or a worker with its image. */
-export const QUEUE_WAITS = [...CAPACITY_RESOURCES, 'runtime', 'image'] as const;
-export const QueueWaitSchema = z.enum(QUEUE_WAITS);
-export type QueueWait = z.infer<typeof QueueWaitSchema>;
 
 /** One run or sandbox create waiting for a worker with room (operational state: its placement is evidence, the wait is not). */
 export const QueueEntrySchema = z
