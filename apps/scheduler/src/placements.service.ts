@@ -37,7 +37,7 @@ type Admission =
 const FAIL_KEYS: Partial<Record<ErrorCode, string>> = { E_IMAGE_PULL: 'image-missing', E_CAPACITY: 'capacity', E_RUNTIME_ABSENT: 'runtime-absent' };
 
 /**
- * Places runs and sandbox sessions on workers (docs/sandboxes.md, "Capacity"; ADR 0012). A
+ * Places runs and sandbox sessions on workers (docs/sandboxes.md, "Capacity"; ADR 0013). A
  * newcomer — the receipt that made it runnable — is placed at once when it fits after everything
  * queued before it that fits; otherwise it waits in the placement queue (a KV bucket, not the
  * scheduler's consumer: the receipt is acknowledged, so nothing behind it is held up), or — a
@@ -147,6 +147,8 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       if (entries.length === 0) return null;
       const { workers, live } = await this.snapshot(now);
       const plan = this.plan(workers, live, entries.map(wantOfEntry), now);
+      // What each worker holds now, for the messages of what is refused.
+      const held = withLeasedReservations(workers, live);
       const placed: { entry: QueueEntry; lease: LeaseRecord }[] = [];
       for (const { request, worker } of plan.placed) {
         const entry = entries.find((e) => e.chain_id === request.runId);
@@ -154,15 +156,15 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
         const lease = await this.leaseOn(request, worker.workerId, now, live);
         if (lease !== null) placed.push({ entry, lease });
       }
-      return { entries, plan, placed, workers };
+      return { entries, plan, placed, workers, held };
     });
     if (decided === null) return;
-    const { entries, plan, placed, workers } = decided;
+    const { entries, plan, placed, workers, held } = decided;
     const byId = new Map(entries.map((e) => [e.chain_id, e]));
     for (const { entry, lease } of placed) await this.settle(entry, () => this.announce(entry, lease));
     for (const { request, resource } of plan.never) {
       const entry = byId.get(request.runId);
-      if (entry !== undefined) await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_CAPACITY', resource, message: neverMessage(request, resource, workers) }));
+      if (entry !== undefined) await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_CAPACITY', resource, message: neverMessage(request, resource, held) }));
     }
     for (const { request, waitingFor } of plan.waiting) {
       const entry = byId.get(request.runId);
@@ -172,7 +174,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       if (missing !== null) {
         await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_IMAGE_PULL', message: imageMessage(entry.image, missing) }));
       } else if (entry.deadline_at !== null && now >= entry.deadline_at) {
-        await this.settle(entry, () => this.fail(entry, expiredFailure(entry, wait, workers)));
+        await this.settle(entry, () => this.fail(entry, expiredFailure(entry, wait, held)));
       } else if (wait !== entry.waiting_for) {
         await this.settle(entry, () => this.queue.waitingFor(entry.chain_id, wait));
       }
@@ -189,10 +191,11 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** A newcomer, inside the gate: placed when it fits behind what is queued, else queued or failed. */
   private async decideNewcomer(want: Want, failIfFull: boolean, now: number): Promise<Admission> {
-    const held = await this.heldLease(want.runId, now);
-    if (held !== null) return { kind: 'leased', lease: held };
+    const holding = await this.heldLease(want.runId, now);
+    if (holding !== null) return { kind: 'leased', lease: holding };
     const [{ workers, live }, entries] = await Promise.all([this.snapshot(now), this.queue.list()]);
     const plan = this.plan(workers, live, [...entries.filter((e) => e.chain_id !== want.runId).map(wantOfEntry), want], now);
+    const held = withLeasedReservations(workers, live);
     if (plan.placed.some((p) => p.request.runId !== want.runId)) this.kick();
     const mine = plan.placed.find((p) => p.request.runId === want.runId);
     if (mine !== undefined) {
@@ -201,11 +204,11 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       return { kind: 'queue', waitingFor: 'slots' };
     }
     const never = plan.never.find((n) => n.request.runId === want.runId);
-    if (never !== undefined) return { kind: 'fail', code: 'E_CAPACITY', resource: never.resource, message: neverMessage(want, never.resource, workers) };
+    if (never !== undefined) return { kind: 'fail', code: 'E_CAPACITY', resource: never.resource, message: neverMessage(want, never.resource, held) };
     const missing = imageMissing(workers, want.image, want.enqueuedAt, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
     if (missing !== null) return { kind: 'fail', code: 'E_IMAGE_PULL', message: imageMessage(want.image, missing) };
     const waitingFor = this.waitOf(plan.waiting.find((w) => w.request.runId === want.runId)?.waitingFor ?? 'slots', workers, now);
-    if (failIfFull && waitingFor !== 'image') return expiredFailure(entryOf(want, waitingFor), waitingFor, workers);
+    if (failIfFull && waitingFor !== 'image') return expiredFailure(entryOf(want, waitingFor), waitingFor, held);
     return { kind: 'queue', waitingFor };
   }
 
@@ -414,7 +417,7 @@ function freeOf(worker: WorkerRecord, resource: CapacityResource): number {
 }
 
 function fullMessage(entry: QueueEntry, resource: CapacityResource, workers: readonly RegisteredWorker[]): string {
-  const most = Math.max(0, ...workers.map((worker) => freeOf(worker, resource)));
+  const most = Math.round(Math.max(0, ...workers.map((worker) => freeOf(worker, resource))) * 1000) / 1000;
   return `no worker has room for ${entry.chain_id}: ${resource} ran out (it needs ${needed(entry.reservation, resource)} ${UNIT[resource]}, the most any worker has free is ${most}); try again later, or ask to wait (waitSeconds)`;
 }
 
