@@ -6,12 +6,12 @@ import { readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { ValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
 import type { LeaseRecord, QueueEntry, RegisteredWorker } from '@cairn/operational';
-import { freeCapacity, grantLease, isExpired, liveWorkers, planQueue, reservationFor } from '@cairn/scheduling';
-import type { QueuedRequest, QueuePlan, WorkerRecord } from '@cairn/scheduling';
+import { grantLease, isExpired, liveWorkers, planQueue, reservationFor } from '@cairn/scheduling';
+import type { QueuedRequest, QueuePlan } from '@cairn/scheduling';
 import { EVIDENCE_LOG, JsonLogger, PeriodicTask, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { hasImage, imageMissing, withLeasedReservations } from './placement.js';
+import { fullMessage, hasImage, imageMissing, neverMessage, withLeasedReservations, withPlaced } from './placement.js';
 import type { SchedulerConfig } from './scheduler.config.js';
 import { SerialGate } from './serial-gate.js';
 
@@ -147,8 +147,8 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       if (entries.length === 0) return null;
       const { workers, live } = await this.snapshot(now);
       const plan = this.plan(workers, live, entries.map(wantOfEntry), now);
-      // What each worker holds now, for the messages of what is refused.
-      const held = withLeasedReservations(workers, live);
+      // What each worker holds once this pass has placed what it places, for the messages of what is refused.
+      const held = withPlaced(withLeasedReservations(workers, live), plan.placed);
       const placed: { entry: QueueEntry; lease: LeaseRecord }[] = [];
       for (const { request, worker } of plan.placed) {
         const entry = entries.find((e) => e.chain_id === request.runId);
@@ -164,7 +164,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
     for (const { entry, lease } of placed) await this.settle(entry, () => this.announce(entry, lease));
     for (const { request, resource } of plan.never) {
       const entry = byId.get(request.runId);
-      if (entry !== undefined) await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_CAPACITY', resource, message: neverMessage(request, resource, held) }));
+      if (entry !== undefined) await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_CAPACITY', resource, message: neverMessage(request.runId, request, resource, held, now, this.config.CAIRN_WORKER_STALE_AFTER_MS) }));
     }
     for (const { request, waitingFor } of plan.waiting) {
       const entry = byId.get(request.runId);
@@ -174,7 +174,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       if (missing !== null) {
         await this.settle(entry, () => this.fail(entry, { kind: 'fail', code: 'E_IMAGE_PULL', message: imageMessage(entry.image, missing) }));
       } else if (entry.deadline_at !== null && now >= entry.deadline_at) {
-        await this.settle(entry, () => this.fail(entry, expiredFailure(entry, wait, held)));
+        await this.settle(entry, () => this.fail(entry, expiredFailure(entry, wait, held, now, this.config.CAIRN_WORKER_STALE_AFTER_MS)));
       } else if (wait !== entry.waiting_for) {
         await this.settle(entry, () => this.queue.waitingFor(entry.chain_id, wait));
       }
@@ -195,7 +195,11 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
     if (holding !== null) return { kind: 'leased', lease: holding };
     const [{ workers, live }, entries] = await Promise.all([this.snapshot(now), this.queue.list()]);
     const plan = this.plan(workers, live, [...entries.filter((e) => e.chain_id !== want.runId).map(wantOfEntry), want], now);
-    const held = withLeasedReservations(workers, live);
+    // What is left once the work queued before it has its room: what the refusal's figures are of.
+    const held = withPlaced(
+      withLeasedReservations(workers, live),
+      plan.placed.filter((p) => p.request.runId !== want.runId),
+    );
     if (plan.placed.some((p) => p.request.runId !== want.runId)) this.kick();
     const mine = plan.placed.find((p) => p.request.runId === want.runId);
     if (mine !== undefined) {
@@ -204,11 +208,11 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
       return { kind: 'queue', waitingFor: 'slots' };
     }
     const never = plan.never.find((n) => n.request.runId === want.runId);
-    if (never !== undefined) return { kind: 'fail', code: 'E_CAPACITY', resource: never.resource, message: neverMessage(want, never.resource, held) };
+    if (never !== undefined) return { kind: 'fail', code: 'E_CAPACITY', resource: never.resource, message: neverMessage(want.runId, want, never.resource, held, now, this.config.CAIRN_WORKER_STALE_AFTER_MS) };
     const missing = imageMissing(workers, want.image, want.enqueuedAt, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
     if (missing !== null) return { kind: 'fail', code: 'E_IMAGE_PULL', message: imageMessage(want.image, missing) };
     const waitingFor = this.waitOf(plan.waiting.find((w) => w.request.runId === want.runId)?.waitingFor ?? 'slots', workers, now);
-    if (failIfFull && waitingFor !== 'image') return expiredFailure(entryOf(want, waitingFor), waitingFor, held);
+    if (failIfFull && waitingFor !== 'image') return expiredFailure(entryOf(want, waitingFor), waitingFor, held, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
     return { kind: 'queue', waitingFor };
   }
 
@@ -377,54 +381,10 @@ function failedFields(failure: Extract<Admission, { kind: 'fail' }>): Record<str
 }
 
 /** What a wait that ran out (or a create that would not wait) ends with: no runtime at all, or what ran out. */
-function expiredFailure(entry: QueueEntry, wait: QueueWait, workers: readonly RegisteredWorker[]): Extract<Admission, { kind: 'fail' }> {
+function expiredFailure(entry: QueueEntry, wait: QueueWait, workers: readonly RegisteredWorker[], now: number, staleAfterMs: number): Extract<Admission, { kind: 'fail' }> {
   if (wait === 'runtime') return { kind: 'fail', code: 'E_RUNTIME_ABSENT', message: `no runtime worker is live to place ${entry.chain_id} on` };
   if (wait === 'image') return { kind: 'fail', code: 'E_IMAGE_PULL', message: imageMessage(entry.image, workers.length) };
-  return { kind: 'fail', code: 'E_CAPACITY', resource: wait, message: fullMessage(entry, wait, workers) };
-}
-
-const UNIT: Record<CapacityResource, string> = { slots: 'slot', memory: 'MiB of memory', disk: 'MiB of disk', pids: 'processes', cpu: 'CPUs of share' };
-
-function needed(reservation: QueueEntry['reservation'], resource: CapacityResource): number {
-  switch (resource) {
-    case 'slots':
-      return 1;
-    case 'memory':
-      return reservation.memoryMiB;
-    case 'disk':
-      return reservation.diskMiB;
-    case 'pids':
-      return reservation.pids ?? 0;
-    case 'cpu':
-      return reservation.cpus;
-  }
-}
-
-function freeOf(worker: WorkerRecord, resource: CapacityResource): number {
-  const free = freeCapacity(worker);
-  switch (resource) {
-    case 'slots':
-      return Math.max(0, free.slots);
-    case 'memory':
-      return Math.max(0, free.memoryMiB);
-    case 'disk':
-      return Math.max(0, free.diskMiB);
-    case 'pids':
-      return Math.max(0, free.pids);
-    case 'cpu':
-      return Math.max(0, free.milliCpus) / 1000;
-  }
-}
-
-function fullMessage(entry: QueueEntry, resource: CapacityResource, workers: readonly RegisteredWorker[]): string {
-  const most = Math.round(Math.max(0, ...workers.map((worker) => freeOf(worker, resource))) * 1000) / 1000;
-  return `no worker has room for ${entry.chain_id}: ${resource} ran out (it needs ${needed(entry.reservation, resource)} ${UNIT[resource]}, the most any worker has free is ${most}); try again later, or ask to wait (waitSeconds)`;
-}
-
-function neverMessage(want: QueuedRequest, resource: CapacityResource, workers: readonly RegisteredWorker[]): string {
-  const reservation = { runId: want.runId, memoryMiB: want.memoryMiB, cpus: want.cpus, diskMiB: want.diskMiB, ...(want.pids === undefined ? {} : { pids: want.pids }) };
-  const most = Math.max(0, ...workers.map((worker) => freeOf({ ...worker, inFlight: [] }, resource)));
-  return `no worker can ever hold ${want.runId}: it needs ${needed(reservation, resource)} ${UNIT[resource]}, the largest worker has ${most} in all`;
+  return { kind: 'fail', code: 'E_CAPACITY', resource: wait, message: fullMessage(entry.chain_id, entry.reservation, wait, workers, now, staleAfterMs) };
 }
 
 function imageMessage(image: string, live: number): string {
