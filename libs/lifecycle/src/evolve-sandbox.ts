@@ -164,7 +164,10 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'grade.failed':
     case 'run.rolled_back':
     case 'run.cancel_requested':
+    case 'admin.tenant_created':
     case 'admin.key_created':
+    case 'admin.key_rotated':
+    case 'admin.key_revoked':
     case 'admin.policy_changed':
       return UNKNOWN;
   }
