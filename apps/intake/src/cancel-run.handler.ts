@@ -32,7 +32,7 @@ export class CancelRunHandler {
 
   /**
    * A sandbox deleted before any runtime created it (PENDING: asked for, decided, perhaps placed
-   * or queued) ends at once with `run.cancelled` (docs/adr/0013): the scheduler then never places
+   * or queued) ends at once with `run.cancelled` (docs/adr/0015): the scheduler then never places
    * it, and a runtime starting it finds its guarded `sandbox.created` refused and destroys what it
    * started. One already created (READY) is E_CONFLICT, `details.state` READY — its worker deletes
    * it; one that has ended answers `duplicate`.

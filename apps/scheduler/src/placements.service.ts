@@ -37,7 +37,7 @@ type Admission =
 const FAIL_KEYS: Partial<Record<ErrorCode, string>> = { E_IMAGE_PULL: 'image-missing', E_CAPACITY: 'capacity', E_RUNTIME_ABSENT: 'runtime-absent' };
 
 /**
- * Places runs and sandbox sessions on workers (docs/sandboxes.md, "Capacity"; ADR 0013). A
+ * Places runs and sandbox sessions on workers (docs/sandboxes.md, "Capacity"; ADR 0015). A
  * newcomer — the receipt that made it runnable — is placed at once when it fits after everything
  * queued before it that fits; otherwise it waits in the placement queue (a KV bucket, not the
  * scheduler's consumer: the receipt is acknowledged, so nothing behind it is held up), or — a

@@ -138,7 +138,7 @@ class NatsSandboxSessions implements SandboxSessions {
    * Follows the chain from seq 1 (stored receipts only) until the sandbox is ready or ended. What
    * the chain said of its placement is remembered, so the first operation need not read it again.
    * A sandbox not ready in time, or whose caller went away (`signal`), is deleted on the record
-   * before the error is thrown (docs/adr/0013): an answer that is an error leaves nothing behind.
+   * before the error is thrown (docs/adr/0015): an answer that is an error leaves nothing behind.
    */
   private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number, signal?: AbortSignal): Promise<Pick<SandboxReady, 'seq' | 'receipts'>> {
     // An object, so the compiler does not narrow what the callback sets.
