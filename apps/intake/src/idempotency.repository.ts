@@ -47,7 +47,8 @@ export class IdempotencyRepository {
    */
   async reclaim(claim: IdempotencyClaim, previousRunId: string): Promise<string> {
     const [moved] = await this.query<{ run_id: string }>(
-      'UPDATE intake_idempotency SET run_id = $4 WHERE tenant = $1 AND key_sha256 = $2 AND body_sha256 = $3 AND run_id = $5 RETURNING run_id',
+      // A SELECT over the UPDATE: a plain UPDATE … RETURNING answers [rows, count] through TypeORM's query().
+      'WITH moved AS (UPDATE intake_idempotency SET run_id = $4 WHERE tenant = $1 AND key_sha256 = $2 AND body_sha256 = $3 AND run_id = $5 RETURNING run_id) SELECT run_id FROM moved',
       [claim.tenant, claim.keySha256, claim.bodySha256, claim.runId, previousRunId],
     );
     if (moved !== undefined) return moved.run_id;
