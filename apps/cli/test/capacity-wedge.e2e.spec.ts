@@ -105,7 +105,8 @@ describe('a full worker does not wedge the stack (issue 14)', () => {
     expect(ready.map((s) => s.state), runs.map((r) => r.stdout + r.stderr).join('\n')).toEqual(['READY', 'READY']);
     expect(refused).toHaveLength(6);
     for (const r of refused) expect(r.error).toMatchObject({ code: 'E_CAPACITY', details: { resource: 'cpu', retryAfterSeconds: 5 } });
-    expect(refused[0]?.error.message).toMatch(/cpu ran out/);
+    // What ran out, what it needs and what the worker has, with units, agreeing with each other.
+    expect(refused[0]?.error.message).toMatch(/cpu ran out \(it needs 1 CPU; the live worker has 0 CPU free\)/);
     // At once: nothing waited the old 60 s.
     expect(ms).toBeLessThan(30_000);
 
