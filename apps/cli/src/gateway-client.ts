@@ -8,6 +8,16 @@ import { z } from 'zod';
  * E_UNAVAILABLE when no gateway answers.
  */
 
+/** Where a run or sandbox create waits in the placement queue (the REST `queue`). */
+export const QueueSpotSchema = z.object({
+  position: z.number(),
+  length: z.number(),
+  waitingFor: z.string(),
+  since: z.string(),
+  until: z.string().nullable(),
+});
+export type QueueSpot = z.infer<typeof QueueSpotSchema>;
+
 export const RunSchema = z.object({
   runId: z.string(),
   tenant: z.string(),
@@ -23,6 +33,7 @@ export const RunSchema = z.object({
   eventCount: z.number(),
   headHash: z.string().nullable(),
   sealed: z.boolean(),
+  queue: QueueSpotSchema.optional(),
 });
 export type Run = z.infer<typeof RunSchema>;
 

@@ -4,7 +4,7 @@ import type { SandboxSpec } from '@cairn/contracts';
 import { LineTooLongError, readLines } from '@cairn/evidence';
 import { z } from 'zod';
 import { usageError } from './exit-codes.js';
-import { chainPath } from './gateway-client.js';
+import { chainPath, QueueSpotSchema } from './gateway-client.js';
 import type { GatewayClient } from './gateway-client.js';
 
 /*
@@ -32,6 +32,7 @@ export const SandboxSchema = z.looseObject({
   headSeq: z.number().nullable().optional(),
   headHash: z.string().nullable().optional(),
   sealed: z.boolean().optional(),
+  queue: QueueSpotSchema.optional(),
 });
 export type Sandbox = z.infer<typeof SandboxSchema>;
 
@@ -160,8 +161,9 @@ const FILE_TIMEOUT_MS = 120_000;
 export class SandboxApi {
   constructor(private readonly client: GatewayClient) {}
 
-  create(spec: SandboxSpec, idempotencyKey: string): Promise<Sandbox> {
-    return this.client.json('/v1/sandboxes', SandboxSchema, { method: 'POST', body: spec, headers: { 'idempotency-key': idempotencyKey }, timeoutMs: CREATE_TIMEOUT_MS });
+  /** `waitMs`: how long the spec lets it wait in the queue, on top of the create's own time. */
+  create(spec: SandboxSpec, idempotencyKey: string, waitMs = 0): Promise<Sandbox> {
+    return this.client.json('/v1/sandboxes', SandboxSchema, { method: 'POST', body: spec, headers: { 'idempotency-key': idempotencyKey }, timeoutMs: CREATE_TIMEOUT_MS + waitMs });
   }
 
   get(id: string): Promise<Sandbox> {

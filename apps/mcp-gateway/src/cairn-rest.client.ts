@@ -146,6 +146,11 @@ export interface CairnKeys {
 
 /** `POST /v1/sandboxes` waits (bounded) for the sandbox to be ready; an exec lasts as long as its program. */
 const CREATE_TIMEOUT_MS = 120_000;
+
+function waitSecondsOf(spec: unknown): number {
+  const wait = typeof spec === 'object' && spec !== null ? (spec as { waitSeconds?: unknown }).waitSeconds : undefined;
+  return typeof wait === 'number' && Number.isFinite(wait) && wait > 0 ? Math.min(wait, 3600) : 0;
+}
 const EXEC_TIMEOUT_MS = 24 * 3600 * 1000;
 
 export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys {
@@ -257,7 +262,8 @@ export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys {
       method: 'POST',
       body: spec,
       ...(idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKey } }),
-      timeoutMs: CREATE_TIMEOUT_MS,
+      // A create may wait in the queue for room as long as its spec says (waitSeconds).
+      timeoutMs: CREATE_TIMEOUT_MS + waitSecondsOf(spec) * 1000,
     });
   }
 

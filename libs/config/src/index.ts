@@ -11,5 +11,5 @@ export {
 } from './load-config.js';
 export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig } from './load-config.js';
 export { redactUrl } from './redact-url.js';
-export { approvalsBucketFor, isolatedNames } from './stack-names.js';
+export { approvalsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';

@@ -6,14 +6,18 @@ export {
   API_ERROR_CODES,
   assertUnreachable,
   CairnError,
+  CAPACITY_RESOURCES,
+  CapacityResourceSchema,
   ERROR_CODES,
   ErrorBodySchema,
   ErrorCodeSchema,
   HTTP_STATUS_BY_CODE,
   isCairnError,
+  QUEUE_WAITS,
+  QueueWaitSchema,
   TAXONOMY_ERROR_CODES,
 } from './error-codes.js';
-export type { ApiErrorCode, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
+export type { ApiErrorCode, CapacityResource, ErrorBody, ErrorCode, QueueWait, TaxonomyErrorCode } from './error-codes.js';
 export {
   ActorSchema,
   adminChainId,
@@ -93,7 +97,7 @@ export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck
 export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
 export type { StrictJsonOptions } from './strict-json.js';
-export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
+export { MAX_SANDBOX_WAIT_SECONDS, parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
 export type { SandboxSpec } from './sandbox-spec.schema.js';
 export {
   ApprovalIdSchema,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ActorSchema, Sha256HexSchema, TimestampSchema } from './envelope.js';
-import { ErrorCodeSchema } from './error-codes.js';
+import { CapacityResourceSchema, ErrorCodeSchema } from './error-codes.js';
 import {
   ApprovalIdSchema,
   ArtifactHashesSchema,
@@ -298,6 +298,8 @@ export const RunFailedSchema = eventBodySchema('run.failed', {
   error_code: ErrorCodeSchema,
   message: textSchema(2048),
   step_index: StepIndexSchema.optional(),
+  /** With `E_CAPACITY`: what no worker had enough of. */
+  resource: CapacityResourceSchema.optional(),
 });
 
 export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {

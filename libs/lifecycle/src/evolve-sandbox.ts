@@ -140,6 +140,10 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'sandbox.destroyed':
       if (state === 'FAILED') return { kind: 'stay' }; // the teardown of a failed session
       return moveFrom(state, ['READY'], 'DESTROYED', { destroyReason: destroyReasonOf(receipt.reason, view) });
+    case 'run.cancelled':
+      // Deleted before any sandbox was created (intake): nothing was started, or what a runtime
+      // was starting meanwhile is refused its `sandbox.created` and destroyed off the record.
+      return moveFrom(state, ['PENDING'], 'DESTROYED', { destroyReason: 'deleted' });
     case 'run.sealed':
       return sealOutcome(view, receipt);
     case 'egress.denied':
@@ -160,7 +164,6 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'grade.failed':
     case 'run.rolled_back':
     case 'run.cancel_requested':
-    case 'run.cancelled':
     case 'admin.tenant_created':
     case 'admin.key_created':
     case 'admin.key_rotated':

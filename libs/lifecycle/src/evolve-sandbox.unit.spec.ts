@@ -36,6 +36,31 @@ function ready(): RunChain {
 }
 
 describe('evolveSandbox', () => {
+  it('given a delete before any sandbox was created (run.cancelled, placed or not), then it is DESTROYED (deleted) and sealed SEALED; after sandbox.created the same receipt is unknown', () => {
+    for (const placed of [false, true]) {
+      const chain = new RunChain('sbx_fixture1');
+      chain.add('sandbox.requested', S.requested());
+      chain.add('policy.decided', S.allow());
+      if (placed) chain.add('run.scheduled', FIELDS.scheduled());
+      chain.add('run.cancelled', { cancelled_by: 'key:k1' });
+      const view = foldSandbox(chain.receipts)!;
+      expect(view).toMatchObject({ state: 'DESTROYED', destroyReason: 'deleted', errorCode: null });
+      expect(sandboxAwaitsSeal(view)).toBe(true);
+      expect(sandboxFinalState(view)).toBe('SEALED');
+    }
+    const created = ready();
+    created.add('run.cancelled', { cancelled_by: 'key:k1' });
+    expect(foldSandbox(created.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+
+  it('given no worker with room (run.failed E_CAPACITY naming what ran out), then it is FAILED with that code, nothing to tear down', () => {
+    const chain = new RunChain('sbx_fixture1');
+    chain.add('sandbox.requested', S.requested());
+    chain.add('policy.decided', S.allow());
+    chain.add('run.failed', { error_code: 'E_CAPACITY', message: 'memory ran out', resource: 'memory' });
+    expect(foldSandbox(chain.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_CAPACITY', destroyReason: 'failed' });
+  });
+
   it('folds a session from request to seal: PENDING → READY → DESTROYED, counting operations', () => {
     const chain = new RunChain('sbx_fixture1');
     chain.add('sandbox.requested', S.requested());

@@ -1,4 +1,4 @@
-import { approvalsBucketFor, isolatedNames } from '@cairn/config';
+import { approvalsBucketFor, isolatedNames, queueBucketFor } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -39,7 +39,7 @@ export function bucketStreamName(bucket: string): string {
 
 /**
  * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
- * streams, and those behind its worker, lease and approval buckets: what a teardown deletes.
+ * streams, and those behind its worker, lease, approval and queue buckets: what a teardown deletes.
  */
 export function isolatedStackStreams(stackId: string): string[] {
   const names = isolatedNames(stackId);
@@ -49,6 +49,7 @@ export function isolatedStackStreams(stackId: string): string[] {
     bucketStreamName(names.CAIRN_WORKERS_BUCKET),
     bucketStreamName(names.CAIRN_LEASES_BUCKET),
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
+    bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),
   ];
 }
 

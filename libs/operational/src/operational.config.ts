@@ -14,6 +14,8 @@ export const OperationalConfigSchema = z.object({
   CAIRN_COMMAND_SUBJECT_PREFIX: subjectPrefix.default(DEFAULT_COMMAND_SUBJECT_PREFIX),
   CAIRN_WORKERS_BUCKET: bucketName.default(DEFAULT_WORKERS_BUCKET),
   CAIRN_LEASES_BUCKET: bucketName.default(DEFAULT_LEASES_BUCKET),
+  /** The scheduler's placement queue; absent: `<CAIRN_LEASES_BUCKET>_queue`, isolated wherever the leases are. */
+  CAIRN_QUEUE_BUCKET: bucketName.optional(),
 });
 export type OperationalConfig = z.infer<typeof OperationalConfigSchema>;
 

@@ -53,4 +53,4 @@ export type {
 } from './policy-document.schema.js';
 export { policyVersion } from './policy-version.js';
 export { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
-export type { TenantBudgetCheck } from './tenant-budget.js';
+export type { QuotaRequest, TenantBudgetCheck } from './tenant-budget.js';

@@ -18,6 +18,7 @@ import {
   type SandboxDriver,
   type SandboxFileIn,
   type SandboxFileOut,
+  type SandboxCaps,
   type SandboxHandle,
   type SandboxSpec,
   type SandboxSpecInput,
@@ -188,6 +189,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly probeMode: ProbeMode;
   private readonly sandboxes = new Map<string, SandboxState>();
   private readonly pool: WarmPoolBook<WarmSandbox>;
+  /** Whether the worker has room for the pool to hold sandboxes of these caps (beside its placed work); default always. */
+  private poolRoom: (held: readonly SandboxCaps[]) => boolean = () => true;
   /** Names of warm sandboxes being created: reconcile must not take them for strays. */
   private readonly warmingNames = new Set<string>();
   /** Warm sandboxes being handed to a run (container id → its chain). */
@@ -548,6 +551,24 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
+   * How the pool stays within its worker's capacity: `room` says whether the worker, beside what is
+   * placed on it, has room for idle sandboxes of these caps. A refill that would not fit is not
+   * made; `trimPool` gives back what no longer fits.
+   */
+  setPoolRoom(room: (held: readonly SandboxCaps[]) => boolean): void {
+    this.poolRoom = room;
+  }
+
+  /** Destroys idle warm sandboxes (least recently run profile first) until what is left fits (see `setPoolRoom`). */
+  trimPool(): void {
+    while (this.pool.size > 0 && !this.poolRoom(this.pool.holding())) {
+      const evicted = this.pool.evictOne();
+      if (evicted === null) break;
+      void this.discardWarm(evicted);
+    }
+  }
+
+  /**
    * Stops warming and destroys every idle warm sandbox; `create` starts fresh ones from now on.
    * Then removes the workers' agent socket directories it made that are empty by now (a shutdown
    * after its last sandbox leaves nothing under the socket root; a reconcile sweeps what is left).
@@ -648,6 +669,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (this.warmer !== null || this.poolClosed) return;
     this.warmer = (async () => {
       for (let recipe = this.pool.nextToWarm(); recipe !== null && !this.poolClosed; recipe = this.pool.nextToWarm()) {
+        if (!this.poolRoom([...this.pool.holding(), recipe.caps])) {
+          // The worker's placed work leaves no room for another idle one: warm again after the next run.
+          this.pool.warmed(recipe.poolId, null);
+          break;
+        }
         const name = poolContainerName(recipe.poolId, randomBytes(6).toString('hex'));
         this.warmingNames.add(name);
         try {

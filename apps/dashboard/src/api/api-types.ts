@@ -16,6 +16,15 @@ export const RUN_STATES = [
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
+/** Where a run or sandbox create waits for a worker with room (the scheduler's placement queue). */
+export interface QueueSpot {
+  position: number;
+  length: number;
+  waitingFor: 'slots' | 'memory' | 'disk' | 'pids' | 'cpu' | 'runtime' | 'image';
+  since: string;
+  until: string | null;
+}
+
 export interface Run {
   runId: string;
   tenant: string;
@@ -31,6 +40,7 @@ export interface Run {
   eventCount: number;
   headHash: string;
   sealed: boolean;
+  queue?: QueueSpot;
 }
 
 export interface RunList {
@@ -53,7 +63,9 @@ export interface Worker {
   draining: boolean;
   slots: number;
   inFlight: number;
-  capacity: { slots: number; memoryMiB: number; cpus: number; diskMiB: number };
+  capacity: { slots: number; memoryMiB: number; cpus: number; diskMiB: number; pids?: number; cpuOversubscription?: number; runCpuOversubscription?: number };
+  /** What its runs and sandboxes hold now. */
+  reserved: { slots: number; memoryMiB: number; cpus: number; diskMiB: number; pids: number };
   lastHeartbeatAt: string;
   images: Record<string, string>;
 }
@@ -89,6 +101,7 @@ export interface Sandbox {
   headSeq: number;
   headHash: string;
   sealed: boolean;
+  queue?: QueueSpot;
 }
 export interface SandboxList {
   items: Sandbox[];

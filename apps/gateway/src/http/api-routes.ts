@@ -59,6 +59,7 @@ import {
   ProofBundleSchema,
   ReceiptSchema,
   RunListSchema,
+  QueueSpotSchema,
   RunSchema,
   StreamEventsQuerySchema,
   SubmitAcceptedSchema,
@@ -103,6 +104,7 @@ export const API_COMPONENTS = {
   DeliveryList: DeliveryListSchema,
   SandboxSpec: SandboxSpecSchema,
   Sandbox: SandboxSchema,
+  QueueSpot: QueueSpotSchema,
   SandboxList: SandboxListSchema,
   ExecRequest: ExecRequestSchema,
   ExecResult: ExecResultSchema,
@@ -514,7 +516,7 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/sandboxes',
     summary:
-      'Start an interactive sandbox session: the spec goes through policy, the scheduler and a runtime like a run, and the answer waits (at most 60 s) until the sandbox is READY. Every operation on it is a receipt on its own chain (`sbx_…`). An empty body asks for the defaults.',
+      'Start an interactive sandbox session: the spec goes through policy, the scheduler and a runtime like a run, and the answer waits until the sandbox is READY (at most 60 s past `waitSeconds`). No worker with room answers 503 E_CAPACITY at once, naming what ran out (`details.resource`), with Retry-After — unless `waitSeconds` asks to wait in the placement queue; no runtime at all is 503 E_RUNTIME_ABSENT. Any answer but a READY sandbox leaves nothing behind, and so does a client that disconnects first. Every operation on it is a receipt on its own chain (`sbx_…`). An empty body asks for the defaults.',
     scope: 'runs:write',
     status: 201,
     response: 'Sandbox',
@@ -523,7 +525,7 @@ export const API_ROUTES = {
       'Idempotency-Key': { schema: IdempotencyKeySchema, required: false, description: 'The same key with the same body answers the same sandbox; with another body 422.' },
     },
     responseHeaders: { Location: '/v1/sandboxes/<sandbox id>' },
-    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_POLICY_DENIED', 'E_BUDGET', 'E_SANDBOX_START', 'E_RUNTIME_ABSENT', 'E_TIMEOUT', 'E_UNAVAILABLE'],
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_POLICY_DENIED', 'E_BUDGET', 'E_CAPACITY', 'E_IMAGE_PULL', 'E_SANDBOX_START', 'E_RUNTIME_ABSENT', 'E_CONFLICT', 'E_TIMEOUT', 'E_UNAVAILABLE'],
   },
   listSandboxes: {
     operationId: 'listSandboxes',
@@ -552,7 +554,7 @@ export const API_ROUTES = {
     method: 'DELETE',
     path: '/v1/sandboxes/:id',
     summary:
-      'Destroy a sandbox (its chain is then sealed); answers its view, DESTROYED. A sandbox that has already ended answers its view as it is; one not yet placed on a worker is 409 E_CONFLICT.',
+      'Destroy a sandbox (its chain is then sealed); answers its view, DESTROYED. A PENDING one (deciding, queued, starting) is deleted at once, before any container is started for it (one a runtime was starting meanwhile is destroyed); a sandbox that has already ended answers its view as it is.',
     scope: 'runs:write',
     status: 200,
     response: 'Sandbox',

@@ -9,7 +9,7 @@ import { sandboxFromView, SandboxReadsRepository } from './sandbox-reads.reposit
 import { GATEWAY_SANDBOX_SESSIONS } from './sandbox-sessions.token.js';
 import type { ExecRequest, ExecResult, FileWrittenAnswer, Sandbox } from './sandboxes.schemas.js';
 
-/** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start). */
+/** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start), past any `waitSeconds` in the queue. */
 export const CREATE_TIMEOUT_MS = 60_000;
 /** How long an answer waits for the projection to show what the operation appended. */
 const PROJECTION_WAIT_MS = 10_000;
@@ -67,7 +67,7 @@ export class SandboxOperations {
     private readonly reads: SandboxReadsRepository,
   ) {}
 
-  async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined): Promise<Sandbox> {
+  async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined, signal?: AbortSignal): Promise<Sandbox> {
     const ready = await this.sessions.create(
       {
         tenant: principal.tenant,
@@ -76,7 +76,8 @@ export class SandboxOperations {
         spec,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       },
-      CREATE_TIMEOUT_MS,
+      CREATE_TIMEOUT_MS + (spec.waitSeconds ?? 0) * 1000,
+      signal === undefined ? {} : { signal },
     );
     // A create answered before may have been used and destroyed since: its view as it is now.
     if (ready.duplicate) return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);

@@ -19,6 +19,7 @@ import {
 import { SANDBOX_DESTROY_REASONS, SANDBOX_STATES } from '@cairn/lifecycle';
 import { MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES } from '@cairn/sandbox-sessions';
 import { z } from 'zod';
+import { QueueSpotSchema } from '../http/api.schemas.js';
 
 /*
  * The REST shapes of interactive sandbox sessions (camelCase, like the rest of the API). The
@@ -58,6 +59,8 @@ export const SandboxSchema = z.strictObject({
   headSeq: z.number().int().min(0),
   headHash: Sha256HexSchema,
   sealed: z.boolean(),
+  /** Present while its create waits in the placement queue (`waitSeconds`). */
+  queue: QueueSpotSchema.optional(),
 });
 export type Sandbox = z.infer<typeof SandboxSchema>;
 
