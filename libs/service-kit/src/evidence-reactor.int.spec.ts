@@ -100,7 +100,7 @@ describe('EvidenceReactor on the real JetStream', () => {
     }
     const reactor = new EvidenceReactor({ service: 'grader', durable: uniqueName('d'), nc, log, handler, logger, concurrency: 8 });
     await reactor.start();
-    await until(async () => seen.length === 4);
+    await until(() => Promise.resolve(seen.length === 4));
     await reactor.stop();
     expect(overlaps).toEqual([]);
     // In chain order within each chain.
