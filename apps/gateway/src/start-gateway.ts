@@ -78,7 +78,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     if (secrets !== null) cleanups.push(() => secrets.close());
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
-    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
     // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
     const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
     cleanups.push(() => log.close());

@@ -38,6 +38,7 @@ export async function createProjectorWorld(label: string, overrides: Partial<Pro
   const db = await createTestDatabase(`cairn_${label}`);
   const config: ProjectorConfig = {
     CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_NATS_REPLICAS: 1,
     CAIRN_EVIDENCE_STREAM: uniqueName(`PROJ_${label}`),
     CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName(`proj_${label}`).toLowerCase(),
     CAIRN_DATABASE_URL: db.url,

@@ -10,6 +10,7 @@ export {
   SecretValuesConfigSchema,
 } from './load-config.js';
 export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig } from './load-config.js';
+export { DEFAULT_NATS_REPLICAS, NatsReplicasSchema, replicasHint, replicasProblem } from './nats-replicas.js';
 export { redactUrl } from './redact-url.js';
 export { approvalsBucketFor, isolatedNames } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';

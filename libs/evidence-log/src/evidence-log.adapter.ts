@@ -1,3 +1,4 @@
+import { replicasHint } from '@cairn/config';
 import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
@@ -145,7 +146,8 @@ export class EvidenceLog {
       } catch (error) {
         // Another process created it first: check theirs like any existing stream.
         if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) {
-          throw unavailable(`cannot create stream ${this.streamName}`, error);
+          const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, this.options.replicas);
+          throw unavailable(`cannot create stream ${this.streamName}`, error, hint);
         }
         info = await this.streamInfo();
         if (info === null) throw unavailable(`stream ${this.streamName} vanished while being created`, error);
@@ -501,6 +503,7 @@ export class EvidenceLog {
         opt_start_seq: from,
         filter_subject: filter,
         mem_storage: true,
+        // One read's own cursor, not state: losing it with its server fails only that read.
         num_replicas: 1,
         // The server drops it if we vanish without deleting it (a reader may pause meanwhile).
         inactive_threshold: nanos(READ_CONSUMER_IDLE_MS),
@@ -675,10 +678,10 @@ const PROBE_LAST_MSG_ID = 'cairn-duplicate-probe';
 /** JetStream's "wrong last msg ID" (10070): what a probe of an event not stored gets. */
 const STREAM_WRONG_LAST_MSG_ID = 10070;
 
-function unavailable(what: string, error: unknown): CairnError {
+function unavailable(what: string, error: unknown, hint = ''): CairnError {
   if (isCairnError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new CairnError('E_UNAVAILABLE', `${what}: ${message}`, { cause: message });
+  return new CairnError('E_UNAVAILABLE', `${what}: ${message}${hint}`, { cause: message });
 }
 
 /** A message's chain seq: from its `Cairn-Chain-Seq` header when it has one, else from its body; null when neither says. */

@@ -1,3 +1,4 @@
+import { replicasHint } from '@cairn/config';
 import { CairnError, inputIssues, isCairnError } from '@cairn/contracts';
 import type { ErrorBody, ErrorCode } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
@@ -89,7 +90,10 @@ export class CommandBus {
       } catch (error) {
         // Another process may have created it first: then check theirs like any existing stream.
         info = await this.streamInfo();
-        if (info === null) throw asUnavailable(`cannot create stream ${this.streamName}`, error);
+        if (info === null) {
+          const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, this.options.replicas);
+          throw asUnavailable(`cannot create stream ${this.streamName}`, error, hint);
+        }
       }
     }
     const problems = commandStreamProblems(info.config, this.options);
@@ -331,9 +335,9 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function asUnavailable(what: string, error: unknown): CairnError {
+function asUnavailable(what: string, error: unknown, hint = ''): CairnError {
   if (isCairnError(error)) return error;
-  return new CairnError('E_UNAVAILABLE', `${what}: ${errorMessage(error)}`);
+  return new CairnError('E_UNAVAILABLE', `${what}: ${errorMessage(error)}${hint}`);
 }
 
 async function unavailableOnError<T>(what: string, fn: () => Promise<T>): Promise<T> {

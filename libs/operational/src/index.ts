@@ -23,7 +23,7 @@ export {
   SubmitRunCommandSchema,
 } from './commands.schema.js';
 export type { ApproveRunCommand, CancelRunCommand, CreateSandboxCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
-export { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
+export { bucketStreamName, isolatedStackStreams, openBucket } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';
 export type { LeaseRecord, LeaseStoreOptions, RenewRefusal } from './lease-store.adapter.js';
