@@ -5,3 +5,5 @@ export type { TestDatabase } from './infra.js';
 export { awkwardName, awkwardText, CONTROL_CHARACTERS, foreignJson, LINE_SEPARATORS } from './awkward-text.js';
 export { startSecondDockerEngine } from './second-docker-engine.js';
 export type { SecondDockerEngine } from './second-docker-engine.js';
+export { pinnedNatsServerBinary, startNatsServers } from './nats-servers.js';
+export type { NatsNode, NatsServers, NatsServersOptions, StreamPlacement } from './nats-servers.js';
