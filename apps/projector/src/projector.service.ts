@@ -1,3 +1,4 @@
+import { CONSUMER_PULL_EXPIRES_MS } from '@cairn/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { ProjectionWriter } from '@cairn/persistence';
@@ -68,7 +69,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
         { position: this.counters.position, streamEnd },
       );
     }
-    this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2 });
+    this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2, expires: CONSUMER_PULL_EXPIRES_MS });
     this.loop = this.consume(this.messages);
     this.logger.log(
       `projecting ${this.config.CAIRN_EVIDENCE_STREAM} (${this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.>) from position ${this.counters.position} with consumer ${this.config.CAIRN_PROJECTOR_DURABLE}`,

@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/contracts';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { NatsReplicasSchema } from './nats-replicas.js';
+import { NatsReplicasSchema } from './nats-cluster.js';
 
 /**
  * Reads one app's configuration from the environment, once, through a zod schema whose keys are

@@ -1,4 +1,4 @@
-import { replicasHint } from '@cairn/config';
+import { replicasHint, whileLeaderless } from '@cairn/config';
 import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
@@ -56,6 +56,9 @@ const READ_BATCH = 4096;
 const READ_STALL_MS = 30_000;
 /** How long the server keeps a bulk read's consumer that nobody pulls from. */
 const READ_CONSUMER_IDLE_MS = 5 * 60_000;
+/** How long an append waits for a stream that answers nobody (a cluster electing its leader) before it fails. */
+const LEADERLESS_WAIT_MS = 10_000;
+const LEADERLESS_RETRY_MS = 250;
 const BACKOFF_BASE_MS = 2;
 const BACKOFF_CAP_MS = 100;
 const CHAIN_SEQ_HEADER = 'Cairn-Chain-Seq';
@@ -141,7 +144,7 @@ export class EvidenceLog {
     let created = false;
     if (info === null) {
       try {
-        info = await this.jsm.streams.add(evidenceStreamConfig(this.options));
+        info = await whileLeaderless(() => this.jsm.streams.add(evidenceStreamConfig(this.options)));
         created = true;
       } catch (error) {
         // Another process created it first: check theirs like any existing stream.
@@ -204,6 +207,7 @@ export class EvidenceLog {
       head = cached;
     }
     let attempts = 0;
+    let leaderlessSince: number | null = null;
     for (;;) {
       if (expected !== undefined && headGuardStep(head.seq, expected) !== 'publish') {
         return this.headMoved(publisher, subject, prepared, head, expected, attempts);
@@ -236,7 +240,15 @@ export class EvidenceLog {
           }
           break;
         case 'no_responders':
-          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${subject} (is ${this.streamName} there?)`, { chainId });
+          // A replicated stream that lost its leader answers nobody until it elects another (≈ 5 s
+          // here): wait that out on the same head — nothing was stored — rather than fail the caller.
+          leaderlessSince ??= Date.now();
+          if (Date.now() - leaderlessSince < LEADERLESS_WAIT_MS) {
+            attempts -= 1;
+            await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+            continue;
+          }
+          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${subject} (is ${this.streamName} there, with a leader?)`, { chainId });
         case 'closed':
           throw new CairnError('E_UNAVAILABLE', `append to ${chainId} cannot be acknowledged: ${outcome.reason}`, { chainId });
         default:
@@ -624,7 +636,8 @@ export class EvidenceLog {
 
   private async streamInfo(): Promise<StreamInfo | null> {
     try {
-      return await this.jsm.streams.info(this.streamName);
+      // A cluster's stream answers once it has a leader (it may have lost or not yet elected one).
+      return await whileLeaderless(() => this.jsm.streams.info(this.streamName));
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
       throw unavailable(`cannot read stream ${this.streamName}`, error);

@@ -1,4 +1,4 @@
-import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, replicasHint, replicasProblem } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, replicasHint, replicasProblem, whileLeaderless } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -28,19 +28,22 @@ export async function openBucket(nc: NatsConnection, name: string, limits: Bucke
   if (!BUCKET_NAME.test(name)) throw new CairnError('E_INPUT', `invalid bucket name ${JSON.stringify(name)}: [A-Za-z0-9_-], at most 64`);
   const kv = await kvCall(`cannot open the KV bucket ${name}`, async () => {
     try {
-      return await new Kvm(nc).create(name, {
-        history: limits.history,
-        ttl: limits.ttlMs,
-        max_bytes: limits.maxBytes,
-        maxValueSize: limits.maxValueBytes,
-        replicas,
-      });
+      // A cluster's bucket answers once its stream has a leader (just made, or after losing one).
+      return await whileLeaderless(() =>
+        new Kvm(nc).create(name, {
+          history: limits.history,
+          ttl: limits.ttlMs,
+          max_bytes: limits.maxBytes,
+          maxValueSize: limits.maxValueBytes,
+          replicas,
+        }),
+      );
     } catch (error) {
       const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, replicas);
       throw hint === '' ? error : new CairnError('E_UNAVAILABLE', `cannot create the KV bucket ${name}: ${error instanceof Error ? error.message : String(error)}${hint}`);
     }
   });
-  const status = await kvCall(`cannot read the KV bucket ${name}`, () => kv.status());
+  const status = await kvCall(`cannot read the KV bucket ${name}`, () => whileLeaderless(() => kv.status()));
   const problem = replicasProblem(bucketStreamName(name), status.replicas, replicas);
   if (problem !== null) throw new CairnError('E_UNAVAILABLE', `KV bucket ${name}: ${problem}`, { bucket: name });
   return kv;

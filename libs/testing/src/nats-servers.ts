@@ -161,7 +161,7 @@ class ServerProcess implements NatsNode {
 }
 
 interface Jsz {
-  meta_cluster?: { leader?: string };
+  meta_cluster?: { leader?: string; replicas?: { name: string; current: boolean }[] };
   account_details?: {
     name: string;
     stream_detail?: { name: string; cluster?: { leader?: string; replicas?: { name: string; current: boolean; offline?: boolean; lag?: number }[] } }[];
@@ -228,10 +228,15 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
       if (count === 1) return null;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const leaders = await Promise.all(nodes.filter((n) => n.running()).map((n) => monitor<Jsz>(n.ports.http, '/jsz')));
-        const names = new Set(leaders.map((jsz) => jsz?.meta_cluster?.leader ?? ''));
+        const running = nodes.filter((n) => n.running());
+        const views = await Promise.all(running.map((n) => monitor<Jsz>(n.ports.http, '/jsz')));
+        const names = new Set(views.map((jsz) => jsz?.meta_cluster?.leader ?? ''));
         const [leader] = [...names];
-        if (names.size === 1 && leader !== undefined && leader !== '') return leader;
+        // The leader must also count every other running node as a current peer, or it cannot place
+        // a stream of as many replicas yet ("no suitable peers for placement").
+        const leaderView = views[running.findIndex((n) => n.name === leader)]?.meta_cluster?.replicas ?? [];
+        const peers = leaderView.filter((r) => r.current && running.some((n) => n.name === r.name)).length;
+        if (names.size === 1 && leader !== undefined && leader !== '' && peers === running.length - 1) return leader;
         if (Date.now() > deadline) throw new Error(`the nats-servers agreed on no meta leader within ${timeoutMs} ms (they say ${JSON.stringify([...names])})`);
         await sleep(100);
       }

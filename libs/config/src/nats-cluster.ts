@@ -37,3 +37,43 @@ export function replicasHint(errCode: number | undefined, wanted: number): strin
     ? ''
     : ` (CAIRN_NATS_REPLICAS is ${wanted}: the NATS server must be a JetStream cluster of at least ${wanted} nodes, deploy/nats/cluster/)`;
 }
+
+/**
+ * How long each pull of a durable consumer lasts (the client's idle heartbeat is half of it). When a
+ * consumer's leader dies in a cluster, the pull it held is lost without a word, and the client pulls
+ * again only after two missed heartbeats: 5 s with this, 30 s with the client's default.
+ */
+export const CONSUMER_PULL_EXPIRES_MS = 5_000;
+
+/**
+ * How long a Cairn process keeps asking JetStream while a cluster cannot answer: a stream or
+ * consumer that lost its leader (or was just created) answers nobody until its group elects one —
+ * about 5 s here after a leader is killed.
+ */
+export const LEADERLESS_WAIT_MS = 10_000;
+
+/**
+ * Whether `error` is a JetStream request a cluster could not answer yet — a timeout, no responders,
+ * JetStream busy, or too few peers known to place a stream (a cluster just started): one that a
+ * leader election, or a peer joining, ends.
+ */
+export function isLeaderless(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name === 'TimeoutError' || /^timeout$|jetstream is not enabled|no responders|temporarily unavailable|no suitable peers/i.test(error.message);
+}
+
+/**
+ * Runs `request` again, with a short jittered pause, while it fails as a leaderless cluster makes it
+ * fail ({@link isLeaderless}), for up to {@link LEADERLESS_WAIT_MS}; then, or on any other error, throws it.
+ */
+export async function whileLeaderless<T>(request: () => Promise<T>, waitMs: number = LEADERLESS_WAIT_MS): Promise<T> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await request();
+    } catch (error) {
+      if (!isLeaderless(error) || Date.now() >= until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 150 + Math.random() * 200));
+    }
+  }
+}
