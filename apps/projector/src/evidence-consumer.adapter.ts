@@ -13,10 +13,10 @@ import type { ProjectorConfig } from './projector.config.js';
  * append-only config) and the consumer when missing; refuses a consumer or a stream that would
  * break the projector's assumptions.
  */
-export async function openEvidenceConsumer(nc: NatsConnection, config: ProjectorConfig): Promise<Consumer> {
+export async function openEvidenceConsumer(nc: NatsConnection, config: ProjectorConfig): Promise<{ consumer: Consumer; log: EvidenceLog }> {
   const stream = config.CAIRN_EVIDENCE_STREAM;
   const filter = evidenceSubjects(config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
-  await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
+  const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
   const jsm = await jetstreamManager(nc);
 
   // The writer only moves its position over consecutive stream seqs, so every message of the
@@ -51,7 +51,7 @@ export async function openEvidenceConsumer(nc: NatsConnection, config: Projector
       await whileLeaderless(() => jsm.consumers.update(stream, durable, { ack_wait: wanted.ack_wait, max_ack_pending: wanted.max_ack_pending }));
     }
   }
-  return whileLeaderless(() => jsm.jetstream().consumers.get(stream, durable));
+  return { consumer: await whileLeaderless(() => jsm.jetstream().consumers.get(stream, durable)), log };
 }
 
 async function consumerInfo(jsm: JetStreamManager, stream: string, durable: string): Promise<ConsumerInfo | null> {
