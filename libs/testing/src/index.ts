@@ -7,3 +7,5 @@ export { startSecondDockerEngine } from './second-docker-engine.js';
 export type { SecondDockerEngine } from './second-docker-engine.js';
 export { pinnedNatsServerBinary, startNatsServers } from './nats-servers.js';
 export type { NatsNode, NatsServers, NatsServersOptions, StreamPlacement } from './nats-servers.js';
+export { startOwnPostgres } from './own-postgres.js';
+export type { OwnPostgres, OwnPostgresOptions } from './own-postgres.js';
