@@ -68,7 +68,7 @@ if port_open 4222; then
   fi
   if port_open 8222 && [ "$(nats_sync_always || true)" = no ]; then
     log "warning: the NATS server on 127.0.0.1:4222 acknowledges writes before they are on disk (no sync_interval: always);"
-    log "an OS crash can lose acknowledged receipts. Restart it with deploy/nats/nats-server.conf (docs/adr/0013-durable-by-default.md)"
+    log "an OS crash can lose acknowledged receipts. Restart it with deploy/nats/nats-server.conf (docs/adr/0014-durable-by-default.md)"
   fi
 else
   log "starting nats-server $nats_version with JetStream (store $nats_store)"

@@ -6,7 +6,8 @@ export const DEFAULT_NATS_REPLICAS = 1;
 /**
  * CAIRN_NATS_REPLICAS: how many servers hold each of Cairn's streams, KV buckets and object stores —
  * 1 on one node, 3 on a three-node cluster (5 on five). An even count is refused: it needs as large a
- * quorum as the odd count above it and survives no more failures than the one below (docs/adr/0013).
+ * quorum as the odd count above it and survives no more failures than the one below
+ * (docs/adr/0014-durable-by-default.md).
  */
 export const NatsReplicasSchema = z.coerce
   .number()

@@ -59,7 +59,7 @@ export class ProjectionWriter {
    * Applies the batch in one transaction and resolves once its commit is on disk: the caller
    * acknowledges what it covers, and a message JetStream counts as acknowledged is never delivered
    * again, so a commit a crash could still take back would leave a hole behind the position
-   * (docs/adr/0013). The projections' lock is taken first, with BEGIN, in one round trip.
+   * (docs/adr/0014-durable-by-default.md). The projections' lock is taken first, with BEGIN, in one round trip.
    */
   applyBatch(messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
     return withPgClient(this.dataSource, (client) =>

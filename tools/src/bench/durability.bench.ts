@@ -7,8 +7,8 @@ import { startNatsServers } from '@cairn/testing';
 import type { NatsServers } from '@cairn/testing';
 
 /*
- * What the sync policy costs (docs/adr/0013): chained appends per second on servers of the bench's
- * own, one with deploy/nats/sync.conf (every write fsynced before its ack) and one with
+ * What the sync policy costs (docs/adr/0014-durable-by-default.md): chained appends per second on
+ * servers of the bench's own, one with deploy/nats/sync.conf (every write fsynced before its ack) and one with
  * nats-server's default (a background sync every 2 minutes), measured in turn (ABBA) so neither
  * gets the machine's quiet moments to itself; on one node and on a three-node cluster at R3.
  */
