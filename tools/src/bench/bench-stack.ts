@@ -46,19 +46,26 @@ export interface BenchStack {
   workerId: string;
   /** A worker id of the bench's own raw containers, so teardown finds them too. */
   rawWorkerId: string;
+  /** The stack's database (for counting its PostgreSQL backends). */
+  databaseUrl: string;
+  /** The NATS server the stack uses. */
+  natsUrl: string;
   /** Stops the stack and removes everything it and the raw baseline made. */
   close(): Promise<void>;
 }
 
-/** Starts an isolated stack (`cairn up --no-setup`) with `settings` (CAIRN_* variables) on top of the bench defaults. */
-export async function startBenchStack(name: string, settings: Record<string, string> = {}): Promise<BenchStack> {
+/**
+ * Starts an isolated stack (`cairn up --no-setup`) with `settings` (CAIRN_* variables) on top of the
+ * bench defaults, on `natsUrl` (the machine's server unless given).
+ */
+export async function startBenchStack(name: string, settings: Record<string, string> = {}, natsUrl = testNatsUrl()): Promise<BenchStack> {
   const home = await mkdtemp(join(tmpdir(), `cairn-${name}-`));
   const stackId = uniqueName(name).toLowerCase().replace(/_/g, '-');
   const database = await createTestDatabase(`cairn_${name.replace(/-/g, '_')}`);
   const env = {
     CAIRN_HOME: home,
     CAIRN_STACK_ID: stackId,
-    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_NATS_URL: natsUrl,
     CAIRN_DATABASE_URL: database.url,
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_WORKER_SLOTS: '4',
@@ -74,7 +81,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
       for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
       await rm(join(defaultAgentSocketRoot(), worker), { recursive: true, force: true });
     }
-    const nc = await connect({ servers: testNatsUrl() });
+    const nc = await connect({ servers: natsUrl });
     try {
       const jsm = await jetstreamManager(nc);
       const streams = isolatedStackStreams(stackId);
@@ -89,7 +96,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     const up = await runCli(['up', '--no-setup', '--json'], env);
     if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
     const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
-    return { url, apiKey, home, stackId, workerId, rawWorkerId, close };
+    return { url, apiKey, home, stackId, workerId, rawWorkerId, databaseUrl: database.url, natsUrl, close };
   } catch (error) {
     await close();
     throw error;
