@@ -257,6 +257,14 @@ export class EvidenceLog {
       head = cached;
     }
     let attempts = 0;
+    let leaderlessSince: number | null = null;
+    const leaderless = async (): Promise<boolean> => {
+      leaderlessSince ??= Date.now();
+      if (Date.now() - leaderlessSince >= LEADERLESS_WAIT_MS) return false;
+      attempts -= 1;
+      await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+      return true;
+    };
     for (;;) {
       if (expected !== undefined && headGuardStep(head.seq, expected) !== 'publish') {
         if (headGuardStep(head.seq, expected) === 'probe') {
@@ -292,6 +300,9 @@ export class EvidenceLog {
             if (found !== null) return found;
             throw new CairnError('E_CONFLICT', `part of a batch on ${chainId} is stored already, not as this batch`, { chainId });
           }
+          // Its first messages went to a leader that died before the commit reached the next: nothing
+          // was stored, so the whole batch goes again on the same head once a leader answers.
+          if (outcome.errCode === BATCH_INCOMPLETE && (await leaderless())) continue;
           if (!isWrongLastSequence(outcome.errCode)) {
             throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} refused by JetStream: ${outcome.description}`, { chainId, errCode: outcome.errCode });
           }
@@ -306,7 +317,9 @@ export class EvidenceLog {
           }
           break;
         case 'no_responders':
-          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${this.chainSubjects(chainId)} (is ${this.streamName} there?)`, { chainId });
+          // As for one append: a stream electing its leader stored nothing; wait on the same head.
+          if (await leaderless()) continue;
+          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${this.chainSubjects(chainId)} (is ${this.streamName} there, with a leader?)`, { chainId });
         case 'closed':
           throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} cannot be acknowledged: ${outcome.reason}`, { chainId });
         default:
@@ -350,7 +363,7 @@ export class EvidenceLog {
    */
   private async findStoredBatch(publisher: JetStreamAckPublisher, chainId: string, items: readonly BatchItem[], attempts: number): Promise<AppendResult[] | null> {
     const [first] = items;
-    const { outcome } = await this.publishOnto(publisher, first!.subject, first!.prepared, GENESIS_HEAD, 'probe');
+    const outcome = await this.probe(publisher, first!.subject, first!.prepared, GENESIS_HEAD);
     if (outcome.kind === 'stored' && outcome.duplicate) return this.storedBatchFrom(chainId, items, outcome.seq, attempts + 1);
     if (outcome.kind === 'stored') {
       throw new CairnError('E_INTERNAL', `a duplicate probe on ${chainId} was stored at stream seq ${outcome.seq}`, { chainId, streamSeq: outcome.seq });
@@ -455,6 +468,19 @@ export class EvidenceLog {
    * Seals the event onto `head` and publishes it expecting the subject's last stream seq to be
    * `expectStreamSeq`; the stream (never another) must be the one that answers.
    */
+  /**
+   * A duplicate probe's answer. It stores nothing, so one that a stream electing its leader does not
+   * answer (no responders, or its ack lost with the old leader) is asked again, for up to LEADERLESS_WAIT_MS.
+   */
+  private async probe(publisher: JetStreamAckPublisher, subject: string, prepared: PreparedAppend, head: ChainHead): Promise<PublishOutcome> {
+    const since = Date.now();
+    for (;;) {
+      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, 'probe');
+      if ((outcome.kind !== 'no_responders' && outcome.kind !== 'timeout') || Date.now() - since >= LEADERLESS_WAIT_MS) return outcome;
+      await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+    }
+  }
+
   private async publishOnto(
     publisher: JetStreamAckPublisher,
     subject: string,
@@ -516,7 +542,7 @@ export class EvidenceLog {
   ): Promise<AppendResult> {
     const { chainId } = prepared;
     if (headGuardStep(head.seq, expected) === 'probe') {
-      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, 'probe');
+      const outcome = await this.probe(publisher, subject, prepared, head);
       if (outcome.kind === 'stored') {
         if (outcome.duplicate) return this.storedDuplicate(subject, prepared, outcome.seq, attempts + 1);
         // Cannot happen: no message carries the probe's id; if it ever does, say so loudly.
@@ -929,3 +955,5 @@ interface BatchItem {
 const MAX_BATCH = 1000;
 /** JetStream's "atomic publish batch contains duplicate message id" (10201). */
 const BATCH_HOLDS_DUPLICATE = 10201;
+/** JetStream's "atomic publish batch is incomplete" (10176): a commit whose earlier messages the leader never had. */
+const BATCH_INCOMPLETE = 10176;
