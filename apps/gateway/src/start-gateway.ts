@@ -83,10 +83,10 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     if (secrets !== null) cleanups.push(() => secrets.close());
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
-    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
     // What workers hold, and what waits for room: operational state the views show as it is now.
-    const leases = await LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET });
-    const queue = await PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET) });
+    const leases = await LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
+    const queue = await PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
     cleanups.push(() => Promise.resolve(queue.close()));
     // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
     const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));

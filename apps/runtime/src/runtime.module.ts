@@ -50,12 +50,12 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
       {
         provide: LEASE_STORE,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: WORKER_REGISTRY,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       RuntimeWorker,
       SandboxSessionHost,

@@ -29,22 +29,22 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: LeaseStore,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: ApprovalDeadlines,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => new ApprovalDeadlines(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(config.CAIRN_LEASES_BUCKET)),
+        useFactory: (nc: NatsConnection) => new ApprovalDeadlines(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(config.CAIRN_LEASES_BUCKET), config.CAIRN_NATS_REPLICAS),
       },
       {
         provide: PlacementQueue,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET) }),
+        useFactory: (nc: NatsConnection) => PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS }),
       },
       Placements,
       LeaseExpiryScanner,

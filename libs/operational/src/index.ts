@@ -35,7 +35,7 @@ export type {
   RevokeKeyCommand,
   RotateKeyCommand,
   CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
-export { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
+export { bucketStreamName, isolatedStackStreams, openBucket } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';
 export type { LeaseRecord, LeaseStoreOptions, RenewRefusal } from './lease-store.adapter.js';

@@ -27,6 +27,8 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
 export interface PlacementQueueOptions extends Partial<BucketLimits> {
   bucket: string;
+  /** The bucket's replicas (CAIRN_NATS_REPLICAS); default 1. */
+  replicas?: number;
 }
 
 /** A run waits as long as it takes; an entry nobody touched for 8 days is gone (the bucket's TTL only bounds it). */
@@ -53,7 +55,7 @@ export class PlacementQueue {
     const limits = { ...DEFAULT_LIMITS };
     if (options.ttlMs !== undefined) limits.ttlMs = options.ttlMs;
     if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
-    return new PlacementQueue(await openBucket(nc, options.bucket, limits), options.bucket, keyLister(nc, options.bucket, 'the placement queue'));
+    return new PlacementQueue(await openBucket(nc, options.bucket, limits, options.replicas), options.bucket, keyLister(nc, options.bucket, 'the placement queue'));
   }
 
   /**

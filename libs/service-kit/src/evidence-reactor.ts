@@ -1,3 +1,4 @@
+import { CONSUMER_PULL_EXPIRES_MS, whileLeaderless } from '@cairn/config';
 import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { EvidenceLog, isSubjectType, KeyedSerialQueue, parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
@@ -70,7 +71,8 @@ export class EvidenceReactor {
   async start(): Promise<void> {
     const { nc, log, durable, concurrency, ackWaitMs } = this.options;
     const jsm = await jetstreamManager(nc);
-    await ensureDurable(jsm, log.streamName, {
+    // In a cluster a consumer answers once it has a leader: just made, or after losing one.
+    await whileLeaderless(() => ensureDurable(jsm, log.streamName, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
@@ -78,9 +80,9 @@ export class EvidenceReactor {
       ack_wait: nanos(ackWaitMs),
       max_ack_pending: concurrency * 4,
       max_deliver: -1,
-    });
-    const consumer = await jsm.jetstream().consumers.get(log.streamName, durable);
-    this.messages = await consumer.consume({ max_messages: concurrency * 2 });
+    }));
+    const consumer = await whileLeaderless(() => jsm.jetstream().consumers.get(log.streamName, durable));
+    this.messages = await consumer.consume({ max_messages: concurrency * 2, expires: CONSUMER_PULL_EXPIRES_MS });
     this.loop = this.run(this.messages);
   }
 

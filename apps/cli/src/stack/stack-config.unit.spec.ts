@@ -20,6 +20,8 @@ describe('the stack configuration', () => {
       CAIRN_STACK_ID: 's1',
       CAIRN_LEASE_TTL_MS: '4000',
       CAIRN_EVIDENCE_STREAM: 'MINE',
+      CAIRN_NATS_URL: 'nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222',
+      CAIRN_NATS_REPLICAS: '3',
       CAIRN_API_KEY: 'cairn_abcdefgh_secret',
       CAIRN_URL: 'http://elsewhere',
       PATH: '/bin',
@@ -29,6 +31,9 @@ describe('the stack configuration', () => {
       CAIRN_STACK_ID: 's1',
       CAIRN_LEASE_TTL_MS: '4000',
       CAIRN_EVIDENCE_STREAM: 'MINE',
+      // A cluster: every service gets all its servers and the one replicas setting.
+      CAIRN_NATS_URL: 'nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222',
+      CAIRN_NATS_REPLICAS: '3',
       CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_S1',
       CAIRN_HOME: '/srv/cairn',
       CAIRN_ARTIFACT_DIR: '/srv/cairn/artifacts',
