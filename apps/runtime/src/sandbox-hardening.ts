@@ -256,7 +256,10 @@ function configProblems(inspected: InspectedSandbox, network: string): string[] 
   if (get(config, 'User') !== user) problems.push(`the user is ${show(get(config, 'User'))}, not ${user}`);
   if (get(config, 'Hostname') !== SANDBOX_HOSTNAME) problems.push(`the host name is ${show(get(config, 'Hostname'))}, not ${SANDBOX_HOSTNAME}`);
   if (get(config, 'WorkingDir') !== '/work') problems.push(`the working directory is ${show(get(config, 'WorkingDir'))}, not /work`);
-  for (const key of ['Tty', 'OpenStdin', 'AttachStdin']) if (get(config, key) === true) problems.push(`Config.${key} is on`);
+  if (get(config, 'Tty') === true) problems.push('Config.Tty is on');
+  // The exec agent's stdin is open once, for its token (withExecAgent), and closed after it: StdinOnce.
+  const agentStdin = promised.agent !== null && get(config, 'StdinOnce') === true;
+  for (const key of ['OpenStdin', 'AttachStdin']) if (get(config, key) === true && !agentStdin) problems.push(`Config.${key} is on`);
   if (!isEmpty(get(config, 'ExposedPorts'))) problems.push(`ports are exposed: ${show(get(config, 'ExposedPorts'))}`);
   if (!isEmpty(get(config, 'Volumes'))) problems.push(`volumes are declared: ${show(get(config, 'Volumes'))}`);
   if (inspected.image !== promised.imageId) problems.push(`the image is ${show(inspected.image)}, not ${promised.imageId}`);

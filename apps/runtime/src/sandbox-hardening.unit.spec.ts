@@ -24,7 +24,8 @@ function inspected(options: { network?: typeof NETWORK } = {}): InspectedSandbox
   const { HostConfig, ...config } = created;
   return {
     hostConfig: { ...HostConfig, Binds: agentBinds(AGENT.binary, SOCKET_DIR) },
-    config: { ...config, Entrypoint: ['/.cairn/agent'], Cmd: ['/.cairn/run/a.sock', '86400'] },
+    // As withExecAgent makes it: stdin open once, for the agent's token.
+    config: { ...config, Entrypoint: ['/.cairn/agent'], Cmd: ['/.cairn/run/a.sock', '86400'], OpenStdin: true, StdinOnce: true, AttachStdin: true },
     mounts: [
       { Type: 'bind', Source: AGENT.binary, Destination: '/.cairn/agent', Mode: 'ro', RW: false, Propagation: 'rprivate' },
       { Type: 'bind', Source: SOCKET_DIR, Destination: '/.cairn/run', Mode: 'ro', RW: false, Propagation: 'rprivate' },
@@ -127,7 +128,8 @@ const MISMATCHES: [string, (x: { host: Mutable; config: Mutable; mounts: Mutable
   ['another host name', ({ config }) => (config.Hostname = '0123456789ab'), /^the host name is "0123456789ab", not sandbox$/],
   ['another working directory', ({ config }) => (config.WorkingDir = '/'), /^the working directory is "\/", not \/work$/],
   ['a terminal', ({ config }) => (config.Tty = true), /^Config\.Tty is on$/],
-  ['open stdin', ({ config }) => (config.OpenStdin = true), /^Config\.OpenStdin is on$/],
+  ['stdin kept open past the token', ({ config }) => (config.StdinOnce = false), /^Config\.OpenStdin is on$/],
+  ['open stdin without an agent', ({ config, whole }) => ((config.StdinOnce = true), (whole.promised = { ...(whole.promised as object), agent: null })), /Config\.OpenStdin is on/],
   ['exposed ports', ({ config }) => (config.ExposedPorts = { '22/tcp': {} }), /^ports are exposed: /],
   ['declared volumes', ({ config }) => (config.Volumes = { '/data': {} }), /^volumes are declared: /],
   ['another image', ({ whole }) => (whole.image = `sha256:${'d'.repeat(64)}`), /^the image is "sha256:d+", not sha256:c+$/],
@@ -160,7 +162,7 @@ describe('the hardening check at start compares every promised field', () => {
     const plain: InspectedSandbox = {
       ...base,
       hostConfig: { ...base.hostConfig, Binds: [] },
-      config: { ...base.config, Entrypoint: ['sleep'], Cmd: ['86400'] },
+      config: { ...base.config, Entrypoint: ['sleep'], Cmd: ['86400'], OpenStdin: false, StdinOnce: false, AttachStdin: false },
       mounts: [],
       promised: { ...base.promised, agent: null },
     };
