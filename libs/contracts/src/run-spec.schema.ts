@@ -68,6 +68,18 @@ export function sandboxPathSchema(roots: readonly string[], allowRoot: boolean) 
 }
 
 export const WorkdirSchema = sandboxPathSchema(['/work', '/out', '/tmp'], true);
+
+/**
+ * Any absolute, normalised path inside a sandbox (not `/` itself): where a session's exec may
+ * start (`/usr/bin`) and what a session's read may name. Both run as the sandbox user, inside it.
+ */
+export const AnySandboxPathSchema = z
+  .string()
+  .max(1024)
+  .refine(
+    (path) => path.startsWith('/') && path.length > 1 && path.slice(1).split('/').every((segment) => SEGMENT.test(segment) && segment !== '.' && segment !== '..'),
+    'an absolute normalised path (no empty, . or .. segments, no control characters)',
+  );
 export const InputPathSchema = sandboxPathSchema(['/work'], false);
 export const OutputPathSchema = sandboxPathSchema(['/work', '/out'], true);
 

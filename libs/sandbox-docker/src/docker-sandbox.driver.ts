@@ -335,7 +335,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     const stdout = new BoundedBuffer(request.maxOutputBytes);
     const stderr = new BoundedBuffer(request.maxOutputBytes);
     const onOutput = request.onOutput;
-    const outcome = await this.runStep(handle, request, (stream, chunk) => {
+    // The caller's own deadline kills the program's session over the agent (or its docker exec),
+    // as a cancelled transfer is killed: the sandbox lives on. The cap's deadline stays the cap.
+    const interrupt = request.interruptAfterMs === undefined ? null : new AbortController();
+    const timer = interrupt === null ? null : setTimeout(() => interrupt.abort(), request.interruptAfterMs);
+    const outcome = await this.runStep(handle, interrupt === null ? request : { ...request, cancel: interrupt.signal }, (stream, chunk) => {
       (stream === 'stdout' ? stdout : stderr).push(chunk);
       if (onOutput === undefined) return;
       try {
@@ -343,7 +347,10 @@ export class DockerSandboxDriver implements SandboxDriver {
       } catch {
         // The caller's listener failing must not break the step; what is kept is still returned.
       }
+    }).finally(() => {
+      if (timer !== null) clearTimeout(timer);
     });
+    const interrupted = interrupt !== null && interrupt.signal.aborted && outcome.limitHit === null && outcome.teardown === null;
     return {
       ...outcome,
       stdout: stdout.bytes(),
@@ -351,6 +358,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       stdoutBytes: stdout.total,
       stderrBytes: stderr.total,
       truncated: stdout.truncated || stderr.truncated,
+      ...(interrupted ? { interrupted: true } : {}),
     };
   }
 
@@ -1188,6 +1196,8 @@ function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) bad('timeoutMs must be a positive integer');
   // I-6: a step's time may be lower than the sandbox's cap, never higher; refused, not clamped.
   if (timeoutMs > handle.caps.wallSeconds * 1000) bad(`timeoutMs ${timeoutMs} is over the sandbox's cap of ${handle.caps.wallSeconds} s`);
+  const interruptAfter = request.interruptAfterMs;
+  if (interruptAfter !== undefined && (!Number.isInteger(interruptAfter) || interruptAfter < 1 || interruptAfter >= timeoutMs)) bad('interruptAfterMs must be a positive integer below timeoutMs');
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0 || maxOutputBytes > MAX_OUTPUT_BYTES) bad('maxOutputBytes must be a non-negative integer');
   const budget = request.stopAfterOutputBytes;
   if (budget !== undefined && (!Number.isSafeInteger(budget) || budget < 0)) bad('stopAfterOutputBytes must be a non-negative integer');
