@@ -46,6 +46,8 @@ export interface BenchStack {
   workerId: string;
   /** A worker id of the bench's own raw containers, so teardown finds them too. */
   rawWorkerId: string;
+  /** The CAIRN_* variables the stack was started with (home, stack id, NATS, database, …): what its CLI needs. */
+  env: Record<string, string>;
   /** Stops the stack and removes everything it and the raw baseline made. */
   close(): Promise<void>;
 }
@@ -89,7 +91,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     const up = await runCli(['up', '--no-setup', '--json'], env);
     if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
     const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
-    return { url, apiKey, home, stackId, workerId, rawWorkerId, close };
+    return { url, apiKey, home, stackId, workerId, rawWorkerId, env, close };
   } catch (error) {
     await close();
     throw error;
