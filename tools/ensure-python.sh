@@ -27,7 +27,12 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 log "installing the Python SDK and its test dependencies into $venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$lock" -e "$repo/sdk/python[test]"
+install_log=$venv/.cairn-install.log
+if ! { "$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
+  "$venv/bin/python" -m pip install --disable-pip-version-check -r "$lock" -e "$repo/sdk/python[test]"; } >"$install_log" 2>&1; then
+  tail -n 40 "$install_log" >&2
+  log "pip failed (the whole log: $install_log)"
+  exit 1
+fi
 printf '%s' "$want" > "$stamp"
 log "ready: $("$venv/bin/python" -c 'import cairn_sdk, inspect_ai; print("cairn_sdk", cairn_sdk.__version__, "inspect_ai", inspect_ai.__version__)')"

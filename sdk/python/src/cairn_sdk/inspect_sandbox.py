@@ -94,6 +94,9 @@ class CairnSandboxConfig(BaseModel):
     url: str | None = None
     api_key_env: str = "CAIRN_API_KEY"
 
+    def __hash__(self) -> int:  # Inspect keys its sandbox cache by the config: dicts and lists hashed by value
+        return hash(json.dumps(self.model_dump(), sort_keys=True))
+
     def spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"image": self.image}
         if self.caps:
