@@ -67,7 +67,7 @@ async function main(): Promise<number> {
   try {
     return await new Promise<number>((resolve, reject) => {
       const args = process.argv.slice(2);
-      const child = spawn(PYTHON, ['-m', 'pytest', ...(args.some((arg) => !arg.startsWith('-')) ? args : ['sdk/python/tests', ...args])], {
+      const child = spawn(PYTHON, ['-m', 'pytest', ...(args.some((arg) => !arg.startsWith('-')) ? args : ['sdk/python/tests', '-v', ...args])], {
         cwd: REPO,
         stdio: 'inherit',
         env: { ...process.env, ...stack.env, CAIRN_URL: stack.url, CAIRN_API_KEY: stack.apiKey, CAIRN_TEST_INSPECT_IMAGE: image, NO_COLOR: '1' },

@@ -579,6 +579,11 @@ describe('interactive sandbox sessions through REST', () => {
     const both = await execRaw(id, { argv: ['cat'], stdin: 'x', stdinBase64: 'eA==' });
     expect(both.status).toBe(400);
     expect(both.body).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('stdinBase64') as string });
+    const notBase64 = await execRaw(id, { argv: ['cat'], stdinBase64: 'not base64!' });
+    expect(notBase64.status).toBe(400);
+    expect(notBase64.body).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('stdinBase64') as string });
+    const tooMuch = await execRaw(id, { argv: ['cat'], stdinBase64: Buffer.alloc(512 * 1024 + 3).toString('base64') });
+    expect(tooMuch.status).toBe(400);
     expect((await run(id, ['pwd'], { workdir: '/usr/bin' })).stdout).toBe('/usr/bin\n');
     // A read may name the image's own files; a directory and the sandbox user's own file modes are told apart.
     const passwd = await getFile(id, '/etc/passwd');

@@ -24,7 +24,7 @@ import {
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { readFile, rmdir } from 'node:fs/promises';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -1007,10 +1007,14 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (!Number.isInteger(pid) || pid <= 1) return;
     const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
     if (!cgroup.includes(containerId)) return;
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Gone already, or not ours to signal (not root): its stream is cut all the same.
+    // The command and what it started (its children, theirs, and its process group), as the agent
+    // kills a command's session: a `sleep &` must not outlive its command's kill.
+    for (const target of [pid, ...(await descendantsOf(pid))]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // Gone already, or not ours to signal (not root): its stream is cut all the same.
+      }
     }
   }
 
@@ -1175,6 +1179,28 @@ class OutputBudget {
 }
 
 /** Calls `listener` once when `signal` aborts (at once if it has). */
+/** Every process below `pid` (by parent, on the host's /proc), and those of its process group. */
+async function descendantsOf(pid: number): Promise<number[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const procs: { pid: number; ppid: number; pgrp: number }[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid pgrp …: the comm may hold spaces and parentheses, so read after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields.length > 2) procs.push({ pid: Number(entry), ppid: Number(fields[1]), pgrp: Number(fields[2]) });
+  }
+  const found = new Set<number>();
+  let frontier = [pid];
+  while (frontier.length > 0) {
+    const next = procs.filter((p) => frontier.includes(p.ppid) && !found.has(p.pid)).map((p) => p.pid);
+    for (const child of next) found.add(child);
+    frontier = next;
+  }
+  for (const p of procs) if (p.pgrp === pid && p.pid !== pid) found.add(p.pid);
+  return [...found];
+}
+
 function onAbort(signal: AbortSignal | undefined, listener: () => void): void {
   if (signal === undefined) return;
   if (signal.aborted) listener();

@@ -230,7 +230,7 @@ class CairnSandboxEnvironment(SandboxEnvironment):
         if stdin is not None and len(stdin) > c.MAX_STDIN_BYTES:
             staged = f"{WORKDIR}/.cairn-stdin-{_token()}"
             await self._write(staged, stdin)
-            argv = ["sh", "-c", _STDIN_WRAPPER, "cairn-stdin", staged, *argv]
+            argv = ["/bin/sh", "-c", _STDIN_WRAPPER, "cairn-stdin", staged, *argv]
             stdin = None
         own = self._own_timeout(timeout)
         try:
@@ -289,14 +289,14 @@ class CairnSandboxEnvironment(SandboxEnvironment):
             for start in range(c.MAX_FILE_BYTES, len(data), c.MAX_FILE_BYTES):
                 part = f"/tmp/.cairn-part-{_token()}"
                 await self.session.write_file(part, data[start : start + c.MAX_FILE_BYTES])
-                appended = await self.session.exec(["sh", "-c", _APPEND, "cairn-append", path, part])
+                appended = await self.session.exec(["/bin/sh", "-c", _APPEND, "cairn-append", path, part])
                 if appended.exit_code != 0:
                     raise OSError(f"{shown or path}: appending a part failed: {appended.stderr.strip()}")
         except CairnError as error:
             raise _os_error(error, shown or path) from error
 
     async def _read_in_parts(self, path: str, shown: str, limit: int) -> bytes:
-        sized = await self.session.exec(["stat", "-c", "%s", path])
+        sized = await self.session.exec(["/bin/sh", "-c", 'exec stat -c %s "$1"', "cairn-size", path])
         if sized.exit_code != 0:
             raise OSError(f"{shown}: {sized.stderr.strip()}")
         size = int(sized.stdout.strip())
@@ -305,11 +305,11 @@ class CairnSandboxEnvironment(SandboxEnvironment):
         parts = []
         for start in range(0, size, c.MAX_FILE_BYTES):
             part = f"/tmp/.cairn-part-{_token()}"
-            cut = await self.session.exec(["sh", "-c", _SLICE, "cairn-slice", path, str(start), str(c.MAX_FILE_BYTES), part])
+            cut = await self.session.exec(["/bin/sh", "-c", _SLICE, "cairn-slice", path, str(start), str(c.MAX_FILE_BYTES), part])
             if cut.exit_code != 0:
                 raise OSError(f"{shown}: reading a part failed: {cut.stderr.strip()}")
             parts.append(await self.session.read_file(part))
-            await self.session.exec(["rm", "-f", part])
+            await self.session.exec(["/bin/sh", "-c", 'exec rm -f "$1"', "cairn-rm", part])
         return b"".join(parts)
 
     async def _stage_argv(self, argv: list[str]) -> list[str]:
@@ -322,7 +322,7 @@ class CairnSandboxEnvironment(SandboxEnvironment):
                 specs.append(f"@{name}")
             else:
                 specs.append(f"={arg}")
-        return ["sh", "-c", _ARGV_WRAPPER, "cairn-argv", directory, *specs]
+        return ["/bin/sh", "-c", _ARGV_WRAPPER, "cairn-argv", directory, *specs]
 
 
 def _needs_argv_staging(argv: list[str]) -> bool:
