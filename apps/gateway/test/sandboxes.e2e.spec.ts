@@ -602,6 +602,9 @@ describe('interactive sandbox sessions through REST', () => {
     expect(unwritable.status).toBe(403);
     expect(unwritable.body).toMatchObject({ code: 'E_FORBIDDEN', details: { reason: 'permission' } });
     expect((await getFile(id, '/work/nope')).json).toMatchObject({ code: 'E_NOT_FOUND', message: expect.stringContaining('/work/nope') as string });
+    // Not the kernel's or the runtime's trees, for a read or a workdir.
+    for (const path of ['/proc/self/environ', '/run/secrets/X', '/sys/kernel/notes']) expect((await getFile(id, path)).status, path).toBe(400);
+    expect((await execRaw(id, { argv: ['pwd'], workdir: '/proc/self/fd/3' })).status).toBe(400);
     // Writes stay below the mounts.
     expect((await putFile(id, '/etc/x', 'x')).status).toBe(400);
     await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer });

@@ -1,5 +1,5 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
-import { AnySandboxPathSchema, CairnError, isCairnError, SandboxPathSchema } from '@cairn/contracts';
+import { AnySandboxPathSchema, CairnError, isCairnError } from '@cairn/contracts';
 import type { ErrorBody, ErrorCode, EventType, GrantedCaps, Redaction } from '@cairn/contracts';
 import type { AppendResult } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
@@ -266,7 +266,8 @@ export class SandboxSession {
   private async exec(op: ExecOp, reply: OpReply): Promise<OpDone> {
     const { engine, artifacts, scanner, caps } = this.deps;
     const workdir = op.workdir ?? '/work';
-    if (!SandboxPathSchema.safeParse(workdir).success) throw new CairnError('E_INPUT', `workdir ${JSON.stringify(workdir)} is not an absolute, normalised path`);
+    // The gateway checked it; checked again here, where it reaches the engine (the CVE-2024-21626 shape).
+    if (!AnySandboxPathSchema.safeParse(workdir).success) throw new CairnError('E_INPUT', `workdir ${JSON.stringify(workdir)} is not an absolute, normalised path outside /proc, /sys, /dev, /run and /var/run`);
     const env = op.env ?? {};
     const key = `exec-${op.exec_id}`;
     await this.appendOwn('sandbox.exec.started', { exec_id: op.exec_id, argv: op.argv, workdir, env_names: Object.keys(env).sort() }, key);
@@ -357,7 +358,7 @@ export class SandboxSession {
 
   private async read(op: ReadOp, opId: string, reply: OpReply): Promise<OpDone> {
     // Any absolute path: the image's files too (sandbox-file.commands.ts says why that is safe).
-    if (!AnySandboxPathSchema.safeParse(op.path).success) throw new CairnError('E_INPUT', `${JSON.stringify(op.path.slice(0, 256))} is not an absolute, normalised path`, { path: op.path.slice(0, 1024) });
+    if (!AnySandboxPathSchema.safeParse(op.path).success) throw new CairnError('E_INPUT', `${JSON.stringify(op.path.slice(0, 256))} is not an absolute, normalised path outside /proc, /sys, /dev, /run and /var/run`, { path: op.path.slice(0, 1024) });
     const result = await this.fileCommand(getFileCommand(op.path), undefined, MAX_SANDBOX_FILE_BYTES);
     if (result.exitCode !== 0) throw fileCommandError(op.path, result);
     if (result.stdoutBytes > MAX_SANDBOX_FILE_BYTES) throw new CairnError('E_TOO_LARGE', `${op.path} is larger than ${MAX_SANDBOX_FILE_BYTES} bytes`, { path: op.path });
