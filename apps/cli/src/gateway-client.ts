@@ -60,8 +60,9 @@ export type Health = z.infer<typeof HealthSchema>;
 
 export const WorkersSchema = z.object({ items: z.array(z.looseObject({ workerId: z.string() })) });
 
-/** Where a chain's resources live: a run's under /v1/runs, a sandbox session's under /v1/sandboxes. */
+/** Where a chain's resources live: a run's under /v1/runs, a sandbox session's under /v1/sandboxes, a tenant's admin chain (`adm_<tenant>`) under /v1/tenants/<tenant>. */
 export function chainPath(chainId: string): string {
+  if (chainId.startsWith('adm_')) return `/v1/tenants/${encodeURIComponent(chainId.slice('adm_'.length))}`;
   return `/v1/${chainId.startsWith('sbx_') ? 'sandboxes' : 'runs'}/${encodeURIComponent(chainId)}`;
 }
 

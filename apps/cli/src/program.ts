@@ -9,6 +9,8 @@ import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
+import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
+import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
 import { registerRunCommand } from './commands/run.command.js';
@@ -59,6 +61,8 @@ export function buildProgram(context: CommandContext): Command {
   registerEventsCommand(program, context);
   registerCancelCommand(program, context);
   registerSecretsCommand(program, context);
+  registerKeysCommand(program, context);
+  registerTenantsCommand(program, context);
   registerApproveCommand(program, context);
   registerVerifyCommand(program, context);
   registerSandboxCommand(program, context);
@@ -66,6 +70,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
+  registerLogCommand(program, context);
   return program;
 }
 

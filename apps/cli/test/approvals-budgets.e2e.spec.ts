@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { uniqueName } from '@cairn/testing';
+import type { ApiKeyScope } from '@cairn/contracts';
+import { provisionKey, uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliRun } from './cli.harness.js';
 import { TestStack } from './stack.harness.js';
@@ -40,28 +41,14 @@ interface TenantKeys {
   reader: Key;
 }
 
-/** Mints keys straight into the stack's key table (only the hash is stored, as the gateway does). */
+/** Mints keys through the stack's REST API with its operator key (each recorded on adm_<tenant>). */
 async function mintKeys(tenant: string): Promise<TenantKeys> {
-  const { createDataSource } = await import('@cairn/persistence');
-  const ds = createDataSource(stack.database.url, { poolSize: 1 });
-  await ds.initialize();
-  try {
-    const mint = async (scopes: string[]): Promise<Key> => {
-      const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
-      const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
-      const id = randomUUID();
-      const sha = createHash('sha256').update(key).digest('hex');
-      await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [id, prefix, sha, tenant, scopes]);
-      return { id, key, tenant };
-    };
-    return {
-      submitter: await mint(['runs:read', 'runs:write', 'approve']),
-      approver: await mint(['runs:read', 'approve']),
-      reader: await mint(['runs:read']),
-    };
-  } finally {
-    await ds.destroy();
-  }
+  const mint = (scopes: ApiKeyScope[]): Promise<Key> => provisionKey(stack.url, stack.apiKey, { tenant, scopes });
+  return {
+    submitter: await mint(['runs:read', 'runs:write', 'approve']),
+    approver: await mint(['runs:read', 'approve']),
+    reader: await mint(['runs:read']),
+  };
 }
 
 function cairn(key: Key, args: string[]): Promise<CliRun> {

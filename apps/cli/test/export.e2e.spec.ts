@@ -100,7 +100,7 @@ describe('cairn export', () => {
     const nc = await connect({ servers: testNatsUrl() });
     try {
       const js = (await jetstreamManager(nc)).jetstream();
-      for (const receipt of receipts) await js.publish(`${subjectPrefix}.${brokenId}`, new TextEncoder().encode(JSON.stringify(receipt)));
+      for (const receipt of receipts) await js.publish(`${subjectPrefix}.${brokenId}.${String(receipt.type)}`, new TextEncoder().encode(JSON.stringify(receipt)));
     } finally {
       await nc.close();
     }

@@ -107,6 +107,7 @@ function rawPost(url: string, headers: Record<string, string>, body: unknown): P
 }
 
 const ALL_TOOLS = [
+  'keys_list',
   'run_events',
   'run_status',
   'run_submit',

@@ -54,7 +54,7 @@ beforeAll(async () => {
   const nc = await connect({ servers: testNatsUrl() });
   try {
     const js = (await jetstreamManager(nc)).jetstream();
-    await js.publish(`${subjectPrefix}.run_poison-e2e`, new TextEncoder().encode('{"not":"a receipt"}'));
+    await js.publish(`${subjectPrefix}.run_poison-e2e.run.submitted`, new TextEncoder().encode('{"not":"a receipt"}'));
   } finally {
     await nc.close();
   }
@@ -98,7 +98,7 @@ describe('cairn projections rebuild', () => {
       ].sort((a, b) => a.run_id.localeCompare(b.run_id)),
     );
     const poison = await rows<{ subject: string }>('SELECT subject FROM poison_events');
-    expect(poison).toEqual([{ subject: `${subjectPrefix}.run_poison-e2e` }]);
+    expect(poison).toEqual([{ subject: `${subjectPrefix}.run_poison-e2e.run.submitted` }]);
   });
 
   it('gives the same tables when run again, and reports them as JSON', async () => {

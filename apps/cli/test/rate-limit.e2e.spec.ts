@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestStack } from './stack.harness.js';
+import type { ApiKeyScope } from '@cairn/contracts';
 
 /*
  * Requests are rate-limited per API key, on REST and on MCP, on one isolated stack whose limits are
@@ -19,11 +20,11 @@ let stack: TestStack;
 let mcpUrl = '';
 
 /** The one place this suite mints keys (see secrets-governance.e2e.spec.ts). */
-function mintKey(scopes: string[]): Promise<{ id: string; key: string }> {
+function mintKey(scopes: ApiKeyScope[]): Promise<{ id: string; key: string }> {
   return stack.mintScopedKey('default', scopes);
 }
 
-const READ_WRITE = ['runs:read', 'runs:write'];
+const READ_WRITE: ApiKeyScope[] = ['runs:read', 'runs:write'];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function get(key: string, path: string): Promise<{ status: number; retryAfter: string | null; body: Record<string, unknown> }> {

@@ -5,6 +5,7 @@ import { CAIRN_BIN } from './cli.harness.js';
 import type { CliRun } from './cli.harness.js';
 import { TestStack } from './stack.harness.js';
 import type { RunView } from './stack.harness.js';
+import type { ApiKeyScope } from '@cairn/contracts';
 
 /*
  * Who may use a secret, end to end on one isolated stack (`cairn up`, the real engine, broker and
@@ -28,11 +29,8 @@ interface Key {
   key: string;
 }
 
-/**
- * The one place this suite mints keys (straight into the stack's key table, for now): when REST/CLI
- * key administration lands, this is what moves onto it.
- */
-function mintKey(tenant: string, scopes: string[]): Promise<Key> {
+/** The one place this suite mints keys: through the stack's POST /v1/keys, as an operator does. */
+function mintKey(tenant: string, scopes: ApiKeyScope[]): Promise<Key> {
   return stack.mintScopedKey(tenant, scopes);
 }
 

@@ -1,11 +1,11 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isolatedNames } from '@cairn/config';
+import type { ApiKeyScope } from '@cairn/contracts';
 import { isolatedStackStreams } from '@cairn/operational';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -113,26 +113,15 @@ export class TestStack {
     return JSON.parse(await readFile(join(this.home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
   }
 
-  /** A key of `tenant` with `scopes`, minted straight into the stack's key table (only its hash is stored). */
-  async mintKey(tenant: string, scopes: string[]): Promise<string> {
+  /** A key of `tenant` with `scopes`, minted through the stack's REST API with its operator key (recorded on adm_<tenant>). */
+  async mintKey(tenant: string, scopes: ApiKeyScope[]): Promise<string> {
     return (await this.mintScopedKey(tenant, scopes)).key;
   }
 
   /** As `mintKey`, with the key's id too (what grants and `key:<id>` actors name). */
-  async mintScopedKey(tenant: string, scopes: string[]): Promise<{ id: string; key: string }> {
-    const { createDataSource } = await import('@cairn/persistence');
-    const ds = createDataSource(this.database.url, { poolSize: 1 });
-    await ds.initialize();
-    try {
-      const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
-      const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
-      const sha = createHash('sha256').update(key).digest('hex');
-      const id = randomUUID();
-      await ds.query('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [id, prefix, sha, tenant, scopes]);
-      return { id, key };
-    } finally {
-      await ds.destroy();
-    }
+  async mintScopedKey(tenant: string, scopes: ApiKeyScope[]): Promise<{ id: string; key: string }> {
+    const { id, key } = await provisionKey(this.url, this.apiKey, { tenant, scopes });
+    return { id, key };
   }
 
   async api(path: string, init: RequestInit = {}): Promise<Response> {

@@ -59,7 +59,7 @@ describe('cairn up, when something is missing', () => {
   it('every service and gateway refuses it at start, exit 1, with the same message', async () => {
     const old = await startOldNatsServer('2.11.9');
     const keyFile = join(home, 'old-nats.key');
-    await writeFile(keyFile, Buffer.alloc(32, 7), { mode: 0o600 });
+    await writeFile(keyFile, `${'07'.repeat(32)}\n`, { mode: 0o600 });
     try {
       const services = ['intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'projector', 'webhooks', 'gateway'];
       const results = await Promise.all(

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { setUnauthorizedHandler } from './api/api-client.js';
 import { forgetApiKey, storedApiKey } from './api/session.js';
 import { ApprovalsPage } from './pages/approvals-page.js';
+import { KeysPage } from './pages/keys-page.js';
 import { PolicyPage } from './pages/policy-page.js';
 import { RunPage } from './pages/run-page.js';
 import { RunsPage } from './pages/runs-page.js';
@@ -17,6 +18,7 @@ const NAV = [
   { to: 'sandboxes', label: 'Sandboxes' },
   { to: 'workers', label: 'Workers' },
   { to: 'policy', label: 'Policy' },
+  { to: 'keys', label: 'Keys' },
 ] as const;
 
 function Page({ path }: { path: string }) {
@@ -33,6 +35,8 @@ function Page({ path }: { path: string }) {
       return <WorkersPage />;
     case 'policy':
       return <PolicyPage />;
+    case 'keys':
+      return <KeysPage />;
     default:
       return (
         <section>

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { isolatedNames } from '@cairn/config';
 import { isolatedStackStreams } from '@cairn/operational';
 import { defaultAgentSocketRoot } from '@cairn/sandbox-docker';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
-import type { TestDatabase } from '@cairn/testing';
+import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
+import type { ProvisionKeyOptions, TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
@@ -86,13 +86,9 @@ export class DashboardStack {
     }
   }
 
-  /** A key minted straight into the stack's key table (only its hash is stored, as the gateway does). */
-  async mintKey(tenant: string, scopes: string[]): Promise<Key> {
-    const prefix = Array.from(randomBytes(8), (b) => 'abcdefghijklmnopqrstuvwxyz234567'[b & 31]).join('');
-    const key = `cairn_${prefix}_${randomBytes(32).toString('base64url')}`;
-    const id = randomUUID();
-    await this.sql('INSERT INTO api_keys (id, prefix, key_sha256, tenant, scopes) VALUES ($1, $2, $3, $4, $5::text[])', [id, prefix, createHash('sha256').update(key).digest('hex'), tenant, scopes]);
-    return { id, key, tenant };
+  /** A key minted through the stack's REST API with its operator key (recorded on adm_<tenant>). */
+  async mintKey(tenant: string, scopes: ProvisionKeyOptions['scopes']): Promise<Key> {
+    return provisionKey(this.url, this.admin.key, { tenant, scopes });
   }
 
   api(key: Key, path: string, init: RequestInit = {}): Promise<Response> {

@@ -379,6 +379,40 @@ describe('the admin dashboard in Chromium', () => {
     await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
   });
 
+  it('lists, creates (the secret shown once) and revokes API keys, and shows the operator the tenants', async () => {
+    await page.goto(dashboard('keys'));
+    const table = page.getByRole('table', { name: 'Keys' });
+    await expect.poll(() => table.isVisible(), SOON).toBe(true);
+    expect(await table.locator(`tr[data-key-id="${stack.admin.id}"]`).textContent()).toContain('active');
+    // The operator sees the tenants; its own is there.
+    await expect.poll(() => page.locator('tr[data-tenant-id="default"]').isVisible(), SOON).toBe(true);
+
+    const form = page.getByRole('form', { name: 'Create a key' });
+    await form.getByLabel('runs:write').check();
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.locator('[data-secret]');
+    await expect.poll(() => secret.isVisible(), SOON).toBe(true);
+    const key = (await secret.textContent()) ?? '';
+    expect(key).toMatch(/^cairn_[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/);
+    expect((await stack.api({ id: '', key, tenant: 'default' }, '/v1/runs?limit=1')).status).toBe(200);
+    // Shown once: the table never holds it, and neither does the page once dismissed or reloaded.
+    expect(await table.textContent()).not.toContain(key.slice(15));
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.reload();
+    await expect.poll(() => table.isVisible(), SOON).toBe(true);
+    expect(await page.content()).not.toContain(key.slice(15));
+    await screenshot('keys', true);
+
+    const prefix = key.slice('cairn_'.length, 'cairn_'.length + 8);
+    const row = table.locator('tr', { hasText: `cairn_${prefix}_` });
+    expect(await row.textContent()).toContain('runs:read, runs:write');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(() => row.textContent(), SOON).toContain('revoked');
+    expect((await stack.api({ id: '', key, tenant: 'default' }, '/v1/runs?limit=1')).status).toBe(401);
+    expect(requestUrls.filter((url) => url.includes(key.slice(15)))).toEqual([]);
+  });
+
   it('never put the key in a URL, and the page broke no Content-Security-Policy rule', () => {
     expect(requestUrls.length).toBeGreaterThan(10);
     expect(requestUrls.filter((url) => url.includes(stack.admin.key))).toEqual([]);

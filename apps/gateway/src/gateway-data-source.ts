@@ -1,16 +1,18 @@
 import { runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from './auth/api-key.entity.js';
+import { TenantEntity } from './auth/tenant.entity.js';
 import { GatewayApiKeys1796200000000 } from './migrations/1796200000000-gateway-api-keys.migration.js';
 import { GatewaySecretsScope1796200000001 } from './migrations/1796200000001-gateway-secrets-scope.migration.js';
 import { GatewaySecretsUseScope1796200000002 } from './migrations/1796200000002-gateway-secrets-use-scope.migration.js';
+import { GatewayKeyAdmin1796200000003 } from './migrations/1796200000003-gateway-key-admin.migration.js';
 
 /** The gateway's own migrations table, so it never meets the projections' or intake's migrations. */
 export const GATEWAY_MIGRATIONS_TABLE = 'gateway_migrations';
-export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001, GatewaySecretsUseScope1796200000002];
+export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001, GatewaySecretsUseScope1796200000002, GatewayKeyAdmin1796200000003];
 
 /**
- * The gateway's connection to PostgreSQL: its own table (`api_keys`, by hand-written migration)
+ * The gateway's connection to PostgreSQL: its own tables (`api_keys`, `tenants`, by hand-written migration)
  * and read-only SQL over the projections (`runs`, `evidence_events`). Nothing automatic.
  */
 export function createGatewayDataSource(url: string, poolSize = 8): DataSource {
@@ -18,7 +20,7 @@ export function createGatewayDataSource(url: string, poolSize = 8): DataSource {
     type: 'postgres',
     url,
     applicationName: 'cairn-gateway',
-    entities: [ApiKeyEntity],
+    entities: [ApiKeyEntity, TenantEntity],
     migrations: GATEWAY_MIGRATIONS,
     migrationsTableName: GATEWAY_MIGRATIONS_TABLE,
     migrationsTransactionMode: 'all',

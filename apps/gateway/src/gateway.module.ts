@@ -13,6 +13,11 @@ import { ApiKeyRepository } from './auth/api-key.repository.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
+import { AdminRecorder } from './keys/admin-recorder.js';
+import { KeyAdminRepository } from './keys/key-admin.repository.js';
+import { KeyAdministration } from './keys/key-admin.service.js';
+import { KeysController } from './keys/keys.controller.js';
+import { TenantsController } from './keys/tenants.controller.js';
 import { HealthService } from './health/health.service.js';
 import { RateLimitGuard } from './http/rate-limit.guard.js';
 import { OpenApiController } from './openapi/openapi.controller.js';
@@ -56,7 +61,19 @@ export class GatewayModule {
   static forRoot(resources: GatewayResources): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [RunsController, SandboxesController, RunApprovalsController, WorkersController, SecretsController, WebhooksController, HealthController, OpenApiController, PolicyController],
+      controllers: [
+        RunsController,
+        SandboxesController,
+        RunApprovalsController,
+        WorkersController,
+        SecretsController,
+        WebhooksController,
+        KeysController,
+        TenantsController,
+        HealthController,
+        OpenApiController,
+        PolicyController,
+      ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
         { provide: GATEWAY_NATS, useValue: resources.nc },
@@ -77,6 +94,9 @@ export class GatewayModule {
         SandboxOperations,
         TenantKeysRepository,
         HealthService,
+        KeyAdminRepository,
+        KeyAdministration,
+        AdminRecorder,
         // In this order: the key is verified, then its bucket is charged.
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },

@@ -46,7 +46,8 @@ function hostForUrl(host: string): string {
 
 /**
  * Starts the REST gateway: connects NATS and PostgreSQL, runs the gateway's own migration,
- * ensures the bootstrap key (CAIRN_API_KEY) and listens. Used by `main.ts` and by tests that run
+ * ensures the bootstrap key (CAIRN_API_KEY; its creation is recorded on the admin chain by the
+ * recorder once intake answers) and listens. Used by `main.ts` and by tests that run
  * the gateway in-process. Fails with a CairnError naming what is missing.
  */
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions = {}): Promise<RunningGateway> {
@@ -70,8 +71,11 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const notices = await ProjectionNotices.open(config.CAIRN_DATABASE_URL);
     cleanups.push(() => notices.close());
     if (config.CAIRN_API_KEY !== undefined) {
-      const { id, created } = await ensureApiKey(dataSource, config.CAIRN_API_KEY, { tenant: 'default', scopes: ['admin'] });
-      logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
+      const { id, created, superseded } = await ensureApiKey(dataSource, config.CAIRN_API_KEY, { tenant: 'default', scopes: ['admin'] });
+      if (superseded) {
+        // Rotated since: the earlier secret is not registered again (the current one is in $CAIRN_HOME/api-key).
+        logger.write('warn', 'CAIRN_API_KEY is an earlier secret of a rotated key; it is not registered', { keyId: id });
+      } else logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
     }
 
     const secrets = await openGatewaySecrets(config, logger);

@@ -5,7 +5,7 @@ import type { RunSpec } from '@cairn/contracts';
 import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, revokeKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -13,7 +13,6 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey, revokeApiKey } from '../src/auth/api-key.store.js';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { BODY_LIMIT_BYTES, GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
@@ -192,15 +191,19 @@ beforeAll(async () => {
 
   keysDb = createGatewayDataSource(db.url, 2);
   await keysDb.initialize();
-  const writer = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
+  // Test keys are made as the product makes them: through POST /v1/keys with the operator's key.
+  const expiresAt = Date.now() + 1_500;
+  const expiring = provisionKey(base, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'], expiresAt: new Date(expiresAt).toISOString() });
+  const writer = await provisionKey(base, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
   keys.writer = writer.key;
-  keys.writerPrefix = writer.prefix;
-  keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
-  keys.admin = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['admin'] })).key;
-  keys.expired = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'], expiresAt: new Date(Date.now() - 1000) })).key;
-  const revoked = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
-  await revokeApiKey(keysDb, revoked.id);
+  keys.writerPrefix = writer.key.slice('cairn_'.length, 'cairn_'.length + 8);
+  keys.other = (await provisionKey(base, BOOTSTRAP_KEY, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
+  keys.admin = (await provisionKey(base, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['admin'] })).key;
+  const revoked = await provisionKey(base, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] });
+  await revokeKey(base, BOOTSTRAP_KEY, revoked.id);
   keys.revoked = revoked.key;
+  keys.expired = (await expiring).key;
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt + 50 - Date.now())));
 
   await waitFor('intake and projector up', async () => {
     const health = HealthSchema.parse((await http(base, 'GET', '/v1/health')).body);
@@ -211,6 +214,11 @@ beforeAll(async () => {
   expect(accepted.status, accepted.text).toBe(202);
   liveRunId = SubmitAcceptedSchema.parse(accepted.body).runId;
   await waitFor('the live run projected', async () => (await http(base, 'GET', `/v1/runs/${liveRunId}`, { key: keys.writer })).status === 200);
+  // The keys' admin receipts too: nothing is still on its way when the footprints are compared.
+  await waitFor('every receipt projected', async () => {
+    const now = await footprint();
+    return now.events === now.evidence;
+  });
 });
 
 afterAll(async () => {

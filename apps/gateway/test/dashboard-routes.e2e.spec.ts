@@ -7,13 +7,12 @@ import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
 import { DEFAULT_POLICY, parsePolicy, policyVersion } from '@cairn/policy';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../src/auth/api-key.store.js';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
@@ -21,7 +20,8 @@ import { RunListSchema } from '../src/http/api.schemas.js';
 import { PolicyInForceSchema } from '../src/policy/policy.schemas.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
-import { http } from './gateway.harness.js';
+import { http, startIntakeFor } from './gateway.harness.js';
+import type { ServiceProcess } from './gateway.harness.js';
 
 /*
  * What the gateway adds for the admin dashboard, through a real gateway on the real NATS and
@@ -40,6 +40,9 @@ let config: GatewayConfig;
 let gateway: RunningGateway;
 let base: string;
 let keysDb: DataSource;
+let intake: ServiceProcess;
+/** The operator's key (CAIRN_API_KEY): it mints the test keys. */
+const OPERATOR_KEY = `cairn_dashopgw_${'D'.repeat(43)}`;
 const keys = { reader: '', other: '', secretsOnly: '' };
 
 /** A run row as the projector writes it, and optionally its policy.decided receipt. */
@@ -79,18 +82,22 @@ beforeAll(async () => {
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_DASHBOARD_DIR: join(dir, 'build'),
     CAIRN_POLICY_FILE: policyFile,
+    CAIRN_API_KEY: OPERATOR_KEY,
   });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'warn', () => undefined) });
   base = gateway.url;
   keysDb = createGatewayDataSource(db.url, 2);
   await keysDb.initialize();
-  keys.reader = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'] })).key;
-  keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read'] })).key;
-  keys.secretsOnly = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] })).key;
+  // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
+  intake = startIntakeFor(config);
+  keys.reader = (await provisionKey(base, OPERATOR_KEY, { tenant: 'acme', scopes: ['runs:read'] })).key;
+  keys.other = (await provisionKey(base, OPERATOR_KEY, { tenant: 'globex', scopes: ['runs:read'] })).key;
+  keys.secretsOnly = (await provisionKey(base, OPERATOR_KEY, { tenant: 'acme', scopes: ['secrets:write'] })).key;
 });
 
 afterAll(async () => {
   await gateway?.close();
+  await intake?.stop();
   await keysDb?.destroy();
   const nc = await connect({ servers: testNatsUrl() });
   try {
@@ -200,7 +207,7 @@ describe('GET /v1/policy', () => {
 describe('GET /v1/runs: a window on creation time', () => {
   it('keeps runs created at or after createdAfter and before createdBefore, pages within the window, and stays in the tenant', async () => {
     const tenant = uniqueName('w').toLowerCase();
-    const key = (await createApiKey(keysDb, { tenant, scopes: ['runs:read'] })).key;
+    const key = (await provisionKey(base, OPERATOR_KEY, { tenant, scopes: ['runs:read'] })).key;
     const times = ['2026-03-01T10:00:00.000Z', '2026-03-01T11:00:00.000Z', '2026-03-01T12:00:00.000Z', '2026-03-01T13:00:00.000Z'];
     for (const [i, time] of times.entries()) await projectRun(`run_window_${tenant.replace(/[^a-z0-9]/g, '')}_${i}`, tenant, time);
     await projectRun(`run_window_other_${tenant.replace(/[^a-z0-9]/g, '')}`, 'acme', '2026-03-01T11:30:00.000Z');

@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import type { RunSpec } from '@cairn/contracts';
+import type { ApiKeyScope, RunSpec } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { bucketStreamName, WorkerRegistry } from '@cairn/operational';
 import { checkSchemaMatchesEntities, migrate } from '@cairn/persistence';
 import { runLifecycleEvents } from '@cairn/persistence/testing';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, revokeKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -15,7 +15,6 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey, revokeApiKey } from '../src/auth/api-key.store.js';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
@@ -114,15 +113,19 @@ beforeAll(async () => {
 
   keysDb = createGatewayDataSource(db.url, 2);
   await keysDb.initialize();
-  keys.writer = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
-  keys.reader = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'] })).key;
-  keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
-  keys.expired = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'], expiresAt: new Date(Date.now() - 1000) })).key;
-  const revoked = await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'] });
-  // Revoked once: true; a second time (or an unknown id): false.
-  expect(await revokeApiKey(keysDb, revoked.id)).toBe(true);
-  expect(await revokeApiKey(keysDb, revoked.id)).toBe(false);
+  // Test keys are made as the product makes them: through POST /v1/keys with the operator's key.
+  const mint = async (tenant: string, scopes: ApiKeyScope[], expiresAt?: string) => provisionKey(base, BOOTSTRAP_KEY, { tenant, scopes, ...(expiresAt === undefined ? {} : { expiresAt }) });
+  const expiresAt = Date.now() + 1_500;
+  const expiring = mint('acme', ['runs:read'], new Date(expiresAt).toISOString());
+  keys.writer = (await mint('acme', ['runs:read', 'runs:write'])).key;
+  keys.reader = (await mint('acme', ['runs:read'])).key;
+  keys.other = (await mint('globex', ['runs:read', 'runs:write'])).key;
+  const revoked = await mint('acme', ['runs:read']);
+  await revokeKey(base, BOOTSTRAP_KEY, revoked.id);
   keys.revoked = revoked.key;
+  keys.expired = (await expiring).key;
+  // Until it has expired: the tests take it as expired.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt + 50 - Date.now())));
 
   // Intake serving and the projector pulling, as the gateway's health sees them.
   await waitFor('intake and projector up', async () => {
@@ -267,7 +270,7 @@ describe('the REST gateway, end to end', () => {
   });
 
   it('lists runs newest first with an opaque cursor, filtered by state', async () => {
-    const paging = (await createApiKey(keysDb, { tenant: uniqueName('t').toLowerCase(), scopes: ['runs:read', 'runs:write'] })).key;
+    const paging = (await provisionKey(base, BOOTSTRAP_KEY, { tenant: uniqueName('t').toLowerCase().replace(/[^a-z0-9_-]/g, ''), scopes: ['runs:read', 'runs:write'] })).key;
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await newRun(`page ${i}`, paging));
     const seen: string[] = [];

@@ -7,6 +7,25 @@ import { fileURLToPath } from 'node:url';
 export const INTAKE_MAIN = fileURLToPath(new URL('../../intake/dist/main.js', import.meta.url));
 export const PROJECTOR_MAIN = fileURLToPath(new URL('../../projector/dist/main.js', import.meta.url));
 
+/** An intake process on the streams and database `config` names: what records the keys a test mints through the API. */
+export function startIntakeFor(config: {
+  CAIRN_NATS_URL: string;
+  CAIRN_DATABASE_URL: string;
+  CAIRN_EVIDENCE_STREAM: string;
+  CAIRN_EVIDENCE_SUBJECT_PREFIX: string;
+  CAIRN_COMMAND_STREAM: string;
+  CAIRN_COMMAND_SUBJECT_PREFIX: string;
+}): ServiceProcess {
+  return startServiceProcess('intake', INTAKE_MAIN, {
+    CAIRN_NATS_URL: config.CAIRN_NATS_URL,
+    CAIRN_DATABASE_URL: config.CAIRN_DATABASE_URL,
+    CAIRN_EVIDENCE_STREAM: config.CAIRN_EVIDENCE_STREAM,
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: config.CAIRN_EVIDENCE_SUBJECT_PREFIX,
+    CAIRN_COMMAND_STREAM: config.CAIRN_COMMAND_STREAM,
+    CAIRN_COMMAND_SUBJECT_PREFIX: config.CAIRN_COMMAND_SUBJECT_PREFIX,
+  });
+}
+
 export interface ServiceProcess {
   readonly name: string;
   readonly child: ChildProcess;

@@ -14,7 +14,7 @@ import { bucketStreamName } from '@cairn/operational';
 import { createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 import { createDataSource, migrate, rebuildProjections } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
-import { awkwardName, awkwardText, createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { awkwardName, awkwardText, createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -22,7 +22,6 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../src/auth/api-key.store.js';
 import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
@@ -63,6 +62,8 @@ let base: string;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 let keysDb: DataSource;
+/** The operator's key (CAIRN_API_KEY): it mints the test keys. */
+const OPERATOR_KEY = `cairn_sbxopegw_${'O'.repeat(43)}`;
 let artifacts = '';
 let workerId = '';
 const services: ServiceProcess[] = [];
@@ -200,7 +201,7 @@ beforeAll(async () => {
     CAIRN_LEASES_BUCKET: uniqueName('sbx_leases'),
   };
   const runtimeEnv = { ...env, CAIRN_WORKER_ID: workerId, CAIRN_ARTIFACT_DIR: artifacts, CAIRN_WORKER_SLOTS: '8', CAIRN_HEARTBEAT_MS: '500' };
-  config = loadConfig(GatewayConfigSchema, { ...env, CAIRN_GATEWAY_PORT: '0', CAIRN_GATEWAY_SSE_HEARTBEAT_MS: '300' });
+  config = loadConfig(GatewayConfigSchema, { ...env, CAIRN_GATEWAY_PORT: '0', CAIRN_GATEWAY_SSE_HEARTBEAT_MS: '300', CAIRN_API_KEY: OPERATOR_KEY });
   nc = await connect({ servers: testNatsUrl() });
   jsm = await jetstreamManager(nc);
   services.push(
@@ -216,9 +217,10 @@ beforeAll(async () => {
 
   keysDb = createGatewayDataSource(db.url, 2);
   await keysDb.initialize();
-  keys.writer = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
-  keys.reader = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read'] })).key;
-  keys.other = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
+  // Test keys are made as the product makes them: through POST /v1/keys with the operator's key.
+  keys.writer = (await provisionKey(base, OPERATOR_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
+  keys.reader = (await provisionKey(base, OPERATOR_KEY, { tenant: 'acme', scopes: ['runs:read'] })).key;
+  keys.other = (await provisionKey(base, OPERATOR_KEY, { tenant: 'globex', scopes: ['runs:read', 'runs:write'] })).key;
 
   await waitFor(
     'intake, policy, scheduler, runtime, grader and projector up',

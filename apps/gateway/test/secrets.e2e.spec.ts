@@ -5,23 +5,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@cairn/config';
 import { isCairnError } from '@cairn/contracts';
+import type { ApiKeyScope } from '@cairn/contracts';
 import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
 import { formatSecretKeyring, generateSecretKey } from '@cairn/secrets';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
-import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../src/auth/api-key.store.js';
-import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
+import { startIntakeFor } from './gateway.harness.js';
+import type { ServiceProcess } from './gateway.harness.js';
 
 /*
  * The secret store's REST routes, on an in-process gateway with its own streams, database and key
@@ -35,7 +35,7 @@ let db: TestDatabase;
 let dir: string;
 let config: GatewayConfig;
 let gateway: RunningGateway;
-let keysDb: DataSource;
+let intake: ServiceProcess;
 const logLines: string[] = [];
 const keys = { secrets: '', runsOnly: '', globex: '', otherOps: '' };
 /** Key ids, for grants (`key:<id>`). */
@@ -110,15 +110,15 @@ beforeAll(async () => {
   await writeFile(keyFile, formatSecretKeyring([generateSecretKey()]), { mode: 0o600 });
   config = env({ CAIRN_SECRETS_KEY_FILE: keyFile });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
-  keysDb = createGatewayDataSource(db.url, 2);
-  await keysDb.initialize();
-  // The new scope is one the api_keys table takes (its migration) and the guard knows.
+  // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
+  intake = startIntakeFor(config);
+  const mint = (tenant: string, scopes: ApiKeyScope[]) => provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant, scopes });
   const minted = {
-    secrets: await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] }),
-    runsOnly: await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] }),
-    globex: await createApiKey(keysDb, { tenant: 'globex', scopes: ['secrets:write'] }),
-    otherOps: await createApiKey(keysDb, { tenant: 'acme', scopes: ['secrets:write'] }),
-    ci: await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:write', 'secrets:use'] }),
+    secrets: await mint('acme', ['secrets:write']),
+    runsOnly: await mint('acme', ['runs:read', 'runs:write']),
+    globex: await mint('globex', ['secrets:write']),
+    otherOps: await mint('acme', ['secrets:write']),
+    ci: await mint('acme', ['runs:write', 'secrets:use']),
   };
   keys.secrets = minted.secrets.key;
   keys.runsOnly = minted.runsOnly.key;
@@ -132,7 +132,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.close();
-  await keysDb?.destroy();
+  await intake?.stop();
   if (config !== undefined) await dropStreams(config);
   await db?.drop();
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });

@@ -7,19 +7,18 @@ import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
 import { formatSecretKeyring, generateSecretKey } from '@cairn/secrets';
 import { JsonLogger } from '@cairn/service-kit';
-import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
+import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
-import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../src/auth/api-key.store.js';
-import { createGatewayDataSource } from '../src/gateway-data-source.js';
 import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
+import { startIntakeFor } from './gateway.harness.js';
+import type { ServiceProcess } from './gateway.harness.js';
 
 /*
  * The webhook routes on an in-process gateway (no webhooks service runs here, so nothing is ever
@@ -36,7 +35,7 @@ let db: TestDatabase;
 let dir: string;
 let config: GatewayConfig;
 let gateway: RunningGateway;
-let keysDb: DataSource;
+let intake: ServiceProcess;
 const logLines: string[] = [];
 const keys = { acme: '', globex: '', runsOnly: '' };
 
@@ -90,16 +89,16 @@ beforeAll(async () => {
     CAIRN_SECRETS_KEY_FILE: keyFile,
   });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
-  keysDb = createGatewayDataSource(db.url, 2);
-  await keysDb.initialize();
-  keys.acme = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['admin'] })).key;
-  keys.globex = (await createApiKey(keysDb, { tenant: 'globex', scopes: ['admin'] })).key;
-  keys.runsOnly = (await createApiKey(keysDb, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
+  // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
+  intake = startIntakeFor(config);
+  keys.acme = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['admin'] })).key;
+  keys.globex = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'globex', scopes: ['admin'] })).key;
+  keys.runsOnly = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
 });
 
 afterAll(async () => {
   await gateway?.close();
-  await keysDb?.destroy();
+  await intake?.stop();
   if (config !== undefined) {
     const nc = await connect({ servers: testNatsUrl() });
     try {

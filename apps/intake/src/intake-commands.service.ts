@@ -4,13 +4,14 @@ import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { AdminCommandHandler } from './admin-command.handler.js';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
 import { CreateSandboxHandler } from './create-sandbox.handler.js';
 import type { IntakeConfig } from './intake.config.js';
 import { SubmitRunHandler } from './submit-run.handler.js';
 
-/** Serves `submit`, `cancel`, `approve` and `sandbox_create` from the command stream while the service is up. */
+/** Serves `submit`, `cancel`, `approve`, `sandbox_create` and the admin commands from the command stream while the service is up. */
 @Injectable()
 export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDestroy {
   private servers: CommandServer[] = [];
@@ -21,6 +22,7 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
     private readonly cancel: CancelRunHandler,
     private readonly approve: ApproveRunHandler,
     private readonly createSandbox: CreateSandboxHandler,
+    private readonly admin: AdminCommandHandler,
     private readonly dataSource: DataSource,
     @Inject(SERVICE_CONFIG) private readonly config: IntakeConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
@@ -37,6 +39,10 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
       await this.bus.serve('cancel', `${prefix}-cancel`, (command) => this.cancel.handle(command), options),
       await this.bus.serve('approve', `${prefix}-approve`, (command) => this.approve.handle(command), options),
       await this.bus.serve('sandbox_create', `${prefix}-sandbox-create`, (command) => this.createSandbox.handle(command), options),
+      await this.bus.serve('tenant_create', `${prefix}-tenant-create`, (command) => this.admin.createTenant(command), options),
+      await this.bus.serve('key_create', `${prefix}-key-create`, (command) => this.admin.createKey(command), options),
+      await this.bus.serve('key_rotate', `${prefix}-key-rotate`, (command) => this.admin.rotateKey(command), options),
+      await this.bus.serve('key_revoke', `${prefix}-key-revoke`, (command) => this.admin.revokeKey(command), options),
     ];
     this.logger.write('info', 'serving commands', { stream: this.bus.streamName, verbs: this.servers.map((s) => s.verb) });
   }

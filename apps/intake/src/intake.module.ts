@@ -3,6 +3,7 @@ import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { AdminCommandHandler } from './admin-command.handler.js';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
 import { CreateSandboxHandler } from './create-sandbox.handler.js';
@@ -43,6 +44,7 @@ export function intakeModule(config: IntakeConfig): DynamicModule {
       CancelRunHandler,
       ApproveRunHandler,
       CreateSandboxHandler,
+      AdminCommandHandler,
       IntakeCommandsService,
     ],
   });

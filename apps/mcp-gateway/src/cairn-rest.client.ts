@@ -124,11 +124,31 @@ export interface CairnSandboxes {
   sandboxBundle(sandboxId: string): Promise<Bundle>;
 }
 
+/** A key as GET /v1/keys lists it: never a secret. */
+const KeyViewSchema = z.looseObject({
+  id: z.string(),
+  tenant: z.string(),
+  prefix: z.string(),
+  lastFour: z.string().nullable(),
+  scopes: z.array(z.string()),
+  status: z.string(),
+  createdAt: z.string(),
+  expiresAt: z.string().nullable(),
+  revokedAt: z.string().nullable(),
+});
+const KeyListSchema = z.object({ items: z.array(KeyViewSchema) });
+export type KeyList = z.infer<typeof KeyListSchema>;
+
+/** What the key tools need from Cairn: the listing only (see key-tools.ts). */
+export interface CairnKeys {
+  listKeys(): Promise<KeyList>;
+}
+
 /** `POST /v1/sandboxes` waits (bounded) for the sandbox to be ready; an exec lasts as long as its program. */
 const CREATE_TIMEOUT_MS = 120_000;
 const EXEC_TIMEOUT_MS = 24 * 3600 * 1000;
 
-export class CairnRestClient implements CairnRuns, CairnSandboxes {
+export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys {
   private readonly baseUrl: string;
 
   constructor(
@@ -209,6 +229,10 @@ export class CairnRestClient implements CairnRuns, CairnSandboxes {
       if (isCairnError(error) && error.code === 'E_FORBIDDEN') return;
       throw error;
     }
+  }
+
+  listKeys(): Promise<KeyList> {
+    return this.request('/v1/keys', KeyListSchema);
   }
 
   submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted> {

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, Run, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
+import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Run, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
 import { createMcpServer } from './mcp-server.factory.js';
 import { SANDBOX_TOOLS } from './sandbox-tools.js';
 
@@ -97,6 +97,9 @@ class FakeCairn implements CairnSandboxes {
   bundle(): Promise<Bundle> {
     return Promise.reject(new Error('unused'));
   }
+  listKeys(): Promise<KeyList> {
+    return Promise.resolve({ items: [] });
+  }
 }
 
 /** The real server over an in-memory transport, driven by the SDK's own client. */
@@ -109,11 +112,25 @@ async function connected(cairn: FakeCairn): Promise<{ client: Client; call: (nam
   return { client, call: async (name, args) => (await client.callTool({ name, arguments: args })) as CallToolResult };
 }
 
+describe('the key tools', () => {
+  it('list the tenant\'s keys, read only; there is no tool that creates, rotates or revokes one', async () => {
+    const { client, call } = await connected(new FakeCairn());
+    const { tools } = await client.listTools();
+    const keyTools = tools.filter((t) => t.name.startsWith('keys_'));
+    expect(keyTools.map((t) => [t.name, t.annotations?.readOnlyHint])).toEqual([['keys_list', true]]);
+    const listed = await call('keys_list', {});
+    expect(listed.isError).not.toBe(true);
+    expect(listed.structuredContent).toEqual({ items: [] });
+    expect((await call('keys_list', { tenant: 'other' })).isError).toBe(true);
+    await client.close();
+  });
+});
+
 describe('the sandbox tools', () => {
   it('are listed beside the run tools, each with an object input schema', async () => {
     const { client } = await connected(new FakeCairn());
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['run_events', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_events', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
     for (const tool of SANDBOX_TOOLS) expect(tool.definition.inputSchema.type).toBe('object');
     const exec = tools.find((t) => t.name === 'sandbox_exec')?.inputSchema as { required: string[]; properties: Record<string, unknown> };
     expect(exec.required.sort()).toEqual(['argv', 'sandboxId']);

@@ -1,5 +1,5 @@
 import { createDataSource, rebuildProjections } from '@cairn/persistence';
-import { encodeReceipt, FixtureChain, runLifecycleEvents } from '@cairn/persistence/testing';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from '@cairn/persistence/testing';
 import { createTestDatabase, uniqueName } from '@cairn/testing';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +55,7 @@ async function publishPoison(): Promise<number> {
     [world.subject(uniqueName('run')), new Uint8Array([0xc3, 0x28])],
   ];
   for (const [subject, data] of bodies) {
-    await world.js.publish(subject, data);
+    await world.js.publish(typedSubject(subject, data), data);
     await pause();
   }
   return bodies.length;

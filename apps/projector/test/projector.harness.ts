@@ -24,6 +24,7 @@ export interface ProjectorWorld {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  /** `<prefix>.<chain id>`: a chain's subject, before the type the log adds (`typedSubject`). */
   subject(chainId: string): string;
   position(): Promise<number>;
   /** Waits until the projections' position reaches `streamSeq`. */

@@ -1,6 +1,6 @@
 import { EvidenceLog, evidenceStreamConfig, resolveEvidenceLogOptions } from '@cairn/evidence-log';
 import { RunEntity } from '@cairn/persistence';
-import { encodeReceipt, FixtureChain, runLifecycleEvents } from '@cairn/persistence/testing';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from '@cairn/persistence/testing';
 import { uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector } from '../src/start-projector.js';
@@ -47,7 +47,8 @@ describe('the projector, in process', () => {
   });
 
   it('records poison with its reason and keeps projecting the good events after it', async () => {
-    const publish = (subject: string, data: Uint8Array | string) => world.js.publish(subject, data);
+    // Past the evidence log, at the subject it would use for the type each names.
+    const publish = (subject: string, data: Uint8Array | string) => world.js.publish(typedSubject(subject, data), data);
     const unknown = new FixtureChain(uniqueName('run')).next({ type: 'run.teleported', actor: 'intake', fields: {} });
     const gapChain = new FixtureChain(uniqueName('run'));
     const events = runLifecycleEvents(gapChain.chainId);

@@ -7,8 +7,8 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 export const CANCEL_EVENT_TYPES: ReadonlySet<string> = new Set(['run.cancel_requested', 'run.cancelled']);
 
 /**
- * Watches a running run's chain subject (a core subscription: JetStream's stored messages are
- * published on it too) and calls `onCancel` when a cancel lands. It only sees what arrives while
+ * Watches a running run's chain subjects (`<prefix>.<chain id>.>`, a core subscription: JetStream's
+ * stored messages are published on them too) and calls `onCancel` when a cancel lands. It only sees what arrives while
  * subscribed; the runtime also re-reads the chain between steps, so a message missed across a
  * reconnect is caught there.
  */

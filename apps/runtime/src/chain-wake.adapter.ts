@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
 /**
  * Wakes a run that waits on its chain (a step held for approval) when anything lands on it: a
- * core subscription to the chain's subject (JetStream's stored messages are published on it too).
+ * core subscription to the chain's subjects (JetStream's stored messages are published on them too).
  * It only hints; the waiter re-reads the chain, and also wakes on its own timer, so a message
  * missed across a reconnect costs one poll interval, never a decision.
  */

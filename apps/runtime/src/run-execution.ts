@@ -143,8 +143,8 @@ export class RunExecution {
       },
       logger,
     );
-    this.watch = new CancelWatch(nc, log.subjectFor(ctx.chainId), () => this.stop({ kind: 'cancelled' }));
-    this.wake = new ChainWake(nc, log.subjectFor(ctx.chainId));
+    this.watch = new CancelWatch(nc, log.chainSubjects(ctx.chainId), () => this.stop({ kind: 'cancelled' }));
+    this.wake = new ChainWake(nc, log.chainSubjects(ctx.chainId));
     this.holdLeftMs = config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000;
   }
 

@@ -257,9 +257,12 @@ function configProblems(inspected: InspectedSandbox, network: string): string[] 
   if (get(config, 'Hostname') !== SANDBOX_HOSTNAME) problems.push(`the host name is ${show(get(config, 'Hostname'))}, not ${SANDBOX_HOSTNAME}`);
   if (get(config, 'WorkingDir') !== '/work') problems.push(`the working directory is ${show(get(config, 'WorkingDir'))}, not /work`);
   if (get(config, 'Tty') === true) problems.push('Config.Tty is on');
-  // The exec agent's stdin is open once, for its token (withExecAgent), and closed after it: StdinOnce.
-  const agentStdin = promised.agent !== null && get(config, 'StdinOnce') === true;
-  for (const key of ['OpenStdin', 'AttachStdin']) if (get(config, key) === true && !agentStdin) problems.push(`Config.${key} is on`);
+  // With the agent its stdin is open once, for its token (ADR 0005, amendment), and closed after it; without it, never.
+  const stdinOnce = promised.agent !== null;
+  for (const key of ['OpenStdin', 'AttachStdin']) {
+    if ((get(config, key) === true) !== stdinOnce) problems.push(stdinOnce ? `Config.${key} is off: the agent's token has no way in` : `Config.${key} is on`);
+  }
+  if (stdinOnce && get(config, 'StdinOnce') !== true) problems.push("Config.StdinOnce is off: the sandbox's stdin would stay open after the token");
   if (!isEmpty(get(config, 'ExposedPorts'))) problems.push(`ports are exposed: ${show(get(config, 'ExposedPorts'))}`);
   if (!isEmpty(get(config, 'Volumes'))) problems.push(`volumes are declared: ${show(get(config, 'Volumes'))}`);
   if (inspected.image !== promised.imageId) problems.push(`the image is ${show(inspected.image)}, not ${promised.imageId}`);

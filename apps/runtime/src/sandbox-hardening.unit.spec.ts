@@ -24,7 +24,6 @@ function inspected(options: { network?: typeof NETWORK } = {}): InspectedSandbox
   const { HostConfig, ...config } = created;
   return {
     hostConfig: { ...HostConfig, Binds: agentBinds(AGENT.binary, SOCKET_DIR) },
-    // As withExecAgent makes it: stdin open once, for the agent's token.
     config: { ...config, Entrypoint: ['/.cairn/agent'], Cmd: ['/.cairn/run/a.sock', '86400'], OpenStdin: true, StdinOnce: true, AttachStdin: true },
     mounts: [
       { Type: 'bind', Source: AGENT.binary, Destination: '/.cairn/agent', Mode: 'ro', RW: false, Propagation: 'rprivate' },
@@ -128,8 +127,8 @@ const MISMATCHES: [string, (x: { host: Mutable; config: Mutable; mounts: Mutable
   ['another host name', ({ config }) => (config.Hostname = '0123456789ab'), /^the host name is "0123456789ab", not sandbox$/],
   ['another working directory', ({ config }) => (config.WorkingDir = '/'), /^the working directory is "\/", not \/work$/],
   ['a terminal', ({ config }) => (config.Tty = true), /^Config\.Tty is on$/],
-  ['stdin kept open past the token', ({ config }) => (config.StdinOnce = false), /^Config\.OpenStdin is on$/],
-  ['open stdin without an agent', ({ config, whole }) => ((config.StdinOnce = true), (whole.promised = { ...(whole.promised as object), agent: null })), /Config\.OpenStdin is on/],
+  ['no stdin for the agent’s token', ({ config }) => (config.OpenStdin = false), /^Config\.OpenStdin is off: the agent's token has no way in$/],
+  ['stdin kept open after the token', ({ config }) => (config.StdinOnce = false), /^Config\.StdinOnce is off: the sandbox's stdin would stay open after the token$/],
   ['exposed ports', ({ config }) => (config.ExposedPorts = { '22/tcp': {} }), /^ports are exposed: /],
   ['declared volumes', ({ config }) => (config.Volumes = { '/data': {} }), /^volumes are declared: /],
   ['another image', ({ whole }) => (whole.image = `sha256:${'d'.repeat(64)}`), /^the image is "sha256:d+", not sha256:c+$/],
@@ -167,6 +166,8 @@ describe('the hardening check at start compares every promised field', () => {
       promised: { ...base.promised, agent: null },
     };
     expect(hardeningProblems(plain, caps)).toEqual([]);
+    // Without an agent there is no token to send: an open stdin is refused.
+    expect(hardeningProblems({ ...plain, config: { ...plain.config, OpenStdin: true } }, caps)).toEqual(['Config.OpenStdin is on']);
     expect(hardeningProblems({ ...plain, hostConfig: base.hostConfig, mounts: base.mounts }, caps)).toEqual([
       expect.stringMatching(/^the binds are .*, not none$/),
       expect.stringMatching(/^the mounts are .*, not only the agent's read-only binds$/),

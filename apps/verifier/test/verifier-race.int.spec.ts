@@ -73,7 +73,7 @@ async function forgeAfter(runId: string, head: ReceiptEnvelope): Promise<void> {
     prev_hash: head.hash,
     hash: 'f'.repeat(64),
   };
-  await jetstream(world.nc).publish(world.log.subjectFor(runId), canonicalJson(forged));
+  await jetstream(world.nc).publish(world.log.subjectFor(runId, forged.type), canonicalJson(forged));
 }
 
 const warning = (runId: string) =>

@@ -30,12 +30,12 @@ async function appendFacts(runId: string, facts: Record<string, unknown>): Promi
   return world.append(runId, { type: 'kernel.facts', actor: 'kernel', causation: `${runId}:10`, fields: { facts, operations: ['exit_code', 'file_digest', 'junit_summary', 'tap_summary'] } });
 }
 
-/** Publishes a receipt straight to the chain's subject, past the evidence log: a forgery. */
+/** Publishes a receipt straight to the chain's subject for its type, past the evidence log: a forgery. */
 async function forge(runId: string, body: Record<string, unknown>, link: (prev: string, body: Record<string, unknown>) => { prev_hash: string; hash: string }): Promise<void> {
   const head = (await world.chain(runId)).at(-1)!;
   const full = { v: 1, seq: head.seq + 1, run_id: runId, tenant: TENANT, actor: 'kernel', ts: new Date().toISOString(), causation: `${runId}:${head.seq}`, ...body };
   const receipt = { ...full, ...link(head.hash, full) };
-  await jetstream(world.nc).publish(world.log.subjectFor(runId), canonicalJson(receipt));
+  await jetstream(world.nc).publish(world.log.subjectFor(runId, String(body.type)), canonicalJson(receipt));
 }
 
 const forgedFacts = { type: 'kernel.facts', facts: { junit: { failed: 0 } }, operations: [] };

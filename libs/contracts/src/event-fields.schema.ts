@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ChainLinkSchema, EnvelopeSchema } from './envelope.js';
+import { ChainLinkSchema, EnvelopeSchema, WorkChainIdSchema } from './envelope.js';
 import { storableText } from './text-rules.js';
 
 /*
@@ -8,10 +8,12 @@ import { storableText } from './text-rules.js';
  */
 
 const { type: _type, ...ENVELOPE_FIELDS } = EnvelopeSchema.shape;
+/** Run and sandbox receipts live on run and sandbox chains only; `admin.*` ones override this with the admin chain. */
+const WORK_ENVELOPE_FIELDS = { ...ENVELOPE_FIELDS, run_id: WorkChainIdSchema };
 
 /** A strict receipt body: the envelope fields, a `type` literal, and the type's own fields. */
 export function eventBodySchema<T extends string, S extends z.ZodRawShape>(type: T, fields: S) {
-  return z.strictObject({ ...ENVELOPE_FIELDS, type: z.literal(type), ...fields });
+  return z.strictObject({ ...WORK_ENVELOPE_FIELDS, type: z.literal(type), ...fields });
 }
 
 /** The stored receipt of a body schema: the body plus `prev_hash` and `hash`. */

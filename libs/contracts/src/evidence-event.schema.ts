@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AdminKeyCreatedSchema, AdminPolicyChangedSchema } from './admin-events.schema.js';
+import { AdminKeyCreatedSchema, AdminKeyRevokedSchema, AdminKeyRotatedSchema, AdminPolicyChangedSchema, AdminTenantCreatedSchema } from './admin-events.schema.js';
 import { deepFreeze } from './deep-freeze.js';
 import { receiptSchemaOf } from './event-fields.schema.js';
 import {
@@ -70,11 +70,18 @@ export const EVENT_TYPES = [
   'egress.denied',
   'secret.redacted',
   'alert.raised',
+  'admin.tenant_created',
   'admin.key_created',
+  'admin.key_rotated',
+  'admin.key_revoked',
   'admin.policy_changed',
 ] as const;
+
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
+
+/** The receipt types of a tenant's admin chain (`adm_<tenant>`); every other type lives on run and sandbox chains. */
+export const ADMIN_EVENT_TYPES = ['admin.tenant_created', 'admin.key_created', 'admin.key_rotated', 'admin.key_revoked', 'admin.policy_changed'] as const satisfies readonly EventType[];
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 export function isEventType(type: string): type is EventType {
@@ -112,7 +119,10 @@ export const EVENT_BODY_SCHEMAS = {
   'egress.denied': EgressDeniedSchema,
   'secret.redacted': SecretRedactedSchema,
   'alert.raised': AlertRaisedSchema,
+  'admin.tenant_created': AdminTenantCreatedSchema,
   'admin.key_created': AdminKeyCreatedSchema,
+  'admin.key_rotated': AdminKeyRotatedSchema,
+  'admin.key_revoked': AdminKeyRevokedSchema,
   'admin.policy_changed': AdminPolicyChangedSchema,
 } as const satisfies { [K in EventType]: z.ZodType<{ type: K }> };
 
@@ -147,7 +157,10 @@ export const EVENT_RECEIPT_SCHEMAS = {
   'egress.denied': receiptSchemaOf(EgressDeniedSchema),
   'secret.redacted': receiptSchemaOf(SecretRedactedSchema),
   'alert.raised': receiptSchemaOf(AlertRaisedSchema),
+  'admin.tenant_created': receiptSchemaOf(AdminTenantCreatedSchema),
   'admin.key_created': receiptSchemaOf(AdminKeyCreatedSchema),
+  'admin.key_rotated': receiptSchemaOf(AdminKeyRotatedSchema),
+  'admin.key_revoked': receiptSchemaOf(AdminKeyRevokedSchema),
   'admin.policy_changed': receiptSchemaOf(AdminPolicyChangedSchema),
 } as const satisfies { [K in EventType]: z.ZodType<{ type: K; prev_hash: string; hash: string }> };
 
@@ -185,7 +198,10 @@ export const EvidenceEventSchema = z.discriminatedUnion('type', [
   B['egress.denied'],
   B['secret.redacted'],
   B['alert.raised'],
+  B['admin.tenant_created'],
   B['admin.key_created'],
+  B['admin.key_rotated'],
+  B['admin.key_revoked'],
   B['admin.policy_changed'],
 ]);
 export type EvidenceEvent = z.infer<typeof EvidenceEventSchema>;
@@ -222,7 +238,10 @@ export const EvidenceReceiptSchema = z.discriminatedUnion('type', [
   R['egress.denied'],
   R['secret.redacted'],
   R['alert.raised'],
+  R['admin.tenant_created'],
   R['admin.key_created'],
+  R['admin.key_rotated'],
+  R['admin.key_revoked'],
   R['admin.policy_changed'],
 ]);
 export type EvidenceReceipt = z.infer<typeof EvidenceReceiptSchema>;

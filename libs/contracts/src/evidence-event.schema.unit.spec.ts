@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { deepFreeze } from './deep-freeze.js';
+import { adminChainId, AdminChainIdSchema, ChainIdSchema, EventIdSchema, tenantOfAdminChain } from './envelope.js';
 import {
+  ADMIN_EVENT_TYPES,
   EVENT_BODY_SCHEMAS,
   EVENT_RECEIPT_SCHEMAS,
   EVENT_TYPES,
@@ -114,12 +116,15 @@ const FIELDS: { [K in EventType]: Record<string, unknown> } = {
   'egress.denied': { host: '169.254.169.254', port: 80, reason: 'private_address', error_code: 'E_EGRESS', step_index: 0 },
   'secret.redacted': { where: 'stdout', step_index: 0, pattern: 'github-token', count: 2 },
   'alert.raised': { severity: 'critical', error_code: 'E_SECRET_SEEN', message: 'a key pattern appeared in stdout of step 0' },
-  'admin.key_created': { key_id: 'k_01', scopes: ['runs.write', 'runs.read'], expires_at: null, created_by: 'key:admin' },
+  'admin.tenant_created': { created_by: 'key:operator' },
+  'admin.key_created': { key_id: 'k_01', prefix: 'abcdefgh', scopes: ['runs:write', 'runs:read'], expires_at: null, created_by: 'key:admin' },
+  'admin.key_rotated': { key_id: 'k_01', rotation: 1, grace_until: '2026-01-01T00:05:00.000Z', rotated_by: 'key:admin' },
+  'admin.key_revoked': { key_id: 'k_01', revoked_by: 'key:admin', reason: 'left the team' },
   'admin.policy_changed': { policy_version: sha('5'), previous_version: sha('6'), changed_by: 'key:admin', summary: 'allow pypi' },
 };
 
 function body(type: string, fields: Record<string, unknown> = FIELDS[type as EventType]) {
-  const chain = type.startsWith('sandbox.') && type !== 'sandbox.created' && type !== 'sandbox.destroyed' ? 'sbx_s1' : 'run_r1';
+  const chain = type.startsWith('admin.') ? 'adm_acme' : type.startsWith('sandbox.') && type !== 'sandbox.created' && type !== 'sandbox.destroyed' ? 'sbx_s1' : 'run_r1';
   return { v: 1, seq: 3, run_id: chain, tenant: 'acme', type, actor: 'runtime', ts: '2026-01-01T00:00:03.123Z', causation: `${chain}:2`, ...fields };
 }
 
@@ -265,6 +270,34 @@ describe('no string and no member name of a receipt may hold NUL (PostgreSQL can
     for (const position of stringPositions(goodBody)) {
       expect(EVENT_BODY_SCHEMAS[type].safeParse(withChangedText(goodBody, position, withNul)).success, `${type} body ${position.kind} ${position.path.join('.')}`).toBe(false);
     }
+  });
+});
+
+describe('chains and their receipt types', () => {
+  it('admin receipts live on the admin chain adm_<tenant> only; the others never on it', () => {
+    expect(parseEvidenceReceipt({ ...receipt('admin.key_created'), run_id: 'run_r1', causation: null })).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    expect(parseEvidenceReceipt({ ...receipt('run.submitted'), run_id: 'adm_acme', causation: null })).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    expect(parseEvidenceReceipt({ ...receipt('admin.key_revoked'), causation: null }).ok).toBe(true);
+    for (const type of ADMIN_EVENT_TYPES) expect(EVENT_TYPES).toContain(type);
+    expect(EVENT_TYPES.filter((t) => t.startsWith('admin.'))).toEqual([...ADMIN_EVENT_TYPES]);
+  });
+
+  it('names chains by kind: run_, sbx_ and adm_<tenant>', () => {
+    for (const id of ['run_a', 'sbx_a', 'adm_default', 'adm_acme-2']) expect(ChainIdSchema.safeParse(id).success, id).toBe(true);
+    for (const id of ['adm_', 'adm_Acme', 'key_a', 'adm_acme.x']) expect(ChainIdSchema.safeParse(id).success, id).toBe(false);
+    expect(AdminChainIdSchema.safeParse(`adm_${'a'.repeat(64)}`).success).toBe(true);
+    expect(AdminChainIdSchema.safeParse(`adm_${'a'.repeat(65)}`).success).toBe(false);
+    expect(adminChainId('acme')).toBe('adm_acme');
+    expect(tenantOfAdminChain('adm_acme')).toBe('acme');
+    expect(tenantOfAdminChain('run_acme')).toBeNull();
+    expect(EventIdSchema.safeParse('adm_acme:3').success).toBe(true);
+  });
+
+  it('never carry a key secret or hash: key receipts name the key by id and public prefix', () => {
+    const created = receipt('admin.key_created');
+    expect(parseEvidenceReceipt({ ...created, key_sha256: sha('1') })).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    expect(parseEvidenceReceipt({ ...created, prefix: 'cairn_abcdefgh' })).toMatchObject({ ok: false, reason: 'invalid_fields' });
+    expect(parseEvidenceReceipt({ ...created, scopes: ['root'] })).toMatchObject({ ok: false, reason: 'invalid_fields' });
   });
 });
 

@@ -16,6 +16,9 @@ export {
 export type { ApiErrorCode, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
 export {
   ActorSchema,
+  adminChainId,
+  AdminChainIdSchema,
+  CHAIN_KINDS,
   ChainIdSchema,
   ChainLinkSchema,
   EnvelopeSchema,
@@ -30,7 +33,9 @@ export {
   SandboxIdSchema,
   Sha256HexSchema,
   TenantIdSchema,
+  tenantOfAdminChain,
   TimestampSchema,
+  WorkChainIdSchema,
 } from './envelope.js';
 export type { ChainId, Envelope, ReceiptEnvelope, UnsequencedBody } from './envelope.js';
 export { FROZEN_CAPS } from './frozen-caps.constants.js';
@@ -154,8 +159,17 @@ export {
   SandboxRequestedSchema,
 } from './sandbox-events.schema.js';
 export { AlertRaisedSchema, EgressDeniedSchema, SecretRedactedSchema } from './security-events.schema.js';
-export { AdminKeyCreatedSchema, AdminPolicyChangedSchema } from './admin-events.schema.js';
 export {
+  AdminKeyCreatedSchema,
+  AdminKeyRevokedSchema,
+  AdminKeyRotatedSchema,
+  AdminPolicyChangedSchema,
+  AdminTenantCreatedSchema,
+  ApiKeyIdSchema,
+  ApiKeyPrefixSchema,
+} from './admin-events.schema.js';
+export {
+  ADMIN_EVENT_TYPES,
   EVENT_BODY_SCHEMAS,
   EVENT_RECEIPT_SCHEMAS,
   EVENT_TYPES,

@@ -1,14 +1,19 @@
 /*
  * A bounded memory of chains as stored: for each chain, its messages from seq 1 without a gap
- * (entry i is chain seq i + 1), each with its stream seq and its exact bytes. It only ever holds
- * what was seen on the stream (a delivery, a read, our own acknowledged append), and a chain is
- * served from it only when its last entry is the chain's head on the stream right now — so a read
- * from it is the same as a read from the stream, without an ordered consumer per read.
+ * (entry i is chain seq i + 1), each with its stream seq, subject and exact bytes. It only ever
+ * holds what was seen on the stream (a delivery, a read, our own acknowledged append). Stored
+ * messages never change, so what is held is always a prefix of the chain: a read asks the stream
+ * only for what follows it (one batch direct get), and a chain is served from it alone only when
+ * its last entry is the chain's head on the stream right now.
  */
 
 export interface CachedMessage {
   streamSeq: number;
+  /** `<prefix>.<chain id>.<type>` */
+  subject: string;
   data: Uint8Array;
+  /** Its `Nats-Msg-Id`, when it was read with its headers. */
+  msgId?: string;
   /**
    * The message parsed, once, and deeply frozen: every read of the chain hands out the same
    * objects, so what is derived from them per object (a validated receipt) is derived once.
@@ -31,37 +36,33 @@ export class ChainCache {
   /**
    * Takes note of chain seq `seq` of `chainId`, stored at `streamSeq`. Extends the chain when it is
    * the next one; a message already held must be the same (else the chain is forgotten); one past
-   * a gap forgets the chain, as nothing before it is known.
+   * a gap (a consumer that takes only some types sees most chains so) leaves the prefix held as it is.
    */
-  observe(chainId: string, seq: number, streamSeq: number, data: Uint8Array): void {
+  observe(chainId: string, seq: number, streamSeq: number, data: Uint8Array, subject: string): void {
     if (!Number.isSafeInteger(seq) || seq < 1) return;
     const held = this.chains.get(chainId);
     if (held === undefined) {
-      if (seq === 1) this.keep(chainId, [{ streamSeq, data }]);
+      if (seq === 1) this.keep(chainId, [{ streamSeq, subject, data }]);
       return;
     }
     if (seq <= held.length) {
       if (held[seq - 1]!.streamSeq !== streamSeq) this.chains.delete(chainId);
       return;
     }
-    if (seq === held.length + 1 && held[held.length - 1]!.streamSeq < streamSeq) {
-      held.push({ streamSeq, data });
-      this.keep(chainId, held);
+    if (held[held.length - 1]!.streamSeq >= streamSeq) {
+      // Later in the chain yet stored earlier than what is held: this is not the chain that is held.
+      this.chains.delete(chainId);
       return;
     }
-    this.chains.delete(chainId);
+    if (seq === held.length + 1) {
+      held.push({ streamSeq, subject, data });
+      this.keep(chainId, held);
+    }
   }
 
-  /**
-   * Extends a held chain by its next message only (the head just read, one past what was seen);
-   * anything else changes nothing. True when the chain now ends with it.
-   */
-  extend(chainId: string, seq: number, streamSeq: number, data: Uint8Array): boolean {
-    const held = this.chains.get(chainId);
-    if (held === undefined || seq !== held.length + 1 || held[held.length - 1]!.streamSeq >= streamSeq) return false;
-    held.push({ streamSeq, data });
-    this.keep(chainId, held);
-    return true;
+  /** What is held of a chain (entry i is chain seq i + 1); empty when nothing is. */
+  held(chainId: string): readonly CachedMessage[] {
+    return this.chains.get(chainId) ?? [];
   }
 
   /** The parsed form held for chain seq `seq` stored at `streamSeq`, if any (kept across re-reads). */
@@ -76,7 +77,7 @@ export class ChainCache {
     if (entry !== undefined && entry.streamSeq === streamSeq) entry.parsed ??= parsed;
   }
 
-  /** Replaces what is held of a chain by a whole read of it (entry i is chain seq i + 1). */
+  /** Replaces what is held of a chain by a read of it from seq 1 (entry i is chain seq i + 1). */
   remember(chainId: string, messages: CachedMessage[]): void {
     if (messages.length === 0) this.chains.delete(chainId);
     else this.keep(chainId, messages);

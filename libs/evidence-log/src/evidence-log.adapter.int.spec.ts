@@ -12,7 +12,7 @@ import type { AppendResult, RawStoredMessage, StoredReceipt } from './evidence-l
 import type { EvidenceLogOptions } from './evidence-log.options.js';
 import { isHeadMoved } from './head-guard.js';
 
-// Real nats-server (2.9.10 here). Every test names its own stream and subject prefix; afterAll
+// Real nats-server (the pinned current one). Every test names its own stream and subject prefix; afterAll
 // deletes the streams (deleting a whole stream still works under deny_delete) and closes all.
 let admin: NatsConnection;
 let jsm: JetStreamManager;
@@ -52,10 +52,14 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-async function subjectCount(stream: string, subject: string): Promise<number> {
-  const info = await jsm.streams.info(stream, { subjects_filter: subject });
-  return info.state.subjects?.[subject] ?? 0;
+/** Messages stored under `filter` (a chain's `<prefix>.<chain>.>`, say), over all its subjects. */
+async function subjectCount(stream: string, filter: string): Promise<number> {
+  const info = await jsm.streams.info(stream, { subjects_filter: filter });
+  return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
 }
+
+/** The stream as this layout creates it, for tests that make one by hand. */
+const CURRENT_LAYOUT = { allow_atomic: true, metadata: { 'cairn.subject_layout': '2' } };
 
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -67,13 +71,15 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('EvidenceLog on JetStream', () => {
-  it('gives one linear chain from 50 concurrent appenders on 5 connections', async () => {
+  it('gives one linear chain from 50 concurrent appenders of several types on 5 connections', async () => {
     const options = logOptions();
     const instances = await Promise.all(Array.from({ length: 5 }, () => open(options)));
     const chainId = uniqueName('run');
+    // Each type is a subject of its own: one compare-and-set over the chain's subjects keeps them one chain.
+    const types = ['step.completed', 'step.started', 'alert.raised'];
     const results: AppendResult[] = await Promise.all(
       instances.flatMap((log, i) =>
-        Array.from({ length: 10 }, (_, j) => log.append(chainId, event({ key: `${i}-${j}`, fields: { appender: `${i}-${j}` } }))),
+        Array.from({ length: 10 }, (_, j) => log.append(chainId, event({ type: types[(i + j) % 3]!, key: `${i}-${j}`, fields: { appender: `${i}-${j}` } }))),
       ),
     );
 
@@ -83,7 +89,8 @@ describe('EvidenceLog on JetStream', () => {
     expect(verifyChain(chain.map((s) => s.receipt), { chainId, requireNonEmpty: true })).toMatchObject({ ok: true, count: 50 });
     expect(new Set(chain.map((s) => s.receipt.appender)).size).toBe(50);
     expect(new Set(results.map((r) => r.streamSeq)).size).toBe(50);
-    expect(await subjectCount(options.stream, `${options.subjectPrefix}.${chainId}`)).toBe(50);
+    expect(await subjectCount(options.stream, `${options.subjectPrefix}.${chainId}.>`)).toBe(50);
+    expect(chain.every((s) => s.subject === `${options.subjectPrefix}.${chainId}.${s.receipt.type}`)).toBe(true);
     // What each appender was told is what the chain holds.
     const stored = new Map(chain.map((s) => [s.streamSeq, s.receipt]));
     for (const r of results) expect(stored.get(r.streamSeq)).toEqual(r.receipt);
@@ -96,7 +103,7 @@ describe('EvidenceLog on JetStream', () => {
     const options = logOptions();
     const a = await open(options);
     const chainId = uniqueName('run');
-    const subject = a.subjectFor(chainId);
+    const subject = a.chainSubjects(chainId);
     const submitted = event({ type: 'run.submitted', actor: 'intake' });
 
     const first = await a.append(chainId, submitted);
@@ -131,7 +138,7 @@ describe('EvidenceLog on JetStream', () => {
       expect(retry).toMatchObject({ duplicate: true, attempts: 0, streamSeq: first.streamSeq });
       expect(retry.receipt).toEqual(first.receipt);
     }
-    expect(await subjectCount(options.stream, a.subjectFor(chainId))).toBe(1);
+    expect(await subjectCount(options.stream, a.chainSubjects(chainId))).toBe(1);
   });
 
   it('continues an existing chain from a new instance', async () => {
@@ -165,7 +172,7 @@ describe('EvidenceLog on JetStream', () => {
     const purged = await errorOf(jsm.streams.purge(options.stream));
     expect((purged as JetStreamApiError).code).toBe(10110);
     expect((purged as Error).message).toMatch(/purge not permitted/);
-    const purgedSubject = await errorOf(jsm.streams.purge(options.stream, { filter: log.subjectFor(chainId) }));
+    const purgedSubject = await errorOf(jsm.streams.purge(options.stream, { filter: log.chainSubjects(chainId) }));
     expect((purgedSubject as JetStreamApiError).code).toBe(10110);
     expect(await collect(log.readChain(chainId))).toHaveLength(1);
   });
@@ -185,6 +192,7 @@ describe('EvidenceLog on JetStream', () => {
       deny_delete: true,
       deny_purge: true,
       allow_direct: true,
+      ...CURRENT_LAYOUT,
       ...overrides,
     });
     const error = await errorOf(EvidenceLog.connect(options));
@@ -212,6 +220,8 @@ describe('EvidenceLog on JetStream', () => {
       max_msgs_per_subject: -1,
       max_msg_size: 1024 * 1024,
       duplicate_window: nanos(600_000),
+      allow_atomic: true,
+      metadata: expect.objectContaining({ 'cairn.subject_layout': '2' }) as unknown,
     });
     const again = await open(options);
     await expect(again.ensureStream()).resolves.toBeUndefined();
@@ -226,7 +236,7 @@ describe('EvidenceLog on JetStream', () => {
     expect(admin.isClosed()).toBe(false);
     const error = await errorOf(log.append(chainId, event({ key: 'after' })));
     expect(isCairnError(error) && error.code).toBe('E_UNAVAILABLE');
-    expect(await subjectCount(options.stream, log.subjectFor(chainId))).toBe(1);
+    expect(await subjectCount(options.stream, log.chainSubjects(chainId))).toBe(1);
     // Reads need no publisher: still fine after close on a borrowed connection.
     expect(await collect(log.readChain(chainId))).toHaveLength(1);
 
@@ -235,7 +245,7 @@ describe('EvidenceLog on JetStream', () => {
     await expect(own.lastStreamSeq()).rejects.toMatchObject({ cairnErrorCode: 'E_UNAVAILABLE' });
   });
 
-  it('serves a chain it followed from memory, exactly as stored, and reads the stream once another appender moved it', async () => {
+  it('serves a chain it followed from memory, exactly as stored, asking the stream only for what follows it', async () => {
     const options = logOptions();
     const [writer, other, follower] = await Promise.all([open(options), open(options), open(options)]);
     const chainId = uniqueName('run');
@@ -243,7 +253,7 @@ describe('EvidenceLog on JetStream', () => {
     const fresh = await collect(other.readChain(chainId));
     expect(other.chainReads).toEqual({ fromMemory: 0, fromStream: 1 });
 
-    // The writer saw its own acknowledged appends: no consumer needed, the same receipts.
+    // The writer saw its own acknowledged appends: nothing follows them on the stream, the same receipts.
     const fromMemory = await collect(writer.readChain(chainId));
     expect(writer.chainReads).toEqual({ fromMemory: 1, fromStream: 0 });
     expect(fromMemory).toEqual(fresh);
@@ -253,24 +263,25 @@ describe('EvidenceLog on JetStream', () => {
     expect(await collect(follower.readChain(chainId))).toEqual(fresh);
     expect(follower.chainReads.fromMemory).toBe(1);
 
-    // Another instance appends once: the head just read is the one receipt the writer lacks — still no consumer.
+    // Another instance appends: the writer's read fetches what follows what it holds, and nothing before.
     await other.append(chainId, event({ key: 'k3' }));
-    const next = await collect(writer.readChain(chainId));
-    expect(next.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4]);
-    expect(writer.chainReads).toEqual({ fromMemory: 2, fromStream: 0 });
-    expect(verifyChain(next.map((r) => r.receipt)).ok).toBe(true);
-    // Twice: the head moved further past what the writer holds, so it reads the stream…
-    await other.append(chainId, event({ key: 'k4' }));
-    await other.append(chainId, event({ key: 'k5' }));
+    await other.append(chainId, event({ type: 'alert.raised', key: 'k4' }));
     const moved = await collect(writer.readChain(chainId));
-    expect(moved.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(writer.chainReads).toEqual({ fromMemory: 2, fromStream: 1 });
+    expect(moved.map((r) => r.receipt.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(writer.chainReads).toEqual({ fromMemory: 1, fromStream: 1 });
     expect(verifyChain(moved.map((r) => r.receipt)).ok).toBe(true);
+    expect(moved.map((r) => r.subject)).toEqual(fresh.map((r) => r.subject).concat([writer.subjectFor(chainId, 'step.completed'), writer.subjectFor(chainId, 'alert.raised')]));
     // …handing out the receipts it had parsed as the same objects, and has the chain from then on.
-    expect(moved[0]!.receipt).toBe(next[0]!.receipt);
-    expect(Object.isFrozen(moved[5]!.receipt)).toBe(true);
+    expect(moved[0]!.receipt).toBe(fromMemory[0]!.receipt);
+    expect(Object.isFrozen(moved[4]!.receipt)).toBe(true);
     expect(await collect(writer.readChain(chainId))).toEqual(moved);
-    expect(writer.chainReads.fromMemory).toBe(3);
+    expect(writer.chainReads.fromMemory).toBe(2);
+
+    // A follower that saw only some of the chain (a consumer of some types) holds its prefix and reads the rest.
+    const partial = await open(options);
+    partial.observe(fresh[0]!.subject, fresh[0]!.streamSeq, new TextEncoder().encode(JSON.stringify(fresh[0]!.receipt)), '1');
+    partial.observe(moved[3]!.subject, moved[3]!.streamSeq, new TextEncoder().encode(JSON.stringify(moved[3]!.receipt)), '4');
+    expect(await collect(partial.readChain(chainId))).toEqual(moved);
   });
 
   it('appends after a chain read from the head that read found, and still refuses a head that moved since', async () => {
@@ -322,7 +333,7 @@ describe('EvidenceLog on JetStream', () => {
     const chainY = await collect(log.readChain(y));
     expect(chainX.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(chainY.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4]);
-    expect(chainX.every((s) => s.subject === log.subjectFor(x) && s.receipt.run_id === x)).toBe(true);
+    expect(chainX.every((s) => s.subject === log.subjectFor(x, s.receipt.type) && s.receipt.run_id === x)).toBe(true);
     expect(verifyChain(chainX.map((s) => s.receipt), { chainId: x }).ok).toBe(true);
     expect(verifyChain(chainY.map((s) => s.receipt), { chainId: y }).ok).toBe(true);
 
@@ -333,7 +344,7 @@ describe('EvidenceLog on JetStream', () => {
     expect(await log.lastStreamSeq()).toBe(9);
     const all: RawStoredMessage[] = await collect(log.readAll());
     expect(all.map((m) => m.streamSeq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(all.filter((m) => m.subject === log.subjectFor(x))).toHaveLength(5);
+    expect(all.filter((m) => m.subject.startsWith(`${log.subjectPrefix}.${x}.`))).toHaveLength(5);
     expect(all.every((m) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(m.time))).toBe(true);
     const decoded = JSON.parse(new TextDecoder().decode(all[0]!.data)) as unknown;
     expect(decoded).toEqual(chainX[0]!.receipt);
@@ -375,6 +386,8 @@ describe('EvidenceLog on JetStream', () => {
       ['non-JSON field', chainId, event({ key: 'date', fields: { when: new Date() } })],
       ['chain id with a dot', 'run_Bad.Subject', event()],
       ['chain id with a wildcard', 'run_x.>', event()],
+      ['type with a wildcard', chainId, event({ type: 'step.*' })],
+      ['type with a token past the last', chainId, event({ type: 'step.done.>' })],
     ];
     for (const [what, chain, input] of cases) {
       const error = await errorOf(log.append(chain, input));
@@ -383,6 +396,121 @@ describe('EvidenceLog on JetStream', () => {
     const tooLarge = await errorOf(log.append(chainId, event({ key: 'big', fields: { blob: 'x'.repeat(1024 * 1024) } })));
     expect(isCairnError(tooLarge) && tooLarge.code).toBe('E_TOO_LARGE');
     expect(await log.lastStreamSeq()).toBe(before);
-    expect(() => log.subjectFor('run_a.b')).toThrow(/chain id/);
+    expect(() => log.subjectFor('run_a.b', 'run.submitted')).toThrow(/chain id/);
+    expect(() => log.subjectFor('run_a', 'Run.Submitted')).toThrow(/receipt type/);
+  });
+});
+
+describe('EvidenceLog batches and subjects', () => {
+  const batch = (causation: string | null, n: number, type = 'secret.redacted'): AppendInput[] =>
+    Array.from({ length: n }, (_, i) => event({ type: i === n - 1 ? 'run.failed' : type, causation, key: `b${i}` }));
+
+  it('appends receipts that belong together in one atomic batch, at consecutive seqs, and answers its retry with the same receipts', async () => {
+    const options = logOptions();
+    const [a, b] = await Promise.all([open(options), open(options)]);
+    const chainId = uniqueName('run');
+    await a.append(chainId, event({ type: 'run.submitted' }));
+    const stored = await a.appendBatch(chainId, batch(`${chainId}:1`, 4), { expectedHeadSeq: 1 });
+    expect(stored.map((r) => [r.receipt.seq, r.duplicate])).toEqual([[2, false], [3, false], [4, false], [5, false]]);
+    expect(stored.map((r) => r.streamSeq)).toEqual([2, 3, 4, 5]);
+    const chain = await collect(b.readChain(chainId));
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId }).ok).toBe(true);
+    expect(chain.slice(1).map((s) => s.receipt)).toEqual(stored.map((r) => r.receipt));
+    expect(chain.map((s) => s.subject.slice(options.subjectPrefix.length + 1))).toEqual([
+      `${chainId}.run.submitted`,
+      `${chainId}.secret.redacted`,
+      `${chainId}.secret.redacted`,
+      `${chainId}.secret.redacted`,
+      `${chainId}.run.failed`,
+    ]);
+    // A redelivery of what caused it, from another process (its cached head is the batch's last): the same receipts, nothing stored.
+    for (const log of [b, a]) {
+      const again = await log.appendBatch(chainId, batch(`${chainId}:1`, 4), { expectedHeadSeq: 1 });
+      expect(again.map((r) => r.duplicate)).toEqual([true, true, true, true]);
+      expect(again.map((r) => r.receipt)).toEqual(stored.map((r) => r.receipt));
+    }
+    // Past it the chain moved on: the duplicate window still finds the whole batch.
+    await b.append(chainId, event({ type: 'run.sealed', causation: `${chainId}:5` }));
+    const fresh = await open(options);
+    const late = await fresh.appendBatch(chainId, batch(`${chainId}:1`, 4), { expectedHeadSeq: 1 });
+    expect(late.map((r) => r.receipt)).toEqual(stored.map((r) => r.receipt));
+    const unguarded = await fresh.appendBatch(chainId, batch(`${chainId}:1`, 4));
+    expect(unguarded.every((r) => r.duplicate)).toBe(true);
+    expect(await subjectCount(options.stream, a.chainSubjects(chainId))).toBe(6);
+  });
+
+  it('stores a batch onto a head that moved under it all or nothing: guarded, refused (head_moved); unguarded, on the new head', async () => {
+    const options = logOptions();
+    const [a, b] = await Promise.all([open(options), open(options)]);
+    const chainId = uniqueName('run');
+    await a.append(chainId, event({ type: 'run.submitted' }));
+    await collect(a.readChain(chainId));
+    await b.append(chainId, event({ type: 'run.cancel_requested', causation: null, key: 'c' }));
+    const refused = await errorOf(a.appendBatch(chainId, batch(`${chainId}:1`, 3), { expectedHeadSeq: 1 }));
+    expect(isHeadMoved(refused)).toBe(true);
+    expect(await subjectCount(options.stream, a.chainSubjects(chainId))).toBe(2);
+    // a's cached head is stale (seq 1): the compare-and-set refuses the batch, and it goes onto seq 2.
+    const landed = await a.appendBatch(chainId, batch(`${chainId}:1`, 3));
+    expect(landed.map((r) => r.receipt.seq)).toEqual([3, 4, 5]);
+    expect(landed[0]!.attempts).toBeGreaterThanOrEqual(1);
+    const chain = await collect(b.readChain(chainId));
+    expect(chain.map((s) => s.receipt.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId }).ok).toBe(true);
+  });
+
+  it('keeps concurrent batches and single appends on one chain linear', async () => {
+    const options = logOptions();
+    const instances = await Promise.all(Array.from({ length: 3 }, () => open(options)));
+    const chainId = uniqueName('run');
+    await Promise.all(
+      instances.flatMap((log, i) => [
+        log.appendBatch(chainId, Array.from({ length: 3 }, (_, j) => event({ type: 'step.started', key: `${i}-b${j}`, fields: { batch: `${i}-b` } }))),
+        log.append(chainId, event({ type: 'alert.raised', key: `${i}-one`, fields: { batch: `${i}-one` } })),
+        log.appendBatch(chainId, Array.from({ length: 2 }, (_, j) => event({ type: 'step.completed', key: `${i}-c${j}`, fields: { batch: `${i}-c` } }))),
+      ]),
+    );
+    const chain = await collect(instances[0]!.readChain(chainId));
+    expect(chain.map((s) => s.receipt.seq)).toEqual(Array.from({ length: 18 }, (_, k) => k + 1));
+    expect(verifyChain(chain.map((s) => s.receipt), { chainId }).ok).toBe(true);
+    // Each batch's receipts sit together, in order.
+    const batches = chain.map((s) => String(s.receipt.batch));
+    for (const name of new Set(batches)) {
+      const at = batches.indexOf(name);
+      const size = batches.filter((b) => b === name).length;
+      expect(batches.slice(at, at + size).every((b) => b === name), `${name} in ${batches.join(' ')}`).toBe(true);
+    }
+  });
+
+  it('refuses a batch with the same event twice, or too many, publishing nothing', async () => {
+    const log = await open(logOptions());
+    const chainId = uniqueName('run');
+    const twice = await errorOf(log.appendBatch(chainId, [event({ key: 'x' }), event({ key: 'x' })]));
+    expect(isCairnError(twice) && twice.code).toBe('E_INPUT');
+    const many = await errorOf(log.appendBatch(chainId, Array.from({ length: 1001 }, (_, i) => event({ key: String(i) }))));
+    expect(isCairnError(many) && many.code).toBe('E_INPUT');
+    expect(await log.lastStreamSeq()).toBe(0);
+  });
+
+  it('refuses a stream of the earlier layout (one subject per chain), naming the command that migrates it', async () => {
+    const options = logOptions();
+    // As the earlier adapter created it: no layout in its metadata, no atomic batches, a receipt on <prefix>.<chain id>.
+    await jsm.streams.add({
+      name: options.stream,
+      subjects: [`${options.subjectPrefix}.>`],
+      storage: 'file',
+      deny_delete: true,
+      deny_purge: true,
+      allow_direct: true,
+      duplicate_window: nanos(600_000),
+    });
+    await jetstreamManager(admin).then((m) => m.jetstream().publish(`${options.subjectPrefix}.run_old1`, '{"seq":1}'));
+    const error = await errorOf(EvidenceLog.connect(options));
+    expect(isCairnError(error) && error.code).toBe('E_UNAVAILABLE');
+    expect((error as Error).message).toContain('earlier subject layout');
+    expect((error as Error).message).toContain('cairn log migrate');
+    // Refused, not changed.
+    const info = await jsm.streams.info(options.stream);
+    expect(info.config.metadata?.['cairn.subject_layout']).toBeUndefined();
+    expect(info.state.messages).toBe(1);
   });
 });

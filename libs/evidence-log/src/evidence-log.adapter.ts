@@ -1,7 +1,7 @@
 import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
-import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
+import type { JetStreamManager, StoredMsg, StreamInfo } from '@nats-io/jetstream';
 import { createInbox, delay, headers, nanos } from '@nats-io/transport-node';
 import { assertSupportedNatsServer, connectNats } from './nats-connection.js';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -11,7 +11,18 @@ import { ChainHeadCache } from './chain-head.cache.js';
 import type { CachedHead } from './chain-head.cache.js';
 import { MAX_RECEIPT_BYTES, resolveEvidenceLogOptions } from './evidence-log.options.js';
 import type { EvidenceLogOptions, ResolvedEvidenceLogOptions } from './evidence-log.options.js';
-import { evidenceStreamConfig, evidenceStreamProblems, evidenceSubjects } from './evidence-stream.config.js';
+import {
+  chainSubjects,
+  evidenceLayoutProblem,
+  evidenceStreamConfig,
+  evidenceStreamProblems,
+  evidenceSubject,
+  evidenceSubjects,
+  isSubjectType,
+  parseEvidenceSubject,
+} from './evidence-stream.config.js';
+import { DirectBatchReader } from './direct-batch.reader.js';
+import type { DirectMessage } from './direct-batch.reader.js';
 import { checkExpectedHeadSeq, headGuardStep, headMovedError } from './head-guard.js';
 import type { AppendOptions } from './head-guard.js';
 import { JetStreamAckPublisher } from './jetstream-ack.publisher.js';
@@ -55,6 +66,8 @@ const READ_BATCH = 4096;
 const READ_STALL_MS = 30_000;
 /** How long the server keeps a bulk read's consumer that nobody pulls from. */
 const READ_CONSUMER_IDLE_MS = 5 * 60_000;
+/** Messages a chain read asks for per batch direct get (a run's chain is a few dozen). */
+const CHAIN_READ_BATCH = 1000;
 const BACKOFF_BASE_MS = 2;
 const BACKOFF_CAP_MS = 100;
 const CHAIN_SEQ_HEADER = 'Cairn-Chain-Seq';
@@ -67,10 +80,11 @@ interface StoredHead {
 }
 
 /**
- * The evidence log on JetStream: one subject per chain (`<prefix>.<chain id>`) in one
- * append-only stream. Appends are optimistic (compare-and-set on the subject's last stream
- * sequence) and idempotent (a message id derived from the event's logical identity); see
- * docs/adr/0001-evidence-subjects-and-concurrency.md.
+ * The evidence log on JetStream: a subject per chain and receipt type (`<prefix>.<chain id>.<type>`)
+ * in one append-only stream, so a consumer takes only the types it acts on. Appends are optimistic
+ * (one compare-and-set per chain, on the last stream sequence under `<prefix>.<chain id>.>`) and
+ * idempotent (a message id derived from the event's logical identity); receipts that belong
+ * together are appended as one atomic batch. See docs/adr/0001 and docs/adr/0012.
  */
 export class EvidenceLog {
   readonly streamName: string;
@@ -85,13 +99,14 @@ export class EvidenceLog {
   appendHeadReads = 0;
   /** Made on the first append, so a log opened only to read or to ensure the stream subscribes to nothing. */
   private publisher: JetStreamAckPublisher | null = null;
+  /** Made on the first chain read. */
+  private reader: DirectBatchReader | null = null;
   private closed = false;
   private readonly encoder = new TextEncoder();
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
-    private readonly js: JetStreamClient,
     private readonly options: ResolvedEvidenceLogOptions,
     private readonly ownsConnection: boolean,
   ) {
@@ -125,7 +140,7 @@ export class EvidenceLog {
     } catch (error) {
       throw unavailable('JetStream is not available', error);
     }
-    const log = new EvidenceLog(nc, jsm, jsm.jetstream(), options, owns);
+    const log = new EvidenceLog(nc, jsm, options, owns);
     await log.ensureStream();
     return log;
   }
@@ -151,6 +166,10 @@ export class EvidenceLog {
         if (info === null) throw unavailable(`stream ${this.streamName} vanished while being created`, error);
       }
     }
+    const layout = evidenceLayoutProblem(info.config);
+    if (layout !== null) {
+      throw new CairnError('E_UNAVAILABLE', `stream ${this.streamName} cannot be opened: ${layout}`, { stream: this.streamName, problems: [layout] });
+    }
     const problems = evidenceStreamProblems(info.config, this.options, created);
     if (problems.length > 0) {
       throw new CairnError('E_UNAVAILABLE', `stream ${this.streamName} cannot hold evidence: ${problems.join('; ')}`, {
@@ -160,13 +179,17 @@ export class EvidenceLog {
     }
   }
 
-  /** `<prefix>.<chain id>`; the chain id must be a run or sandbox id (E_INPUT otherwise). */
-  subjectFor(chainId: string): string {
-    const parsed = ChainIdSchema.safeParse(chainId);
-    if (!parsed.success) {
-      throw new CairnError('E_INPUT', `invalid chain id ${JSON.stringify(chainId)}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    }
-    return `${this.subjectPrefix}.${chainId}`;
+  /** `<prefix>.<chain id>.<type>`; the chain id must be a chain's id and the type dot-separated lower-case tokens (E_INPUT otherwise). */
+  subjectFor(chainId: string, type: string): string {
+    checkChainId(chainId);
+    if (!isSubjectType(type)) throw new CairnError('E_INPUT', `invalid receipt type ${JSON.stringify(type)}: dot-separated lower-case tokens`);
+    return evidenceSubject(this.subjectPrefix, chainId, type);
+  }
+
+  /** `<prefix>.<chain id>.>`: every receipt of the chain (E_INPUT for an invalid chain id). */
+  chainSubjects(chainId: string): string {
+    checkChainId(chainId);
+    return chainSubjects(this.subjectPrefix, chainId);
   }
 
   /**
@@ -178,13 +201,180 @@ export class EvidenceLog {
    */
   async append(chainId: string, input: AppendInput, options: AppendOptions = {}): Promise<AppendResult> {
     // Validated and queued synchronously, so appends to one chain keep their call order.
-    const subject = this.subjectFor(chainId);
+    const subject = this.subjectFor(chainId, input.type);
     const prepared = prepareAppend(chainId, input);
     const expected = checkExpectedHeadSeq(options);
+    const publisher = this.openPublisher();
+    return this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected));
+  }
+
+  /**
+   * Appends `inputs` to a chain as consecutive receipts in one atomic batch: all of them are
+   * stored, at consecutive seqs, or none is. The compare-and-set guards the whole batch (it rides
+   * on its first message); each message keeps its own id, so a batch stored before is answered
+   * with its receipts (`duplicate: true`) — only ever as a whole. Otherwise as `append`, with the
+   * same errors; one input is a plain `append`. At most 1,000 inputs (the server's batch limit).
+   */
+  async appendBatch(chainId: string, inputs: readonly AppendInput[], options: AppendOptions = {}): Promise<AppendResult[]> {
+    if (inputs.length === 0) return [];
+    if (inputs.length > MAX_BATCH) throw new CairnError('E_INPUT', `a batch holds at most ${MAX_BATCH} receipts, not ${inputs.length}`);
+    if (inputs.length === 1) return [await this.append(chainId, inputs[0]!, options)];
+    const items = inputs.map((input) => ({ subject: this.subjectFor(chainId, input.type), prepared: prepareAppend(chainId, input) }));
+    if (new Set(items.map((item) => item.prepared.msgId)).size !== items.length) {
+      throw new CairnError('E_INPUT', 'a batch holds the same logical event twice (same causation, type and key)');
+    }
+    const expected = checkExpectedHeadSeq(options);
+    const publisher = this.openPublisher();
+    return this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected));
+  }
+
+  private openPublisher(): JetStreamAckPublisher {
     if (this.closed) throw new CairnError('E_UNAVAILABLE', `the evidence log on ${this.streamName} is closed`);
     this.publisher ??= new JetStreamAckPublisher(this.nc, this.options.publishTimeoutMs);
-    const publisher = this.publisher;
-    return this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected));
+    return this.publisher;
+  }
+
+  private async appendBatchPrepared(
+    publisher: JetStreamAckPublisher,
+    chainId: string,
+    items: readonly BatchItem[],
+    expected: number | undefined,
+  ): Promise<AppendResult[]> {
+    const msgIds = new Set(items.map((item) => item.prepared.msgId));
+    const cached = this.heads.get(chainId);
+    let head: ChainHead;
+    if (cached === undefined || msgIds.has(cached.msgId) || (expected !== undefined && cached.seq !== expected)) {
+      this.appendHeadReads += 1;
+      const stored = await this.readHead(chainId);
+      if (stored !== null && msgIds.has(stored.head.msgId)) return this.storedBatch(publisher, chainId, items, 0);
+      head = stored?.head ?? GENESIS_HEAD;
+    } else {
+      head = cached;
+    }
+    let attempts = 0;
+    for (;;) {
+      if (expected !== undefined && headGuardStep(head.seq, expected) !== 'publish') {
+        if (headGuardStep(head.seq, expected) === 'probe') {
+          const found = await this.findStoredBatch(publisher, chainId, items, attempts);
+          if (found !== null) return found;
+        }
+        throw headMovedError(chainId, head.seq, expected);
+      }
+      attempts += 1;
+      const sealed = this.sealBatch(chainId, items, head);
+      const outcome = await publisher.publishBatch(sealed.map(({ subject, data, headers: hdrs }) => ({ subject, data, headers: hdrs })));
+      switch (outcome.kind) {
+        case 'stored': {
+          if (outcome.stream !== this.streamName) {
+            throw new CairnError('E_INTERNAL', `a batch of ${chainId} was stored by stream ${outcome.stream}, not ${this.streamName}`, { chainId });
+          }
+          if (outcome.count !== items.length) {
+            throw new CairnError('E_INTERNAL', `a batch of ${items.length} on ${chainId} was acknowledged as ${String(outcome.count)}`, { chainId });
+          }
+          const first = outcome.seq - items.length + 1;
+          const results = sealed.map(({ receipt, subject, data }, i) => {
+            this.chainCache.observe(chainId, receipt.seq, first + i, data, subject);
+            return { receipt, streamSeq: first + i, duplicate: false, attempts };
+          });
+          const last = results[results.length - 1]!;
+          this.heads.advance(chainId, { streamSeq: last.streamSeq, seq: last.receipt.seq, hash: last.receipt.hash, msgId: items[items.length - 1]!.prepared.msgId });
+          return results;
+        }
+        case 'rejected':
+          this.heads.forget(chainId);
+          if (outcome.errCode === BATCH_HOLDS_DUPLICATE) {
+            const found = await this.findStoredBatch(publisher, chainId, items, attempts);
+            if (found !== null) return found;
+            throw new CairnError('E_CONFLICT', `part of a batch on ${chainId} is stored already, not as this batch`, { chainId });
+          }
+          if (!isWrongLastSequence(outcome.errCode)) {
+            throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} refused by JetStream: ${outcome.description}`, { chainId, errCode: outcome.errCode });
+          }
+          if (attempts >= this.options.maxAttempts) {
+            throw new CairnError('E_CONFLICT', `chain ${chainId} kept moving: gave up after ${attempts} attempts`, { chainId, attempts });
+          }
+          break;
+        case 'timeout':
+          this.heads.forget(chainId);
+          if (attempts >= this.options.maxAttempts) {
+            throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} got no ack ${attempts} times`, { chainId, attempts });
+          }
+          break;
+        case 'no_responders':
+          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${this.chainSubjects(chainId)} (is ${this.streamName} there?)`, { chainId });
+        case 'closed':
+          throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} cannot be acknowledged: ${outcome.reason}`, { chainId });
+        default:
+          return assertUnreachable(outcome, 'publish outcome');
+      }
+      await delay(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)));
+      const stored = await this.readHead(chainId);
+      if (stored !== null && msgIds.has(stored.head.msgId)) return this.storedBatch(publisher, chainId, items, attempts);
+      head = stored?.head ?? GENESIS_HEAD;
+    }
+  }
+
+  /** The batch's receipts sealed one after another onto `head`, with the headers each is published with. */
+  private sealBatch(chainId: string, items: readonly BatchItem[], head: ChainHead): { receipt: ReceiptEnvelope; subject: string; data: Uint8Array; headers: ReturnType<typeof headers> }[] {
+    const limit = this.receiptByteLimit();
+    let onto: Pick<ChainHead, 'seq' | 'hash'> = head;
+    return items.map(({ subject, prepared }, i) => {
+      const { receipt, canonical } = sealOnto(prepared, onto);
+      onto = receipt;
+      const data = this.encoder.encode(canonical);
+      if (data.byteLength > limit) {
+        throw new CairnError('E_TOO_LARGE', `a receipt of ${data.byteLength} bytes exceeds ${limit}`, { chainId, bytes: data.byteLength, limit });
+      }
+      const hdrs = headers();
+      hdrs.set(PubHeaders.MsgIdHdr, prepared.msgId);
+      // One compare-and-set for the batch: the server checks it before storing any of it.
+      if (i === 0) {
+        hdrs.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(head.streamSeq));
+        hdrs.set(PubHeaders.ExpectedLastSubjectSequenceSubjectHdr, this.chainSubjects(chainId));
+      }
+      hdrs.set(CHAIN_SEQ_HEADER, String(receipt.seq));
+      if (prepared.traceparent !== null) hdrs.set('traceparent', prepared.traceparent);
+      return { receipt, subject, data, headers: hdrs };
+    });
+  }
+
+  /**
+   * Whether this batch is stored already (a retry after a lost ack, or a redelivery): the duplicate
+   * window says where its first message is, and the messages from there must be this batch's, in
+   * order. Null when its first message is not stored.
+   */
+  private async findStoredBatch(publisher: JetStreamAckPublisher, chainId: string, items: readonly BatchItem[], attempts: number): Promise<AppendResult[] | null> {
+    const [first] = items;
+    const { outcome } = await this.publishOnto(publisher, first!.subject, first!.prepared, GENESIS_HEAD, 'probe');
+    if (outcome.kind === 'stored' && outcome.duplicate) return this.storedBatchFrom(chainId, items, outcome.seq, attempts + 1);
+    if (outcome.kind === 'stored') {
+      throw new CairnError('E_INTERNAL', `a duplicate probe on ${chainId} was stored at stream seq ${outcome.seq}`, { chainId, streamSeq: outcome.seq });
+    }
+    if (outcome.kind !== 'rejected' || outcome.errCode !== STREAM_WRONG_LAST_MSG_ID) {
+      throw new CairnError('E_UNAVAILABLE', `could not tell whether ${chainId} already holds this batch (${outcome.kind})`, { chainId });
+    }
+    return null;
+  }
+
+  /** The batch stored before, found through its head (which carries one of its ids). */
+  private async storedBatch(publisher: JetStreamAckPublisher, chainId: string, items: readonly BatchItem[], attempts: number): Promise<AppendResult[]> {
+    const found = await this.findStoredBatch(publisher, chainId, items, attempts);
+    if (found === null) throw new CairnError('E_CONFLICT', `the head of ${chainId} is part of a batch whose first receipt is not stored`, { chainId });
+    return found;
+  }
+
+  /** The batch's messages as stored from stream seq `from` on, each checked to be the one with its id. */
+  private async storedBatchFrom(chainId: string, items: readonly BatchItem[], from: number, attempts: number): Promise<AppendResult[]> {
+    const messages = await this.directRead(this.chainSubjects(chainId), from, items.length);
+    const results: AppendResult[] = [];
+    for (const [i, item] of items.entries()) {
+      const m = messages[i];
+      if (m === undefined || m.headers.get(PubHeaders.MsgIdHdr) !== item.prepared.msgId || m.subject !== item.subject) {
+        throw new CairnError('E_CONFLICT', `part of a batch on ${chainId} is stored already, not as this batch`, { chainId });
+      }
+      results.push({ receipt: parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.streamSeq }), streamSeq: m.streamSeq, duplicate: true, attempts });
+    }
+    return results;
   }
 
   private async appendPrepared(publisher: JetStreamAckPublisher, subject: string, prepared: PreparedAppend, expected: number | undefined): Promise<AppendResult> {
@@ -195,7 +385,7 @@ export class EvidenceLog {
     // head a guarded append expects (the cache may only be behind): read it.
     if (cached === undefined || cached.msgId === msgId || (expected !== undefined && cached.seq !== expected)) {
       this.appendHeadReads += 1;
-      const stored = await this.readHead(subject);
+      const stored = await this.readHead(chainId);
       if (stored?.head.msgId === msgId) return this.alreadyStored(chainId, stored, 0);
       head = stored?.head ?? GENESIS_HEAD;
     } else {
@@ -241,7 +431,7 @@ export class EvidenceLog {
           return assertUnreachable(outcome, 'publish outcome');
       }
       await delay(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)));
-      const stored = await this.readHead(subject);
+      const stored = await this.readHead(chainId);
       if (stored?.head.msgId === msgId) return this.alreadyStored(chainId, stored, attempts);
       head = stored?.head ?? GENESIS_HEAD;
     }
@@ -270,14 +460,18 @@ export class EvidenceLog {
     // A probe asks the duplicate window only: an expected last message id no stream can have fails
     // after the dedupe check (on one server and in a cluster alike), so nothing is ever stored.
     if (expectStreamSeq === 'probe') hdrs.set(PubHeaders.ExpectedLastMsgIdHdr, PROBE_LAST_MSG_ID);
-    else hdrs.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(expectStreamSeq));
+    else {
+      // One compare-and-set per chain across all its subjects (2.11+).
+      hdrs.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(expectStreamSeq));
+      hdrs.set(PubHeaders.ExpectedLastSubjectSequenceSubjectHdr, chainSubjects(this.subjectPrefix, chainId));
+    }
     hdrs.set(CHAIN_SEQ_HEADER, String(receipt.seq));
     if (prepared.traceparent !== null) hdrs.set('traceparent', prepared.traceparent);
     const outcome = await publisher.publish(subject, data, hdrs);
     if (outcome.kind === 'stored' && outcome.stream !== this.streamName) {
       throw new CairnError('E_INTERNAL', `${subject} was stored by stream ${outcome.stream}, not ${this.streamName}`, { chainId });
     }
-    if (outcome.kind === 'stored' && !outcome.duplicate) this.chainCache.observe(chainId, receipt.seq, outcome.seq, data);
+    if (outcome.kind === 'stored' && !outcome.duplicate) this.chainCache.observe(chainId, receipt.seq, outcome.seq, data, subject);
     return { receipt, outcome };
   }
 
@@ -334,7 +528,7 @@ export class EvidenceLog {
 
   /** The chain's head as stored now (null for a chain with no receipt). */
   async head(chainId: string): Promise<ChainHead | null> {
-    const stored = await this.readHead(this.subjectFor(chainId));
+    const stored = await this.readHead(chainId);
     if (stored === null) return null;
     this.heads.advance(chainId, stored.head);
     const { streamSeq, seq, hash } = stored.head;
@@ -343,41 +537,57 @@ export class EvidenceLog {
 
   /**
    * The chain's receipts in seq order from seq 1, exactly as stored, up to its head when called.
-   * The head is always read from the stream; when this process has seen the whole chain up to that
-   * head (deliveries, its own appends, an earlier read: `ChainCache`), those bytes are served
-   * without an ordered consumer, else the chain is read from the stream.
+   * What this process has seen of the chain (deliveries, its own appends, an earlier read:
+   * `ChainCache`) is a prefix of it; the stream is asked, in one batch direct get, for every
+   * message of the chain after that prefix — so the head is always the stream's, and a chain
+   * this process followed costs one round trip and no consumer.
    */
   async *readChain(chainId: string): AsyncIterable<StoredReceipt> {
-    const subject = this.subjectFor(chainId);
-    const last = await this.directGet({ last_by_subj: subject });
-    if (last === null) return;
-    const headSeq = chainSeqOf(last.header.get(CHAIN_SEQ_HEADER), last.data);
-    let cached = headSeq === null ? null : this.chainCache.upTo(chainId, headSeq, last.seq);
-    // Another service appended since this process's last delivery: the head just read is that one receipt.
-    if (cached === null && headSeq !== null && this.chainCache.extend(chainId, headSeq, last.seq, last.data)) {
-      cached = this.chainCache.upTo(chainId, headSeq, last.seq);
-    }
-    if (cached !== null) {
+    yield* await this.chainNow(chainId);
+  }
+
+  private async chainNow(chainId: string): Promise<StoredReceipt[]> {
+    const filter = this.chainSubjects(chainId);
+    const held = this.chainCache.held(chainId);
+    const after = held.length === 0 ? 1 : held[held.length - 1]!.streamSeq + 1;
+    const fetched = await this.directRead(filter, after);
+    let messages: CachedMessage[];
+    if (fetched.length === 0) {
       this.chainReads.fromMemory += 1;
-      const chain = heldReceipts(subject, cached);
-      yield* chain;
-      this.noteHead(chainId, last.seq, last.header.get(PubHeaders.MsgIdHdr), chain.at(-1)?.receipt);
-      return;
+      messages = [...held];
+    } else {
+      this.chainReads.fromStream += 1;
+      const extra = fetched.map(toCached);
+      if (follows(extra, held.length)) {
+        messages = [...held, ...extra];
+        this.chainCache.remember(chainId, messages);
+      } else {
+        // Not the chain this process held (or one with a gap or a forgery in it): all of it, as stored.
+        const whole = held.length === 0 ? extra : (await this.directRead(filter, 1)).map(toCached);
+        messages = whole;
+        if (follows(whole, 0)) this.chainCache.remember(chainId, whole);
+        else this.chainCache.forget(chainId);
+      }
     }
-    this.chainReads.fromStream += 1;
-    const read: CachedMessage[] = [];
-    let contiguous = true;
-    for await (const stored of this.readRange(subject, 1, last.seq, (m) => {
-      // A receipt this process has parsed before is handed out as that same frozen object.
-      const known = this.chainCache.parsedAt(chainId, read.length + 1, m.seq) as ReceiptEnvelope | undefined;
-      return { streamSeq: m.seq, subject: m.subject, data: m.data, receipt: known ?? deepFreeze(parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq })) };
-    })) {
-      contiguous &&= stored.receipt.seq === read.length + 1;
-      read.push({ streamSeq: stored.streamSeq, data: stored.data, parsed: stored.receipt });
-      yield { streamSeq: stored.streamSeq, subject: stored.subject, receipt: stored.receipt };
+    const chain = heldReceipts(messages);
+    const last = messages.at(-1);
+    if (last !== undefined) this.noteHead(chainId, last.streamSeq, last.msgId ?? '', chain.at(-1)?.receipt);
+    return chain;
+  }
+
+  /** Every message under `subject` from stream seq `from` on (at most `limit`), as stored now, in one or more batch direct gets. */
+  private async directRead(subject: string, from: number, limit = Number.POSITIVE_INFINITY): Promise<DirectMessage[]> {
+    this.reader ??= new DirectBatchReader(this.nc, this.streamName, this.options.publishTimeoutMs);
+    const messages: DirectMessage[] = [];
+    let next = from;
+    for (;;) {
+      const outcome = await this.reader.read(subject, next, Math.min(CHAIN_READ_BATCH, limit - messages.length));
+      if (outcome.kind === 'failed') throw new CairnError('E_UNAVAILABLE', `cannot read ${subject} from ${this.streamName}: ${outcome.reason}`, { subject });
+      messages.push(...outcome.messages);
+      const last = outcome.messages.at(-1);
+      if (outcome.pending === 0 || last === undefined || messages.length >= limit) return messages;
+      next = last.streamSeq + 1;
     }
-    if (contiguous && read.at(-1)?.streamSeq === last.seq) this.chainCache.remember(chainId, read);
-    if (read.at(-1)?.streamSeq === last.seq) this.noteHead(chainId, last.seq, last.header.get(PubHeaders.MsgIdHdr), read.at(-1)?.parsed as ReceiptEnvelope | undefined);
   }
 
   /**
@@ -391,7 +601,7 @@ export class EvidenceLog {
     const held = this.chainCache.upTo(chainId, seq, streamSeq);
     if (held === null) return null;
     this.chainReads.fromMemory += 1;
-    const chain = heldReceipts(this.subjectFor(chainId), held);
+    const chain = heldReceipts(held);
     this.noteHead(chainId, streamSeq, msgId, chain.at(-1)?.receipt);
     return chain;
   }
@@ -411,10 +621,10 @@ export class EvidenceLog {
    * `readChain` of it can be served from memory. Anything that is not a chain message is ignored.
    */
   observe(subject: string, streamSeq: number, data: Uint8Array, chainSeqHeader?: string | null): void {
-    const prefix = `${this.subjectPrefix}.`;
-    if (!subject.startsWith(prefix)) return;
+    const named = parseEvidenceSubject(this.subjectPrefix, subject);
+    if (named === null) return;
     const seq = chainSeqOf(chainSeqHeader ?? undefined, data);
-    if (seq !== null) this.chainCache.observe(subject.slice(prefix.length), seq, streamSeq, data);
+    if (seq !== null) this.chainCache.observe(named.chainId, seq, streamSeq, data, subject);
   }
 
   /**
@@ -423,9 +633,9 @@ export class EvidenceLog {
    * for the message held at that chain seq and stream seq (see `observe`).
    */
   adoptParsed(subject: string, streamSeq: number, receipt: Readonly<ReceiptEnvelope>): void {
-    const prefix = `${this.subjectPrefix}.`;
-    if (!subject.startsWith(prefix) || !Object.isFrozen(receipt)) return;
-    this.chainCache.adopt(subject.slice(prefix.length), receipt.seq, streamSeq, receipt);
+    const named = parseEvidenceSubject(this.subjectPrefix, subject);
+    if (named === null || !Object.isFrozen(receipt)) return;
+    this.chainCache.adopt(named.chainId, receipt.seq, streamSeq, receipt);
   }
 
   /**
@@ -456,33 +666,9 @@ export class EvidenceLog {
   async close(): Promise<void> {
     this.closed = true;
     this.publisher?.close();
+    this.reader?.close();
     if (!this.ownsConnection || this.nc.isClosed()) return;
     await this.nc.drain();
-  }
-
-  /** An ordered consumer over `filter` from `from` to `to` (stream seqs), cleaned up however it ends. */
-  private async *readRange<T>(filter: string, from: number, to: number, map: (m: JsMsg) => T): AsyncGenerator<T> {
-    let consumer: Consumer;
-    try {
-      consumer = await this.js.consumers.get(this.streamName, { filter_subjects: filter, opt_start_seq: from });
-    } catch (error) {
-      throw unavailable(`cannot read ${filter}`, error);
-    }
-    let messages: ConsumerMessages | undefined;
-    let reached = from - 1;
-    try {
-      messages = await consumer.consume({ max_messages: READ_BATCH });
-      for await (const m of messages) {
-        reached = m.seq;
-        yield map(m);
-        // pending 0: nothing after this one matches, even if `to` was never stored under the filter.
-        if (reached >= to || m.info.pending === 0) return;
-      }
-    } finally {
-      await messages?.close();
-      await consumer.delete().catch(() => false);
-    }
-    throw new CairnError('E_UNAVAILABLE', `the read of ${filter} stopped at stream seq ${reached}, before ${to}`);
   }
 
   /**
@@ -598,10 +784,10 @@ export class EvidenceLog {
     }
   }
 
-  private async readHead(subject: string): Promise<StoredHead | null> {
-    const m = await this.directGet({ last_by_subj: subject });
+  private async readHead(chainId: string): Promise<StoredHead | null> {
+    const m = await this.directGet({ last_by_subj: this.chainSubjects(chainId) });
     if (m === null) return null;
-    const receipt = parseStoredReceipt(m.data, { subject, streamSeq: m.seq });
+    const receipt = parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq });
     return { head: { streamSeq: m.seq, seq: receipt.seq, hash: receipt.hash, msgId: m.header.get(PubHeaders.MsgIdHdr) }, receipt };
   }
 
@@ -694,9 +880,36 @@ function chainSeqOf(header: string | undefined, data: Uint8Array): number | null
 }
 
 /** The messages of a chain held in memory as stored receipts, each parsed once: the frozen receipt is shared by every later read. */
-function heldReceipts(subject: string, held: readonly CachedMessage[]): StoredReceipt[] {
+function heldReceipts(held: readonly CachedMessage[]): StoredReceipt[] {
   return held.map((m) => {
-    m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject, streamSeq: m.streamSeq }));
-    return { streamSeq: m.streamSeq, subject, receipt: m.parsed as ReceiptEnvelope };
+    m.parsed ??= deepFreeze(parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.streamSeq }));
+    return { streamSeq: m.streamSeq, subject: m.subject, receipt: m.parsed as ReceiptEnvelope };
   });
 }
+
+function toCached(m: DirectMessage): CachedMessage & { seq: number | null } {
+  return { streamSeq: m.streamSeq, subject: m.subject, data: m.data, msgId: m.headers.get(PubHeaders.MsgIdHdr), seq: chainSeqOf(m.headers.get(CHAIN_SEQ_HEADER), m.data) };
+}
+
+/** Whether `messages` are chain seqs `heldLength + 1`, `+ 2`, … (by their `Cairn-Chain-Seq` header, else their body). */
+function follows(messages: readonly (CachedMessage & { seq: number | null })[], heldLength: number): boolean {
+  return messages.every((m, i) => m.seq === heldLength + i + 1);
+}
+
+/** A chain id, checked (E_INPUT): one safe subject token. */
+function checkChainId(chainId: string): void {
+  const parsed = ChainIdSchema.safeParse(chainId);
+  if (!parsed.success) {
+    throw new CairnError('E_INPUT', `invalid chain id ${JSON.stringify(chainId)}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  }
+}
+
+interface BatchItem {
+  subject: string;
+  prepared: PreparedAppend;
+}
+
+/** The server's largest atomic batch (its default `max_msgs`). */
+const MAX_BATCH = 1000;
+/** JetStream's "atomic publish batch contains duplicate message id" (10201). */
+const BATCH_HOLDS_DUPLICATE = 10201;

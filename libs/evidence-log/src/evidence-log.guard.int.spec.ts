@@ -47,9 +47,8 @@ async function chainOf(log: EvidenceLog, chainId: string): Promise<StoredReceipt
 }
 
 async function stored(chainId: string): Promise<number> {
-  const subject = `${options.subjectPrefix}.${chainId}`;
-  const info = await jsm.streams.info(options.stream, { subjects_filter: subject });
-  return info.state.subjects?.[subject] ?? 0;
+  const info = await jsm.streams.info(options.stream, { subjects_filter: `${options.subjectPrefix}.${chainId}.>` });
+  return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { StreamConfig } from '@nats-io/jetstream';
 import { resolveEvidenceLogOptions } from './evidence-log.options.js';
-import { evidenceStreamConfig, evidenceStreamProblems } from './evidence-stream.config.js';
+import {
+  chainSubjects,
+  evidenceLayoutProblem,
+  evidenceStreamConfig,
+  evidenceStreamProblems,
+  evidenceSubject,
+  parseEvidenceSubject,
+  typeSubjects,
+} from './evidence-stream.config.js';
 
 const options = resolveEvidenceLogOptions({ servers: 'nats://127.0.0.1:4222', stream: 'EVIDENCE', subjectPrefix: 'cairn.evidence' });
 
@@ -28,6 +36,8 @@ describe('evidenceStreamConfig', () => {
       max_msg_size: 1024 * 1024,
       duplicate_window: 600_000_000_000,
       num_replicas: 1,
+      allow_atomic: true,
+      metadata: { 'cairn.subject_layout': '2' },
     });
   });
 
@@ -54,6 +64,7 @@ describe('evidenceStreamProblems', () => {
     ['no_ack', { no_ack: true }],
     ['sealed', { sealed: true }],
     ['num_replicas', { num_replicas: 0 }],
+    ['allow_atomic', { allow_atomic: false }],
   ])('names %s when it could lose or refuse evidence', (field, overrides) => {
     const problems = evidenceStreamProblems(asStored(overrides), options, false);
     expect(problems).toHaveLength(1);
@@ -71,5 +82,27 @@ describe('evidenceStreamProblems', () => {
     const problems = evidenceStreamProblems(dropped, options, true);
     expect(problems.some((p) => p.includes('duplicate_window'))).toBe(true);
     expect(problems.some((p) => p.includes('max_msg_size'))).toBe(true);
+  });
+});
+
+describe('the subject layout', () => {
+  it('puts a receipt under its chain and type, and reads both back', () => {
+    expect(evidenceSubject('cairn.evidence', 'run_a1', 'run.submitted')).toBe('cairn.evidence.run_a1.run.submitted');
+    expect(chainSubjects('cairn.evidence', 'run_a1')).toBe('cairn.evidence.run_a1.>');
+    expect(typeSubjects('cairn.evidence', 'kernel.facts')).toBe('cairn.evidence.*.kernel.facts');
+    expect(parseEvidenceSubject('cairn.evidence', 'cairn.evidence.sbx_b.sandbox.exec_completed')).toEqual({ chainId: 'sbx_b', type: 'sandbox.exec_completed' });
+    for (const subject of ['cairn.evidence.run_a1', 'cairn.other.run_a1.run.submitted', 'cairn.evidence.run_a1.Run.X', 'cairn.evidence..run.x']) {
+      expect(parseEvidenceSubject('cairn.evidence', subject), subject).toBeNull();
+    }
+  });
+
+  it('accepts a stream of this layout, refuses one of the earlier layout naming the command, and one being migrated', () => {
+    expect(evidenceLayoutProblem(asStored())).toBeNull();
+    const { metadata: _m, ...earlier } = asStored();
+    expect(evidenceLayoutProblem(earlier)).toMatch(/earlier subject layout .*cairn log migrate/);
+    expect(evidenceLayoutProblem({ ...earlier, metadata: { 'cairn.subject_layout': '3' } })).toMatch(/knows only 2/);
+    expect(evidenceLayoutProblem({ ...earlier, metadata: { 'cairn.subject_layout': '2', 'cairn.migrating_from': 'EVIDENCE_LAYOUT1' } })).toMatch(
+      /being filled by `cairn log migrate` from EVIDENCE_LAYOUT1/,
+    );
   });
 });

@@ -13,7 +13,23 @@ export {
   resolveEvidenceLogOptions,
 } from './evidence-log.options.js';
 export type { EvidenceLogOptions, ResolvedEvidenceLogOptions } from './evidence-log.options.js';
-export { evidenceStreamConfig, evidenceStreamProblems, evidenceSubjects } from './evidence-stream.config.js';
+export {
+  chainSubjects,
+  evidenceLayoutProblem,
+  evidenceStreamConfig,
+  evidenceStreamProblems,
+  evidenceSubject,
+  evidenceSubjects,
+  isSubjectType,
+  MIGRATE_COMMAND,
+  MIGRATING_FROM_KEY,
+  parseEvidenceSubject,
+  SUBJECT_LAYOUT,
+  SUBJECT_LAYOUT_KEY,
+  typeSubjects,
+} from './evidence-stream.config.js';
+export { DirectBatchReader } from './direct-batch.reader.js';
+export type { DirectBatchOutcome, DirectMessage } from './direct-batch.reader.js';
 export { checkExpectedHeadSeq, HEAD_MOVED, headGuardStep, headMovedError, isHeadMoved } from './head-guard.js';
 export type { AppendOptions } from './head-guard.js';
 export { JetStreamAckPublisher, parseAck } from './jetstream-ack.publisher.js';
@@ -22,3 +38,5 @@ export { KeyedSerialQueue } from './keyed-serial.queue.js';
 export { assertSupportedNatsServer, connectNats, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
 export type { ConnectNatsOptions } from './nats-connection.js';
 export { parseStoredReceipt } from './stored-receipt.parser.js';
+export { backupStreamName, migrateEvidenceLog } from './log-migration.js';
+export type { MigrationOptions, MigrationResult } from './log-migration.js';

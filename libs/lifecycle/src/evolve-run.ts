@@ -174,7 +174,10 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
     case 'sandbox.file.written':
     case 'sandbox.file.read':
     case 'sandbox.expired':
+    case 'admin.tenant_created':
     case 'admin.key_created':
+    case 'admin.key_rotated':
+    case 'admin.key_revoked':
     case 'admin.policy_changed':
       return UNKNOWN;
   }

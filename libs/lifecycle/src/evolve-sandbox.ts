@@ -162,7 +162,10 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'run.rolled_back':
     case 'run.cancel_requested':
     case 'run.cancelled':
+    case 'admin.tenant_created':
     case 'admin.key_created':
+    case 'admin.key_rotated':
+    case 'admin.key_revoked':
     case 'admin.policy_changed':
       return UNKNOWN;
   }

@@ -1,3 +1,5 @@
+export { decideAdmin, emptyAdminChain, foldAdminChain } from './admin-chain.js';
+export type { AdminChainView, AdminCommand, AdminDecision, AdminKeyView } from './admin-chain.js';
 export { evolveRun, foldRun, initialRunView } from './evolve-run.js';
 export type { RunReceipt, RunView } from './evolve-run.js';
 export { approvalPath, expiredApprovals, pendingApprovals } from './run-approval.js';

@@ -1,5 +1,8 @@
 import {
   ActorSchema,
+  ApiKeyIdSchema,
+  ApiKeyPrefixSchema,
+  ApiKeyScopeSchema,
   ApprovalIdSchema,
   ChainIdSchema,
   ErrorBodySchema,
@@ -10,6 +13,7 @@ import {
   storableText,
   SubmitterPrincipalSchema,
   TenantIdSchema,
+  TimestampSchema,
 } from '@cairn/contracts';
 import { z } from 'zod';
 
@@ -65,12 +69,59 @@ export const CreateSandboxCommandSchema = z.strictObject({
 });
 export type CreateSandboxCommand = z.infer<typeof CreateSandboxCommandSchema>;
 
+/*
+ * Admin commands (docs/adr/0011): the gateway asks, intake records on the tenant's admin chain
+ * (`adm_<tenant>`) and answers with that chain's id. Never a key's secret or hash: the gateway
+ * keeps those in its own table.
+ */
+
+/** Ask intake to start a tenant's admin chain with `admin.tenant_created`. */
+export const CreateTenantCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+});
+export type CreateTenantCommand = z.infer<typeof CreateTenantCommandSchema>;
+
+/** Ask intake to record a new key of the tenant's. */
+export const CreateKeyCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  key_id: ApiKeyIdSchema,
+  prefix: ApiKeyPrefixSchema,
+  scopes: z.array(ApiKeyScopeSchema).min(1).max(16),
+  expires_at: TimestampSchema.nullable(),
+});
+export type CreateKeyCommand = z.infer<typeof CreateKeyCommandSchema>;
+
+/** Ask intake to record the key's next rotation (a new secret; the old one good until `grace_until`). */
+export const RotateKeyCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  key_id: ApiKeyIdSchema,
+  rotation: z.number().int().min(1),
+  grace_until: TimestampSchema.nullable(),
+});
+export type RotateKeyCommand = z.infer<typeof RotateKeyCommandSchema>;
+
+/** Ask intake to record the key's revocation. */
+export const RevokeKeyCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  key_id: ApiKeyIdSchema,
+  reason: z.string().min(1).max(1024).refine((text) => !text.includes('\u0000'), 'no NUL').optional(),
+});
+export type RevokeKeyCommand = z.infer<typeof RevokeKeyCommandSchema>;
+
 /** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
 export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
   cancel: CancelRunCommandSchema,
   approve: ApproveRunCommandSchema,
   sandbox_create: CreateSandboxCommandSchema,
+  tenant_create: CreateTenantCommandSchema,
+  key_create: CreateKeyCommandSchema,
+  key_rotate: RotateKeyCommandSchema,
+  key_revoke: RevokeKeyCommandSchema,
 } as const;
 export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
 export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];
@@ -83,7 +134,7 @@ export function isCommandVerb(value: string): value is CommandVerb {
 /** What a handler answers when it did what was asked (or had done it before: `duplicate`). */
 export const CommandOkSchema = z.strictObject({
   ok: z.literal(true),
-  /** The run's id, or the sandbox's (`sbx_…`) for `sandbox_create`. */
+  /** The run's id, the sandbox's (`sbx_…`) for `sandbox_create`, the admin chain's (`adm_…`) for an admin command. */
   run_id: ChainIdSchema,
   /** True when the command had been carried out before and nothing new happened. */
   duplicate: z.boolean(),

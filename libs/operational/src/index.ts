@@ -18,11 +18,23 @@ export {
   CommandFailedSchema,
   CommandOkSchema,
   CommandReplySchema,
+  CreateKeyCommandSchema,
   CreateSandboxCommandSchema,
+  CreateTenantCommandSchema,
   isCommandVerb,
+  RevokeKeyCommandSchema,
+  RotateKeyCommandSchema,
   SubmitRunCommandSchema,
 } from './commands.schema.js';
-export type { ApproveRunCommand, CancelRunCommand, CreateSandboxCommand, CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
+export type {
+  ApproveRunCommand,
+  CancelRunCommand,
+  CreateKeyCommand,
+  CreateSandboxCommand,
+  CreateTenantCommand,
+  RevokeKeyCommand,
+  RotateKeyCommand,
+  CommandFailed, CommandOk, CommandPayload, CommandReply, CommandVerb, SubmitRunCommand } from './commands.schema.js';
 export { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';

@@ -7,16 +7,18 @@ import { ProjectionFold } from './projection-fold.js';
 import type { FoldOutcome, RawEvidenceMessage } from './projection-fold.js';
 import { SANDBOX_COLUMNS, sandboxRowFromDb, sandboxValues } from './sandbox-row.mapper.js';
 import type { SandboxDbRow } from './sandbox-row.mapper.js';
-import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents } from './testing/evidence.fixture.js';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
 
 const PREFIX = 'cairn.evidence';
 const encoder = new TextEncoder();
 
-function feeder(fold: ProjectionFold) {
+/** Feeds messages in stream order; a chain's subject (`<prefix>.<chain id>`) gets the type the log would add, unless `raw`. */
+function feeder(fold: ProjectionFold, raw = false) {
   let streamSeq = 0;
   return (subject: string, data: Uint8Array | string): FoldOutcome => {
     streamSeq += 1;
-    const message: RawEvidenceMessage = { streamSeq, subject, data: typeof data === 'string' ? encoder.encode(data) : data };
+    const chainSubject = !raw && subject.startsWith(`${PREFIX}.`) && !subject.slice(PREFIX.length + 1).includes('.');
+    const message: RawEvidenceMessage = { streamSeq, subject: chainSubject ? typedSubject(subject, data) : subject, data: typeof data === 'string' ? encoder.encode(data) : data };
     return fold.apply(message);
   };
 }
@@ -56,6 +58,26 @@ describe('ProjectionFold', () => {
     });
   });
 
+  it('stores an admin chain (adm_<tenant>) as receipts only: no run, no sandbox, nothing poisoned', () => {
+    const fold = new ProjectionFold(PREFIX);
+    const feed = feeder(fold);
+    const chain = new FixtureChain('adm_acme');
+    const key = { key_id: 'k1', prefix: 'abcdefgh', scopes: ['runs:read'], expires_at: null, created_by: 'key:op' };
+    const events = [
+      { type: 'admin.tenant_created', actor: 'intake', fields: { created_by: 'key:op' } },
+      { type: 'admin.key_created', actor: 'intake', fields: key },
+      { type: 'admin.key_rotated', actor: 'intake', fields: { key_id: 'k1', rotation: 1, grace_until: null, rotated_by: 'key:op' } },
+      { type: 'admin.key_revoked', actor: 'intake', fields: { key_id: 'k1', revoked_by: 'key:op' } },
+    ];
+    const outcomes = events.map((e) => feed(`${PREFIX}.adm_acme`, encodeReceipt(chain.next(e))));
+    expect(outcomes.map(poisonReason)).toEqual(events.map(() => 'projected'));
+    expect(outcomes.every((o) => o.kind === 'event' && o.run === null && o.sandbox === null)).toBe(true);
+    expect(fold.runCount).toBe(0);
+    expect(fold.sandboxCount).toBe(0);
+    // A run's receipt on an admin chain breaks its contract: recorded, never folded into anything.
+    expect(poisonReason(feed(`${PREFIX}.adm_acme`, encodeReceipt(chain.next(runLifecycleEvents('adm_acme')[0]!))))).toBe('invalid_fields');
+  });
+
   it('folds a sandbox chain seeded from its stored row exactly as from scratch', () => {
     const events = sandboxSessionEvents('sbx_s2');
     const chain = new FixtureChain('sbx_s2');
@@ -73,7 +95,7 @@ describe('ProjectionFold', () => {
     const parsed: unknown[] = [JSON.parse(String(row.caps)), JSON.parse(String(row.network))];
     resumed.seedSandbox(sandboxRowFromDb({ ...row, caps: parsed[0], network: parsed[1] } as unknown as SandboxDbRow));
     let streamSeq = 4;
-    const rest = receipts.slice(4).map((data) => resumed.apply({ streamSeq: ++streamSeq, subject: `${PREFIX}.sbx_s2`, data }));
+    const rest = receipts.slice(4).map((data) => resumed.apply({ streamSeq: ++streamSeq, subject: typedSubject(`${PREFIX}.sbx_s2`, data), data }));
     const [a, b] = [all.at(-1), rest.at(-1)];
     expect(a?.kind === 'event' && b?.kind === 'event' ? b.sandbox : 'poison').toEqual(a?.kind === 'event' ? a.sandbox : null);
   });
@@ -88,11 +110,13 @@ describe('ProjectionFold', () => {
 
   it.each([
     ['a subject outside the prefix', 'other.run_a1', 'invalid_subject'],
-    ['a subject with a deeper token', `${PREFIX}.run_a1.x`, 'invalid_subject'],
-    ['a subject that is not a chain id', `${PREFIX}.job_1`, 'invalid_subject'],
+    ['a subject whose type is no type', `${PREFIX}.run_a1.x`, 'invalid_subject'],
+    ['a subject that is not a chain id', `${PREFIX}.job_1.run.submitted`, 'invalid_subject'],
+    ['a subject of the earlier layout (no type)', `${PREFIX}.run_a1`, 'invalid_subject'],
+    ['a subject naming another type than the receipt', `${PREFIX}.run_a1.run.sealed`, 'invalid_subject'],
   ])('records %s as invalid_subject', (_what, subject, reason) => {
     const receipt = new FixtureChain('run_a1').next(runLifecycleEvents('run_a1')[0]!);
-    expect(poisonReason(feeder(new ProjectionFold(PREFIX))(subject, encodeReceipt(receipt)))).toBe(reason);
+    expect(poisonReason(feeder(new ProjectionFold(PREFIX), true)(subject, encodeReceipt(receipt)))).toBe(reason);
   });
 
   it.each([
@@ -176,7 +200,8 @@ describe('ProjectionFold', () => {
     const resumed = new ProjectionFold(PREFIX);
     resumed.seedHead('run_s1', { seq: last.event.seq, hash: last.event.hash, tenant: last.event.tenant });
     resumed.seedRun(last.run);
-    const next = resumed.apply({ streamSeq: 10, subject: `${PREFIX}.run_s1`, data: encodeReceipt(chain.next(events[3]!)) });
+    const data = encodeReceipt(chain.next(events[3]!));
+    const next = resumed.apply({ streamSeq: 10, subject: typedSubject(`${PREFIX}.run_s1`, data), data });
     expect(next.kind === 'event' ? next.run?.view : null).toMatchObject({ state: 'RUNNING', lastSeq: 4, eventCount: 4 });
   });
 

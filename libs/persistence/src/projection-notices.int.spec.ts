@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDataSource, runMigrations } from './data-source.js';
 import { ProjectionNotices } from './projection-notices.js';
 import { ProjectionWriter } from './projection-writer.js';
-import { encodeReceipt, FixtureChain, runLifecycleEvents } from './testing/evidence.fixture.js';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from './testing/evidence.fixture.js';
 
 /*
  * The projector's commit notices on a real PostgreSQL: a listener hears each chain a batch moved,
@@ -37,7 +37,10 @@ function messages(chainId: string, count: number, from: number) {
   const chain = new FixtureChain(chainId);
   return runLifecycleEvents(chainId)
     .slice(0, count)
-    .map((event, i) => ({ streamSeq: from + i, subject: `${PREFIX}.${chainId}`, data: encodeReceipt(chain.next(event)) }));
+    .map((event, i) => {
+      const data = encodeReceipt(chain.next(event));
+      return { streamSeq: from + i, subject: typedSubject(`${PREFIX}.${chainId}`, data), data };
+    });
 }
 
 describe('ProjectionNotices', () => {

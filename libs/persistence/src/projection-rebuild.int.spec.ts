@@ -11,7 +11,7 @@ import { rebuildProjections } from './projection-rebuild.js';
 import type { ProjectionSource } from './projection-rebuild.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { checkSchemaMatchesEntities } from './schema-check.js';
-import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents } from './testing/evidence.fixture.js';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
 
 const STREAM = 'REBUILD_TEST';
 const PREFIX = 'cairn.rebuild';
@@ -77,7 +77,7 @@ function awkwardStream(): RawEvidenceMessage[] {
   // A receipt stored with a byte order mark, and one from year 0001: both valid receipts.
   const far = sealReceipt(GENESIS_HASH, { v: 1, seq: 1, run_id: 'sbx_k2', tenant: 'acme', type: 'sandbox.expired', actor: 'runtime', ts: '0001-01-01T00:00:00.000Z', causation: null, ttl_seconds: 1, expires_at: '9999-12-31T23:59:59.999Z' });
   bodies.push(['sbx_k2', new Uint8Array([0xef, 0xbb, 0xbf, ...encoder.encode(canonicalJson(far))])]);
-  return bodies.map(([chain, data], i) => ({ streamSeq: i + 1, subject: `${PREFIX}.${chain}`, data }));
+  return bodies.map(([chain, data], i) => ({ streamSeq: i + 1, subject: typedSubject(`${PREFIX}.${chain}`, data), data }));
 }
 
 async function dump(dataSource: DataSource): Promise<Record<string, unknown[]>> {

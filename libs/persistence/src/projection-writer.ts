@@ -6,6 +6,7 @@ import { ProjectionFold } from './projection-fold.js';
 import { PROJECTION_NOTICE_CHANNEL, projectionNoticePayloads } from './projection-notices.js';
 import type { EvidenceEventRow, PoisonRow, RawEvidenceMessage, RunRow } from './projection-fold.js';
 import { EVIDENCE_PROJECTION, PROJECTION_LOCK_SQL } from './projection-lock.constants.js';
+import { chainIdOfSubject } from './receipt-check.js';
 import { RUN_COLUMN_TYPES, RUN_COLUMNS, RUN_SELECT_COLUMNS, runRowFromDb, runValues } from './run-row.mapper.js';
 import type { RunDbRow } from './run-row.mapper.js';
 import { safeText } from './safe-text.js';
@@ -140,8 +141,8 @@ export class ProjectionWriter {
 
   /** Loads the heads (every chain) and views (runs, sandboxes) of the chains the batch touches. */
   private async seed(client: pg.PoolClient, fold: ProjectionFold, messages: readonly RawEvidenceMessage[]): Promise<void> {
-    const prefix = `${this.options.subjectPrefix}.`;
-    const chainIds = [...new Set(messages.map((m) => m.subject).filter((s) => s.startsWith(prefix)).map((s) => s.slice(prefix.length)))];
+    const named = messages.map((m) => chainIdOfSubject(m.subject, this.options.subjectPrefix)).filter((id): id is string => id !== null);
+    const chainIds = [...new Set(named)];
     if (chainIds.length === 0) return;
     const heads = await client.query<{ chain_id: string; seq: number; hash: string; tenant: string }>(
       `SELECT c.chain_id, e.seq, e.hash, e.tenant

@@ -10,7 +10,7 @@ export type ReceiptCheck =
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 // The same grammar as ChainIdSchema, compiled once for the hot path.
-const CHAIN_ID = new RegExp(`^(run|sbx)_${ID_BODY}$`);
+const CHAIN_ID = new RegExp(`^(run|sbx|adm)_${ID_BODY}$`);
 const DETAIL_LIMIT = 2000;
 /**
  * Deeper JSON is refused before anything recurses over it: the contracts' validators recurse
@@ -27,11 +27,23 @@ const MAX_NUMBER_LENGTH = 40;
 const SUSPECT_NUMBER = /[:,[][\t\n\r ]*-?\d(?:[\d.eE+-]{39}|[\d.]*[eE][+-]?\d{4})/;
 const TOP_LEVEL_NUMBER = /^[\t\n\r ]*[-\d]/;
 
-/** The chain id a subject names: `<prefix>.<chain id>`, one token, or null. */
-export function chainIdOfSubject(subject: string, subjectPrefix: string): string | null {
+// A receipt type as subject tokens (`run.submitted`), as the evidence log writes it.
+const TYPE_TOKENS = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
+
+/** The chain id and the type a subject names: `<prefix>.<chain id>.<type>` (docs/adr/0012), or null. */
+export function evidenceSubjectParts(subject: string, subjectPrefix: string): { chainId: string; type: string } | null {
   if (!subject.startsWith(`${subjectPrefix}.`)) return null;
-  const token = subject.slice(subjectPrefix.length + 1);
-  return CHAIN_ID.test(token) ? token : null;
+  const rest = subject.slice(subjectPrefix.length + 1);
+  const dot = rest.indexOf('.');
+  if (dot <= 0) return null;
+  const chainId = rest.slice(0, dot);
+  const type = rest.slice(dot + 1);
+  return CHAIN_ID.test(chainId) && TYPE_TOKENS.test(type) ? { chainId, type } : null;
+}
+
+/** The chain id a subject names (`<prefix>.<chain id>.<type>`), or null. */
+export function chainIdOfSubject(subject: string, subjectPrefix: string): string | null {
+  return evidenceSubjectParts(subject, subjectPrefix)?.chainId ?? null;
 }
 
 /**
@@ -39,10 +51,11 @@ export function chainIdOfSubject(subject: string, subjectPrefix: string): string
  * has its own reason; nothing here depends on other messages, so live and rebuild agree.
  */
 export function checkReceipt(subject: string, data: Uint8Array, subjectPrefix: string): ReceiptCheck {
-  const chainId = chainIdOfSubject(subject, subjectPrefix);
-  if (chainId === null) {
-    return { ok: false, chainId: null, reason: 'invalid_subject', detail: bounded(`subject ${subject} is not ${subjectPrefix}.<run_… or sbx_… id>`) };
+  const parts = evidenceSubjectParts(subject, subjectPrefix);
+  if (parts === null) {
+    return { ok: false, chainId: null, reason: 'invalid_subject', detail: bounded(`subject ${subject} is not ${subjectPrefix}.<run_…, sbx_… or adm_… id>.<type>`) };
   }
+  const { chainId } = parts;
   let text: string;
   let value: unknown;
   try {
@@ -88,6 +101,10 @@ export function checkReceipt(subject: string, data: Uint8Array, subjectPrefix: s
   }
   if (!isCalendarTimestamp(parsed.receipt.ts)) {
     return { ok: false, chainId, reason: 'invalid_envelope', detail: `ts: ${parsed.receipt.ts} is not a date PostgreSQL can store` };
+  }
+  // Consumers take receipts by the type their subject names: one that says another would reach the wrong services.
+  if (parsed.receipt.type !== parts.type) {
+    return { ok: false, chainId, reason: 'invalid_subject', detail: bounded(`subject ${subject} names type ${parts.type}, the receipt is ${parsed.receipt.type}`) };
   }
   return { ok: true, chainId, text, receipt: parsed.receipt };
 }

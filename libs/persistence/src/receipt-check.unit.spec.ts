@@ -27,11 +27,13 @@ describe('isCalendarTimestamp', () => {
 
 describe('chainIdOfSubject', () => {
   it('takes the one token after the prefix, if it is a chain id', () => {
-    expect(chainIdOfSubject('cairn.evidence.run_a1', 'cairn.evidence')).toBe('run_a1');
-    expect(chainIdOfSubject('cairn.evidence.sbx_b-2', 'cairn.evidence')).toBe('sbx_b-2');
-    expect(chainIdOfSubject('cairn.evidence.run_a1.x', 'cairn.evidence')).toBeNull();
-    expect(chainIdOfSubject('cairn.evidencex.run_a1', 'cairn.evidence')).toBeNull();
-    expect(chainIdOfSubject('cairn.evidence.RUN_A1', 'cairn.evidence')).toBeNull();
+    expect(chainIdOfSubject('cairn.evidence.run_a1.run.submitted', 'cairn.evidence')).toBe('run_a1');
+    expect(chainIdOfSubject('cairn.evidence.sbx_b-2.sandbox.requested', 'cairn.evidence')).toBe('sbx_b-2');
+    // The earlier layout (one subject per chain) names no type.
+    expect(chainIdOfSubject('cairn.evidence.run_a1', 'cairn.evidence')).toBeNull();
+    expect(chainIdOfSubject('cairn.evidence.run_a1.Run.X', 'cairn.evidence')).toBeNull();
+    expect(chainIdOfSubject('cairn.evidencex.run_a1.run.submitted', 'cairn.evidence')).toBeNull();
+    expect(chainIdOfSubject('cairn.evidence.RUN_A1.run.submitted', 'cairn.evidence')).toBeNull();
   });
 });
 

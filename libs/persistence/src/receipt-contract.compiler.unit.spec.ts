@@ -78,12 +78,15 @@ const FIELDS: Record<string, Record<string, unknown>> = {
   'egress.denied': { host: '169.254.169.254', port: 80, reason: 'private_address', error_code: 'E_EGRESS', step_index: 0 },
   'secret.redacted': { where: 'stdout', step_index: 0, pattern: 'github-token', count: 2 },
   'alert.raised': { severity: 'critical', error_code: 'E_SECRET_SEEN', message: 'a key pattern appeared in stdout of step 0' },
-  'admin.key_created': { key_id: 'k_01', scopes: ['runs.write', 'runs.read'], expires_at: null, created_by: 'key:admin' },
+  'admin.tenant_created': { created_by: 'key:operator' },
+  'admin.key_created': { key_id: 'k_01', prefix: 'abcdefgh', scopes: ['runs:write', 'runs:read'], expires_at: null, created_by: 'key:admin' },
+  'admin.key_rotated': { key_id: 'k_01', rotation: 1, grace_until: '2026-01-01T00:05:00.000Z', rotated_by: 'key:admin' },
+  'admin.key_revoked': { key_id: 'k_01', revoked_by: 'key:admin', reason: 'left the team' },
   'admin.policy_changed': { policy_version: sha('5'), previous_version: sha('6'), changed_by: 'key:admin', summary: 'allow pypi' },
 };
 
 function sampleReceipt(type: string, fields: Record<string, unknown>): Record<string, unknown> {
-  const chain = type.startsWith('sandbox.') && type !== 'sandbox.created' && type !== 'sandbox.destroyed' ? 'sbx_s1' : 'run_r1';
+  const chain = type.startsWith('admin.') ? 'adm_acme' : type.startsWith('sandbox.') && type !== 'sandbox.created' && type !== 'sandbox.destroyed' ? 'sbx_s1' : 'run_r1';
   return { v: 1, seq: 3, run_id: chain, tenant: 'acme', type, actor: 'runtime', ts: '2026-01-01T00:00:03.123Z', causation: `${chain}:2`, ...fields, prev_hash: sha('7'), hash: sha('8') };
 }
 

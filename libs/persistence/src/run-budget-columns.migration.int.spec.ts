@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDataSource, runMigrations } from './data-source.js';
 import { ProjectionWriter } from './projection-writer.js';
 import type { RawEvidenceMessage } from './projection-fold.js';
-import { encodeReceipt, FixtureChain, runLifecycleEvents } from './testing/evidence.fixture.js';
+import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from './testing/evidence.fixture.js';
 import type { FixtureEvent } from './testing/evidence.fixture.js';
 
 const PREFIX = 'cairn.budgetcols';
@@ -35,7 +35,8 @@ describe('the run budget columns', () => {
       ] as const) {
         const chain = new FixtureChain(runId);
         for (const event of runOfJob(runId, job)) {
-          messages.push({ streamSeq: messages.length + 1, subject: `${PREFIX}.${runId}`, data: encodeReceipt(chain.next(event)) });
+          const data = encodeReceipt(chain.next(event));
+          messages.push({ streamSeq: messages.length + 1, subject: typedSubject(`${PREFIX}.${runId}`, data), data });
         }
       }
       await new ProjectionWriter(ds, { stream: 'BUDGET_COLS', subjectPrefix: PREFIX }).applyBatch(messages);

@@ -1,2 +1,2 @@
-export { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents } from './testing/evidence.fixture.js';
+export { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
 export type { FixtureEvent } from './testing/evidence.fixture.js';

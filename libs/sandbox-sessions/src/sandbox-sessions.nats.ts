@@ -175,11 +175,11 @@ class NatsSandboxSessions implements SandboxSessions {
   }
 
   /**
-   * An ordered consumer on the chain's subject from its first receipt: `decide` sees each stored
+   * An ordered consumer on the chain's subjects from its first receipt: `decide` sees each stored
    * receipt in order until it returns an answer. null when `timeoutMs` passes first.
    */
   private async followChain<T>(chainId: string, timeoutMs: number, decide: (receipt: EvidenceReceipt) => T | null, stopped?: () => boolean): Promise<T | null> {
-    const subject = this.deps.log.subjectFor(chainId);
+    const subject = this.deps.log.chainSubjects(chainId);
     const consumer = await this.js.consumers.get(this.deps.log.streamName, { filter_subjects: subject });
     const messages = await consumer.consume({ max_messages: 64 });
     const timer = setTimeout(() => void messages.close(), timeoutMs);
@@ -378,7 +378,7 @@ class NatsSandboxSessions implements SandboxSessions {
   }
 
   private async headType(sandboxId: string): Promise<string | null> {
-    const stored = await this.jsm.direct.getMessage(this.deps.log.streamName, { last_by_subj: this.deps.log.subjectFor(sandboxId) });
+    const stored = await this.jsm.direct.getMessage(this.deps.log.streamName, { last_by_subj: this.deps.log.chainSubjects(sandboxId) });
     if (stored === null) return null;
     const type = (safeJson(stored.data) as { type?: unknown } | null)?.type;
     return typeof type === 'string' ? type : null;
@@ -458,7 +458,7 @@ class NatsSandboxSessions implements SandboxSessions {
   private async storedReceipt(sandboxId: string, streamSeq: number, seq: number): Promise<EvidenceReceipt> {
     const stored = await this.jsm.direct.getMessage(this.deps.log.streamName, { seq: streamSeq });
     const parsed = stored === null ? null : parseEvidenceReceipt(safeJson(stored.data));
-    if (stored === null || parsed === null || !parsed.ok || stored.subject !== this.deps.log.subjectFor(sandboxId) || parsed.receipt.seq !== seq) {
+    if (stored === null || parsed === null || !parsed.ok || parsed.receipt.run_id !== sandboxId || stored.subject !== this.deps.log.subjectFor(sandboxId, parsed.receipt.type) || parsed.receipt.seq !== seq) {
       throw new CairnError('E_UNAVAILABLE', `the receipt ${sandboxId}:${seq} named by the runtime is not stored`, { sandboxId, seq });
     }
     return parsed.receipt;

@@ -1,6 +1,6 @@
 import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
-import { EvidenceLog, evidenceSubjects, KeyedSerialQueue } from '@cairn/evidence-log';
+import { EvidenceLog, isSubjectType, KeyedSerialQueue, typeSubjects } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
@@ -11,7 +11,7 @@ import { ReactionContext } from './reaction-context.js';
 
 /** What a service does with the receipts it reacts to. */
 export interface ReactorHandler {
-  /** Event types this service reacts to; every other receipt is acked and skipped. */
+  /** Event types this service reacts to: its consumer takes only these (`<prefix>.*.<type>`). */
   readonly types: ReadonlySet<string>;
   handle(ctx: ReactionContext): Promise<void>;
   /**
@@ -45,9 +45,9 @@ export interface EvidenceReactorOptions {
 const DEFAULTS = { concurrency: 8, ackWaitMs: 30_000, maxDeliver: 5, handlerTimeoutMs: 60_000 } as const;
 
 /**
- * A service's durable pull consumer on the evidence stream (docs/adr/0003): decode and validate
- * each receipt, hand the ones the service reacts to to its handler, ack after the handler's
- * appends are stored. A passing outage (E_UNAVAILABLE) is retried without limit; any other
+ * A service's durable pull consumer on the evidence stream (docs/adr/0003), filtered to the types
+ * its handler reacts to (docs/adr/0012): decode and validate each receipt, hand it to the handler,
+ * ack after the handler's appends are stored. A passing outage (E_UNAVAILABLE) is retried without limit; any other
  * failure is retried `maxDeliver` times, then the handler gives up on the run, on the record.
  */
 export class EvidenceReactor {
@@ -70,12 +70,11 @@ export class EvidenceReactor {
   async start(): Promise<void> {
     const { nc, log, durable, concurrency, ackWaitMs } = this.options;
     const jsm = await jetstreamManager(nc);
-    const filter = evidenceSubjects(log.subjectPrefix);
     await ensureDurable(jsm, log.streamName, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: filter,
+      filter_subjects: reactorFilters(log.subjectPrefix, this.options.handler.types),
       ack_wait: nanos(ackWaitMs),
       max_ack_pending: concurrency * 4,
       max_deliver: -1,
@@ -213,16 +212,31 @@ function backoffMs(deliveries: number): number {
   return Math.min(30_000, 250 * 2 ** Math.max(0, deliveries - 1));
 }
 
-type DurableConfig = Parameters<JetStreamManager['consumers']['add']>[1] & { durable_name: string };
+/** A reactor's filter subjects: one per type its handler reacts to, sorted (E_INTERNAL for a type that cannot be a subject). */
+export function reactorFilters(subjectPrefix: string, types: ReadonlySet<string>): string[] {
+  if (types.size === 0) throw new CairnError('E_INTERNAL', 'a reactor handler reacts to no type');
+  for (const type of types) if (!isSubjectType(type)) throw new CairnError('E_INTERNAL', `a reactor handler reacts to ${JSON.stringify(type)}, which is no receipt type`);
+  return [...types].sort().map((type) => typeSubjects(subjectPrefix, type));
+}
+
+type DurableConfig = Parameters<JetStreamManager['consumers']['add']>[1] & { durable_name: string; filter_subjects: string[] };
 
 async function ensureDurable(jsm: JetStreamManager, stream: string, config: DurableConfig): Promise<void> {
   try {
     const existing = await jsm.consumers.info(stream, config.durable_name);
-    if (existing.config.filter_subject !== config.filter_subject || existing.config.ack_policy !== AckPolicy.Explicit) {
-      throw new CairnError('E_CONFLICT', `consumer ${config.durable_name} on ${stream} has another filter or ack policy`);
+    if (existing.config.ack_policy !== AckPolicy.Explicit) {
+      throw new CairnError('E_CONFLICT', `consumer ${config.durable_name} on ${stream} has another ack policy`);
     }
-    if (existing.config.ack_wait !== config.ack_wait || existing.config.max_ack_pending !== config.max_ack_pending) {
-      await jsm.consumers.update(stream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+    const filters = existing.config.filter_subjects ?? (existing.config.filter_subject ? [existing.config.filter_subject] : []);
+    // The handler's types are what it takes: a release that reacts to another type, or a consumer made
+    // before receipts were routed by type (all of `<prefix>.>`), keeps its position and takes the new filters.
+    const refilter = [...filters].sort().join(' ') !== config.filter_subjects.join(' ');
+    if (refilter || existing.config.ack_wait !== config.ack_wait || existing.config.max_ack_pending !== config.max_ack_pending) {
+      await jsm.consumers.update(stream, config.durable_name, {
+        ack_wait: config.ack_wait,
+        max_ack_pending: config.max_ack_pending,
+        ...(refilter ? { filter_subjects: config.filter_subjects, filter_subject: '' } : {}),
+      });
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;

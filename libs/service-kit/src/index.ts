@@ -1,6 +1,6 @@
 export { ArtifactLoader } from './artifact.loader.js';
 export type { ArtifactReadLimits } from './artifact.loader.js';
-export { defaultGiveUp, EvidenceReactor } from './evidence-reactor.js';
+export { defaultGiveUp, EvidenceReactor, reactorFilters } from './evidence-reactor.js';
 export type { EvidenceReactorOptions, ReactorHandler } from './evidence-reactor.js';
 export { JsonLogger } from './json-logger.js';
 export { PeriodicTask } from './periodic-task.js';

@@ -153,9 +153,9 @@ describe('ReactionContext.deliveredSnapshot: the chain as delivered, when nothin
   /** Another process's log on the same stream, fed the chain as its consumer would feed it, and the context of its last receipt. */
   async function deliveredTo(runId: string, latest: boolean): Promise<{ ctx: ReactionContext; reactorLog: EvidenceLog }> {
     const reactorLog = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream, subjectPrefix: log.subjectPrefix });
-    const chain: { streamSeq: number; receipt: unknown }[] = [];
+    const chain: { streamSeq: number; subject: string; receipt: unknown }[] = [];
     for await (const stored of log.readChain(runId)) chain.push(stored);
-    for (const stored of chain) reactorLog.observe(log.subjectFor(runId), stored.streamSeq, new TextEncoder().encode(JSON.stringify(stored.receipt)), null);
+    for (const stored of chain) reactorLog.observe(stored.subject, stored.streamSeq, new TextEncoder().encode(JSON.stringify(stored.receipt)), null);
     const last = chain.at(-1)!;
     const receipt = parsed([last.receipt])[0]!;
     const msgId = (await (await jetstreamManager(nc)).direct.getMessage(stream, { seq: last.streamSeq }))!.header.get('Nats-Msg-Id');

@@ -73,6 +73,20 @@ export class ReactionContext {
   }
 
   /**
+   * `appendAt` for receipts that belong together: appended as one atomic batch onto `expectedSeq`,
+   * all of them or none (docs/adr/0012); each is checked against its contract first.
+   */
+  async appendAllAt(expectedSeq: number, items: readonly { type: EventType; fields: Record<string, unknown>; key?: string }[]): Promise<AppendResult[]> {
+    this.firstLook = false;
+    for (const item of items) checkFields(item.type, this.receipt, this.service, item.fields);
+    return this.log.appendBatch(
+      this.chainId,
+      items.map((item) => this.input(item.type, item.fields, item.key)),
+      { expectedHeadSeq: expectedSeq },
+    );
+  }
+
+  /**
    * Read-decide-append without the race (docs/adr/0003): reads the chain and lets `react` decide
    * from it and append with `appendAt(chain.headSeq, …)` (each later append guarded on the seq
    * the one before returned). When another writer moved the head in between, reads again and

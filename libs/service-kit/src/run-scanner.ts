@@ -1,5 +1,5 @@
 import type { SecretValuesConfig } from '@cairn/config';
-import type { EvidenceReceipt } from '@cairn/contracts';
+import type { EventType, EvidenceReceipt } from '@cairn/contracts';
 import { SecretValuesReader } from '@cairn/secret-store';
 import { OutputScanner, redactJson } from '@cairn/secrets';
 import type { FieldFinding, ScannedSecret } from '@cairn/secrets';
@@ -60,20 +60,22 @@ export function scanFields<T extends Record<string, unknown>>(scanner: OutputSca
  * A secret was found in what this service was about to append as `receiptType` (never appended):
  * one `secret.redacted` per finding (where `receipt`, the field, the pattern and secret name), a
  * critical `alert.raised`, and `run.failed` E_SECRET_SEEN — the run ends ROLLBACK, and the grader
- * seals it. Each append is guarded on the head the reaction decided from.
+ * seals it. One atomic batch, guarded on the head the reaction decided from.
  */
 export async function endRunSecretSeen(ctx: ReactionContext, headSeq: number, receiptType: string, findings: readonly FieldFinding[]): Promise<void> {
-  let head = headSeq;
+  const items: { type: EventType; fields: Record<string, unknown>; key: string }[] = [];
   for (const [i, finding] of findings.slice(0, 64).entries()) {
     const fields: Record<string, unknown> = { where: 'receipt', receipt_type: receiptType, pattern: finding.pattern, count: finding.count };
     if (/^[a-z0-9][a-z0-9_.-]{0,63}$/.test(finding.field)) fields.field = finding.field;
     if (finding.inKey) fields.in_key = true;
     if (finding.secret !== null) fields.secret = finding.secret;
-    head = (await ctx.appendAt(head, 'secret.redacted', fields, `${receiptType}-${i}`)).receipt.seq;
+    items.push({ type: 'secret.redacted', fields, key: `${receiptType}-${i}` });
   }
   const seen = [...new Set(findings.map((f) => (f.secret === null ? `${f.pattern} ×${f.count}` : `secret ${f.secret} (${f.pattern} ×${f.count})`)))].join(', ');
   const fieldsSeen = [...new Set(findings.map((f) => f.field).filter((f) => /^[a-z0-9][a-z0-9_.-]{0,63}$/.test(f)))].join(', ');
   const message = `E_SECRET_SEEN: ${seen} in ${fieldsSeen === '' ? 'what' : `the ${fieldsSeen} of what`} ${ctx.service} derived from the run's outputs (${receiptType}); not recorded, and the run is stopped`.slice(0, 2000);
-  head = (await ctx.appendAt(head, 'alert.raised', { severity: 'critical', error_code: 'E_SECRET_SEEN', message }, receiptType)).receipt.seq;
-  await ctx.appendAt(head, 'run.failed', { error_code: 'E_SECRET_SEEN', message }, `secret-${receiptType}`);
+  items.push({ type: 'alert.raised', fields: { severity: 'critical', error_code: 'E_SECRET_SEEN', message }, key: receiptType });
+  items.push({ type: 'run.failed', fields: { error_code: 'E_SECRET_SEEN', message }, key: `secret-${receiptType}` });
+  // All of them or none: a run is never left with the redactions and no end.
+  await ctx.appendAllAt(headSeq, items);
 }

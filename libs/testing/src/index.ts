@@ -1,3 +1,5 @@
+export { ensureTenant, provisionKey, revokeKey } from './api-keys.js';
+export type { ProvisionedKey, ProvisionKeyOptions } from './api-keys.js';
 export { createTestDatabase, testDatabaseUrl, testNatsUrl, uniqueName } from './infra.js';
 export { startOldNatsServer } from './old-nats-server.js';
 export type { OldNatsServer } from './old-nats-server.js';

@@ -48,19 +48,26 @@ export interface BenchStack {
   rawWorkerId: string;
   /** The CAIRN_* variables the stack was started with (home, stack id, NATS, database, …): what its CLI needs. */
   env: Record<string, string>;
+  /** The stack's database (for counting its PostgreSQL backends). */
+  databaseUrl: string;
+  /** The NATS server the stack uses. */
+  natsUrl: string;
   /** Stops the stack and removes everything it and the raw baseline made. */
   close(): Promise<void>;
 }
 
-/** Starts an isolated stack (`cairn up --no-setup`) with `settings` (CAIRN_* variables) on top of the bench defaults. */
-export async function startBenchStack(name: string, settings: Record<string, string> = {}): Promise<BenchStack> {
+/**
+ * Starts an isolated stack (`cairn up --no-setup`) with `settings` (CAIRN_* variables) on top of the
+ * bench defaults, on `natsUrl` (the machine's server unless given).
+ */
+export async function startBenchStack(name: string, settings: Record<string, string> = {}, natsUrl = testNatsUrl()): Promise<BenchStack> {
   const home = await mkdtemp(join(tmpdir(), `cairn-${name}-`));
   const stackId = uniqueName(name).toLowerCase().replace(/_/g, '-');
   const database = await createTestDatabase(`cairn_${name.replace(/-/g, '_')}`);
   const env = {
     CAIRN_HOME: home,
     CAIRN_STACK_ID: stackId,
-    CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_NATS_URL: natsUrl,
     CAIRN_DATABASE_URL: database.url,
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_WORKER_SLOTS: '4',
@@ -76,7 +83,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
       for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
       await rm(join(defaultAgentSocketRoot(), worker), { recursive: true, force: true });
     }
-    const nc = await connect({ servers: testNatsUrl() });
+    const nc = await connect({ servers: natsUrl });
     try {
       const jsm = await jetstreamManager(nc);
       const streams = isolatedStackStreams(stackId);
@@ -91,7 +98,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     const up = await runCli(['up', '--no-setup', '--json'], env);
     if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
     const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
-    return { url, apiKey, home, stackId, workerId, rawWorkerId, env, close };
+    return { url, apiKey, home, stackId, workerId, rawWorkerId, env, databaseUrl: database.url, natsUrl, close };
   } catch (error) {
     await close();
     throw error;

@@ -138,7 +138,7 @@ async function fillStream(nc: Awaited<ReturnType<typeof connect>>, subjectPrefix
     for (let i = open.length - 1; i >= 0 && published < events; i--) {
       const item = open[i]!;
       const event = item.events[item.next++]!;
-      pending.push(js.publish(`${subjectPrefix}.${item.chain.chainId}`, encodeReceipt(item.chain.next(event))));
+      pending.push(js.publish(`${subjectPrefix}.${item.chain.chainId}.${event.type}`, encodeReceipt(item.chain.next(event))));
       published += 1;
       if (item.next === item.events.length) open.splice(i, 1);
       if (pending.length >= PUBLISH_WINDOW) await Promise.all(pending.splice(0));

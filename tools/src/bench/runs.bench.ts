@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
+import { CpuMeter, startBenchNats } from './bench-servers.js';
 import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
 
 /*
@@ -14,9 +15,15 @@ import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
 const COMMAND = ['true'];
 // Half a CPU each: four fit a 2-CPU worker, as the scheduler reserves them (the raw containers get the same).
 const CAPS = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
-/** Targets (the issue): Cairn's per-run time at most 1.25× raw; with 4 in flight at least 80% of raw throughput. */
 const RUN_TIMEOUT_MS = 60_000;
-export const TARGETS = { sequentialRatio: 1.25, throughputShare: 0.8 } as const;
+/**
+ * Targets: Cairn's per-run time at most 1.25× raw; Cairn's own CPU per run — every service, NATS and
+ * PostgreSQL — at most 50 ms (issue 15, which replaced issue 3's 80 % of raw throughput: the engine's
+ * work is not ours to cut). The throughput share at 4 in flight is reported beside it.
+ */
+export const TARGETS = { sequentialRatio: 1.25, cairnCpuPerRunMs: 50 } as const;
+/** Process groups counted as Cairn's own CPU (the shared PostgreSQL background is shown, not counted). */
+const SHARED_BACKGROUND = 'postgres (shared background)';
 
 export interface Phase {
   name: string;
@@ -31,29 +38,33 @@ export interface Phase {
 
 export interface RunsBenchResult {
   sequential: { cairn: Phase; raw: Phase; ratio: number; met: boolean };
-  inFlight: { cairn: Phase; raw: Phase; share: number; met: boolean };
-  /** CPU time (user + system) each Cairn service spent per run over both Cairn phases, ms. */
+  inFlight: { cairn: Phase; raw: Phase; share: number };
+  /**
+   * CPU time (user + system) per run over both Cairn phases, ms: each Cairn service, the NATS
+   * server (when the bench ran its own), the PostgreSQL backends of the stack's database, and
+   * PostgreSQL's shared background processes.
+   */
   cpuPerRunMs: Record<string, number>;
+  /** Whether `nats-server` is the bench's own server (else NATS is not counted: the shared one serves others too). */
+  ownNats: boolean;
 }
 
-/** CPU seconds (user + system) of a process so far, from /proc (Linux): clock ticks are 1/100 s. */
-async function processCpuMs(pid: number): Promise<number | null> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
-  if (stat === null) return null;
-  // Fields after the command name, which may hold spaces and parentheses: utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+/** Cairn's own CPU per run: everything counted but the shared background. */
+export function cairnCpuPerRunMs(result: Pick<RunsBenchResult, 'cpuPerRunMs'>): number {
+  return Object.entries(result.cpuPerRunMs)
+    .filter(([name]) => name !== SHARED_BACKGROUND)
+    .reduce((sum, [, ms]) => sum + ms, 0);
 }
 
-/** Each service's CPU ms so far, by name, from the stack file `cairn up` wrote. */
-async function servicesCpuMs(home: string): Promise<Record<string, number>> {
+/** The machine's CPU per run in a phase (every process and the kernel), ms; null off Linux. */
+export function machineCpuPerRunMs(phase: Phase): number | null {
+  return phase.machineCpuMs === null ? null : phase.machineCpuMs / phase.runs;
+}
+
+/** Each service's pid by name, from the stack file `cairn up` wrote. */
+async function servicePids(home: string): Promise<Record<string, number>> {
   const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
-  const cpu: Record<string, number> = {};
-  for (const [name, { pid }] of Object.entries(stack.services)) {
-    const used = await processCpuMs(pid);
-    if (used !== null) cpu[name] = used;
-  }
-  return cpu;
+  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
 }
 
 /** CPU time the machine has been busy so far (all CPUs, from /proc/stat), ms; null where unreadable. */
@@ -112,6 +123,9 @@ export function formatRunsBench(result: RunsBenchResult): string {
     `  ${phase.name.padEnd(34)} median ${ms(median(phase.perRunMs)).padStart(7)}   p90 ${ms(percentile(phase.perRunMs, 90)).padStart(7)}   ${throughput(phase).toFixed(2).padStart(6)} runs/s   (${phase.runs} runs)` +
     (phase.machineCpuMs === null ? '' : `   machine CPU ${ms(phase.machineCpuMs / phase.runs)}/run`);
   const { sequential, inFlight } = result;
+  const own = cairnCpuPerRunMs(result);
+  const rawCpu = [sequential.raw, inFlight.raw].map(machineCpuPerRunMs);
+  const rawCpuText = rawCpu.every((v) => v !== null) ? `${ms(rawCpu[0]!)} sequential, ${ms(rawCpu[1]!)} at 4 in flight` : 'not measured (no /proc/stat)';
   return [
     'sequential (one run at a time)',
     row(sequential.cairn),
@@ -120,12 +134,16 @@ export function formatRunsBench(result: RunsBenchResult): string {
     '4 in flight',
     row(inFlight.cairn),
     row(inFlight.raw),
-    `  Cairn throughput / raw: ${(inFlight.share * 100).toFixed(0)}%   (target ≥ ${(TARGETS.throughputShare * 100).toFixed(0)}%: ${inFlight.met ? 'met' : 'MISSED'})`,
-    'CPU per Cairn run, by service (user + system)',
+    `  Cairn throughput / raw: ${(inFlight.share * 100).toFixed(0)}%`,
+    'CPU per Cairn run, by process (user + system)',
     ...Object.entries(result.cpuPerRunMs)
+      .filter(([name]) => name !== SHARED_BACKGROUND)
       .sort(([, a], [, b]) => b - a)
       .map(([service, cpu]) => `  ${service.padEnd(14)} ${cpu.toFixed(1).padStart(6)} ms`),
-    `  ${'all'.padEnd(14)} ${Object.values(result.cpuPerRunMs).reduce((a, b) => a + b, 0).toFixed(1).padStart(6)} ms`,
+    `  ${'all'.padEnd(14)} ${own.toFixed(1).padStart(6)} ms   (target ≤ ${TARGETS.cairnCpuPerRunMs} ms: ${own <= TARGETS.cairnCpuPerRunMs ? 'met' : 'MISSED'})` +
+      (result.ownNats ? '' : '   NATS not counted: the shared server serves others too'),
+    ...(result.cpuPerRunMs[SHARED_BACKGROUND] === undefined ? [] : [`  (PostgreSQL's shared background processes, not counted: ${result.cpuPerRunMs[SHARED_BACKGROUND].toFixed(1)} ms)`]),
+    `raw Docker's CPU per run (the whole machine during the raw phases): ${rawCpuText}`,
   ].join('\n');
 }
 
@@ -186,8 +204,15 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
   progress(`warm pool: ${warmPool} per profile (BENCH_WARM_POOL)`);
   progress('starting an isolated stack (cairn up)…');
   // The warm pool is measured on unless BENCH_WARM_POOL says otherwise.
-  const stack = await startBenchStack('bench-runs', { CAIRN_WARM_POOL_SIZE: warmPool });
+  // A NATS server of its own, so the CPU counted for NATS is this stack's alone.
+  const nats = await startBenchNats();
+  progress(nats === null ? 'NATS: the machine’s server (its CPU is not counted)' : `NATS: a server of its own (${nats.url})`);
+  const stack = await startBenchStack('bench-runs', { CAIRN_WARM_POOL_SIZE: warmPool }, nats?.url).catch(async (error: unknown) => {
+    await nats?.close();
+    throw error;
+  });
   const { url, apiKey, home, stackId } = stack;
+  const meter = new CpuMeter({ services: () => servicePids(home), natsPid: nats?.pid ?? null, databaseUrl: stack.databaseUrl });
   const docker = createDockerClient();
   const rawWorker = stack.rawWorkerId;
   try {
@@ -217,16 +242,10 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     progress(`sequential: ${sequentialRuns} runs each…`);
     const half = Math.ceil(sequentialRuns / 2);
     const seqRawA = await timePhase('raw hardened container, sequential', half, 1, rawRun);
-    let cpuBefore = await servicesCpuMs(home);
-    const cpuUsed: Record<string, number> = {};
-    const countCpu = async () => {
-      const now = await servicesCpuMs(home);
-      for (const [name, used] of Object.entries(now)) cpuUsed[name] = (cpuUsed[name] ?? 0) + used - (cpuBefore[name] ?? used);
-      cpuBefore = now;
-    };
+    await meter.start();
     const seqCairnA = await timePhase('Cairn run (submit → sealed)', half, 1, cairnOnce);
     const seqCairnB = await timePhase('Cairn run (submit → sealed)', sequentialRuns - half, 1, cairnOnce);
-    await countCpu();
+    await meter.stop();
     const seqRawB = await timePhase('raw hardened container, sequential', sequentialRuns - half, 1, rawRun);
     const merge = (a: Phase, b: Phase): Phase => ({
       name: a.name,
@@ -240,22 +259,23 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
 
     progress(`4 in flight: ${inFlightRuns} runs each…`);
     const parRaw = await timePhase('raw hardened containers, 4 in flight', inFlightRuns, 4, rawRun);
-    cpuBefore = await servicesCpuMs(home);
+    await meter.start();
     const parCairn = await timePhase('Cairn runs, 4 in flight', inFlightRuns, 4, cairnOnce);
-    await countCpu();
-    const cairnRuns = sequentialRuns + inFlightRuns;
-    const cpuPerRunMs = Object.fromEntries(Object.entries(cpuUsed).map(([name, used]) => [name, used / cairnRuns]));
+    await meter.stop();
+    const cpuPerRunMs = meter.perRun(sequentialRuns + inFlightRuns);
 
     const ratio = median(seqCairn.perRunMs) / median(seqRaw.perRunMs);
     const share = throughput(parCairn) / throughput(parRaw);
     return {
       sequential: { cairn: seqCairn, raw: seqRaw, ratio, met: ratio <= TARGETS.sequentialRatio },
-      inFlight: { cairn: parCairn, raw: parRaw, share, met: share >= TARGETS.throughputShare },
+      inFlight: { cairn: parCairn, raw: parRaw, share },
       cpuPerRunMs,
+      ownNats: nats !== null,
     };
   } finally {
     progress('cleaning up…');
     await stack.close();
+    await nats?.close();
   }
 }
 

@@ -9,10 +9,10 @@ import type { Receipt } from '../gateway-client.js';
 import { formatEventLine } from '../run-report.js';
 import { resolveTarget } from '../stack/stack-target.js';
 
-/** A run id, or a sandbox session's (its chain is read the same way); anything else before a request. */
+/** A run id, a sandbox session's or a tenant's admin chain (each read the same way); anything else before a request. */
 function parseEventsChainId(value: string): string {
   const parsed = ChainIdSchema.safeParse(value);
-  if (!parsed.success) throw usageError(`invalid run id ${JSON.stringify(value)}: a run id is run_… (a sandbox's sbx_…) in [a-z0-9_-]`, { runId: value });
+  if (!parsed.success) throw usageError(`invalid run id ${JSON.stringify(value)}: a run id is run_… (a sandbox's sbx_…, a tenant's admin chain adm_…) in [a-z0-9_-]`, { runId: value });
   return parsed.data;
 }
 
@@ -26,7 +26,7 @@ export function registerEventsCommand(program: Command, context: CommandContext)
   program
     .command('events')
     .description("a run's (or a sandbox session's) receipts, one per line; with --follow, live until it is sealed")
-    .argument('<run>', 'a run id (run_…) or a sandbox id (sbx_…)')
+    .argument('<run>', 'a run id (run_…), a sandbox id (sbx_…) or a tenant\'s admin chain (adm_<tenant>)')
     .option('-f, --follow', 'keep printing receipts as they are appended, until run.sealed (server-sent events, resumed if dropped)')
     .option('--after <seq>', 'only receipts after this seq', '0')
     .addHelpText(
@@ -42,6 +42,8 @@ export function registerEventsCommand(program: Command, context: CommandContext)
       const { client } = await resolveTarget(context.env);
       const print = (receipt: Receipt) => context.streams.stdout.write(output.json ? jsonLine(receipt) : `${formatEventLine(receipt)}\n`);
       if (options.follow === true) {
+        // An admin chain is never sealed: there is nothing to follow to an end.
+        if (runId.startsWith('adm_')) throw usageError('--follow reads runs and sandboxes; an admin chain (adm_…) is listed without it');
         for await (const receipt of client.follow(runId, after)) print(receipt);
         return;
       }

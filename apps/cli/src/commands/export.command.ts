@@ -11,10 +11,10 @@ interface ExportOptions {
   output?: string;
 }
 
-/** Refuses a chain id that is not `run_…`/`sbx_…` in `[a-z0-9_-]` before anything connects. */
+/** Refuses a chain id that is not `run_…`/`sbx_…`/`adm_…` in `[a-z0-9_-]` before anything connects. */
 export function parseChainId(value: string): string {
   const parsed = ChainIdSchema.safeParse(value);
-  if (!parsed.success) throw usageError(`invalid chain id ${JSON.stringify(value)}: a chain id is run_… or sbx_… in [a-z0-9_-]`, { chainId: value });
+  if (!parsed.success) throw usageError(`invalid chain id ${JSON.stringify(value)}: a chain id is run_…, sbx_… or adm_… in [a-z0-9_-]`, { chainId: value });
   return parsed.data;
 }
 
@@ -22,7 +22,7 @@ export function registerExportCommand(program: Command, context: CommandContext)
   program
     .command('export')
     .description('write a chain from the evidence log as a chain file (JSON Lines, one receipt per line) for `cairn verify`')
-    .argument('<chain-id>', 'the chain to export: a run id (run_…) or a sandbox id (sbx_…)')
+    .argument('<chain-id>', 'the chain to export: a run id (run_…), a sandbox id (sbx_…) or a tenant\'s admin chain (adm_<tenant>)')
     .option('-o, --output <file>', 'write to this file (atomically: a temp file renamed into place) instead of stdout')
     .addHelpText(
       'after',

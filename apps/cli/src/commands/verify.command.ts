@@ -56,7 +56,7 @@ export function formatClaims(claims: BundleClaims): { human: string; machine: Re
   };
 }
 
-/** A run or sandbox id is fetched from the stack unless a file of that name is right here. */
+/** A run, sandbox or admin chain id is fetched from the stack unless a file of that name is right here. */
 export function isRunReference(target: string): boolean {
   return ChainIdSchema.safeParse(target).success && !existsSync(target);
 }
@@ -82,11 +82,11 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
   program
     .command('verify')
     .description('verify a run (its proof bundle fetched from the stack), a chain file (JSON Lines) or a proof bundle offline: recompute every hash from genesis')
-    .argument('<run-id | file>', 'a run id (run_…) or sandbox id (sbx_…), a chain file (.jsonl, one receipt per line) or a proof bundle (.json, format cairn.bundle/v1)')
+    .argument('<run-id | file>', 'a run id (run_…), sandbox id (sbx_…) or admin chain (adm_<tenant>), a chain file (.jsonl, one receipt per line) or a proof bundle (.json, format cairn.bundle/v1)')
     .option('-o, --output <file>', 'with a run id: also save the fetched proof bundle to this file (verify it again later, offline)')
     .addHelpText(
       'after',
-      '\nA run id fetches GET /v1/runs/<id>/bundle (a sandbox id GET /v1/sandboxes/<id>/bundle) from the stack (CAIRN_HOME, or CAIRN_URL + CAIRN_API_KEY), then checks it\n' +
+      '\nA run id fetches GET /v1/runs/<id>/bundle (a sandbox id GET /v1/sandboxes/<id>/bundle, adm_<tenant> GET /v1/tenants/<tenant>/bundle) from the stack (CAIRN_HOME, or CAIRN_URL + CAIRN_API_KEY), then checks it\n' +
         'locally like a file: the server is not trusted. A file is checked with no server contacted.\n' +
         'Prints the head hash, and for a bundle its verdict and grade.\n' +
         'Exit status: 0 when the chain verifies, 1 when it is broken (E_CHAIN_BROKEN with the first bad seq) or the run\n' +

@@ -1,5 +1,5 @@
 import { forgetApiKey, storedApiKey } from './session.js';
-import type { Approval, PolicyInForce, Receipt, Run, RunList, Sandbox, SandboxList, WorkerList } from './api-types.js';
+import type { ApiKey, ApiKeyList, Approval, CreatedApiKey, PolicyInForce, Receipt, Run, RunList, Sandbox, SandboxList, TenantList, WorkerList } from './api-types.js';
 
 /** An answer of the API that is not a success: its status and the contract's `{ code, message }`. */
 export class ApiError extends Error {
@@ -75,6 +75,11 @@ function query(params: Record<string, string | number | undefined>): string {
   return text === '' ? '' : `?${text}`;
 }
 
+/** A fresh Idempotency-Key (getRandomValues works outside secure contexts too, unlike randomUUID). */
+function freshIdempotencyKey(): string {
+  return `dash-${Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
+
 export const api = {
   /** Checks a key before it is kept: a cheap keyed read. */
   checkKey: (key: string) => request<RunList>('/v1/runs?limit=1', {}, key),
@@ -101,4 +106,9 @@ export const api = {
   policy: () => request<PolicyInForce>('/v1/policy'),
   sandboxes: (state?: string) => request<SandboxList>(`/v1/sandboxes${query({ state, limit: 100 })}`),
   sandbox: (id: string) => request<Sandbox>(`/v1/sandboxes/${encodeURIComponent(id)}`),
+  keys: (tenant?: string) => request<ApiKeyList>(`/v1/keys${query({ tenant })}`),
+  createKey: (body: { scopes: string[]; expiresAt?: string; tenant?: string }) =>
+    request<CreatedApiKey>('/v1/keys', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': freshIdempotencyKey() }, body: JSON.stringify(body) }),
+  revokeKey: (id: string) => request<ApiKey>(`/v1/keys/${encodeURIComponent(id)}/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+  tenants: () => request<TenantList>('/v1/tenants'),
 };

@@ -94,3 +94,41 @@ export interface SandboxList {
   items: Sandbox[];
   nextCursor: string | null;
 }
+
+/** An API key as GET /v1/keys lists it: never its secret. */
+export interface ApiKey {
+  id: string;
+  tenant: string;
+  prefix: string;
+  lastFour: string | null;
+  scopes: string[];
+  status: 'active' | 'expired' | 'revoked' | 'pending';
+  createdAt: string;
+  createdBy: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  rotations: number;
+  rotatedAt: string | null;
+  previousValidUntil: string | null;
+}
+
+/** A key just created or rotated: the one answer that holds its secret. */
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}
+
+export interface ApiKeyList {
+  items: ApiKey[];
+}
+
+export interface Tenant {
+  id: string;
+  chainId: string;
+  createdAt: string;
+  createdBy: string | null;
+  recorded: boolean;
+}
+
+export interface TenantList {
+  items: Tenant[];
+}

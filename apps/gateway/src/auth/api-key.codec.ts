@@ -27,6 +27,17 @@ export function generateApiKey(random: (size: number) => Buffer = randomBytes): 
   return { prefix, key: `cairn_${prefix}_${secret}` };
 }
 
+/** A fresh secret behind an existing prefix: a rotation keeps the key's public part. */
+export function generateApiKeyFor(prefix: string, random: (size: number) => Buffer = randomBytes): GeneratedApiKey {
+  if (!/^[a-z2-7]{8}$/.test(prefix)) throw new Error('an API key prefix is 8 characters of [a-z2-7]');
+  return { prefix, key: `cairn_${prefix}_${random(SECRET_BYTES).toString('base64url')}` };
+}
+
+/** The last four characters of a key: enough for a person to tell keys apart, never more. */
+export function apiKeyLastFour(key: string): string {
+  return key.slice(-4);
+}
+
 /** The public prefix of a well-formed key, or null. */
 export function apiKeyPrefix(text: string): string | null {
   return API_KEY_PATTERN.exec(text)?.[1] ?? null;

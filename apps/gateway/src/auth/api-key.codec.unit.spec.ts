@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { hasScope } from '@cairn/contracts';
-import { API_KEY_PATTERN, apiKeyPrefix, apiKeySha256, bearerToken, generateApiKey, sameDigest } from './api-key.codec.js';
+import { API_KEY_PATTERN, apiKeyLastFour, apiKeyPrefix, apiKeySha256, bearerToken, generateApiKey, generateApiKeyFor, sameDigest } from './api-key.codec.js';
 
 describe('API keys', () => {
   it('are cairn_<8-char prefix>_<43-char secret> with 256 random bits of secret', () => {
@@ -23,6 +23,17 @@ describe('API keys', () => {
   it('never repeat', () => {
     const keys = new Set(Array.from({ length: 200 }, () => generateApiKey().key));
     expect(keys.size).toBe(200);
+  });
+
+  it('keep their prefix across a rotation: a new secret behind the same public part', () => {
+    const { key, prefix } = generateApiKey();
+    const rotated = generateApiKeyFor(prefix);
+    expect(rotated.prefix).toBe(prefix);
+    expect(rotated.key).toMatch(API_KEY_PATTERN);
+    expect(rotated.key).not.toBe(key);
+    expect(apiKeyPrefix(rotated.key)).toBe(prefix);
+    expect(() => generateApiKeyFor('UPPER123')).toThrow();
+    expect(apiKeyLastFour(rotated.key)).toBe(rotated.key.slice(-4));
   });
 
   it('are found by their prefix; anything else has none', () => {

@@ -1,6 +1,18 @@
-import { ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretGranteeSchema, SecretNameSchema } from '@cairn/contracts';
+import { ApiKeyIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretGranteeSchema, SecretNameSchema, TenantIdSchema } from '@cairn/contracts';
 import type { ApiKeyScope, ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
+import {
+  KeyCreatedSchema,
+  KeyCreateSchema,
+  KeyListSchema,
+  KeyRevokeSchema,
+  KeyRotateSchema,
+  KeySchema,
+  ListKeysQuerySchema,
+  TenantCreateSchema,
+  TenantListSchema,
+  TenantSchema,
+} from '../keys/keys.schemas.js';
 import { PolicyInForceSchema } from '../policy/policy.schemas.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from '../runs/approvals.schemas.js';
 import {
@@ -78,6 +90,15 @@ export const API_COMPONENTS = {
   WebhookCreated: WebhookCreatedSchema,
   WebhookList: WebhookListSchema,
   WebhookDeleted: WebhookDeletedSchema,
+  KeyCreate: KeyCreateSchema,
+  Key: KeySchema,
+  KeyCreated: KeyCreatedSchema,
+  KeyList: KeyListSchema,
+  KeyRotate: KeyRotateSchema,
+  KeyRevoke: KeyRevokeSchema,
+  TenantCreate: TenantCreateSchema,
+  Tenant: TenantSchema,
+  TenantList: TenantListSchema,
   Delivery: DeliverySchema,
   DeliveryList: DeliveryListSchema,
   SandboxSpec: SandboxSpecSchema,
@@ -123,6 +144,8 @@ const SECRET_GRANT = { name: SecretNameSchema, grantee: SecretGranteeSchema } as
 /** Said on every route that changes a secret: the values are the grant holders', not the tenant's. */
 const SECRET_MANAGERS = 'Changing an existing secret needs a grant of it (or an admin key): otherwise 403 E_FORBIDDEN.';
 const WEBHOOK_ID = { id: WebhookIdSchema } as const;
+const KEY_ID = { id: ApiKeyIdSchema } as const;
+const TENANT_ID = { id: TenantIdSchema } as const;
 
 /**
  * The route table: the controllers take method, path, status and scope from it (`@ApiRoute`),
@@ -352,6 +375,117 @@ export const API_ROUTES = {
     status: 202,
     response: 'Delivery',
     pathParams: { ...WEBHOOK_ID, deliveryId: DeliveryIdSchema },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  createKey: {
+    operationId: 'createKey',
+    method: 'POST',
+    path: '/v1/keys',
+    summary:
+      "Create an API key with `scopes` (and, optionally, `expiresAt`) in the caller's tenant, or — the operator only, an admin key of tenant `default` — in the tenant named. The whole key is in this response only (`Cache-Control: no-store`); only its SHA-256 is kept. Recorded as `admin.key_created` on the tenant's admin chain `adm_<tenant>` before the key is accepted. The same Idempotency-Key again: the same key id (a creation whose answer never arrived gets a fresh secret; one that was answered is 409 E_CONFLICT — rotate it).",
+    scope: 'admin',
+    status: 201,
+    response: 'KeyCreated',
+    requestBody: { component: 'KeyCreate', required: true },
+    headers: {
+      'Idempotency-Key': { schema: IdempotencyKeySchema, required: false, description: 'Makes a retry safe: the same key with the same body names the same key; with another body 422.' },
+    },
+    responseHeaders: { 'Cache-Control': 'no-store' },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_NOT_FOUND', 'E_CONFLICT', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],
+  },
+  listKeys: {
+    operationId: 'listKeys',
+    method: 'GET',
+    path: '/v1/keys',
+    summary:
+      "The tenant's API keys (the operator may name another tenant): id, prefix, last four characters, scopes, status (active, expired, revoked, pending), created, expires, revoked, rotations. Never a secret or its hash.",
+    scope: 'admin',
+    status: 200,
+    response: 'KeyList',
+    query: ListKeysQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  rotateKey: {
+    operationId: 'rotateKey',
+    method: 'POST',
+    path: '/v1/keys/:id/rotate',
+    summary:
+      'A new secret for the same key (id, prefix, scopes, expiry), in this response only. The old secret stops working once `admin.key_rotated` is recorded — at once, or after `graceSeconds` (at most 3600). A revoked key is 409 E_CONFLICT; another tenant\'s key 404.',
+    scope: 'admin',
+    status: 200,
+    response: 'KeyCreated',
+    pathParams: KEY_ID,
+    requestBody: { component: 'KeyRotate', required: false },
+    responseHeaders: { 'Cache-Control': 'no-store' },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  revokeKey: {
+    operationId: 'revokeKey',
+    method: 'POST',
+    path: '/v1/keys/:id/revoke',
+    summary:
+      "Revoke a key: refused from the very next request (every request reads the key table; nothing is cached), then recorded as `admin.key_revoked`. Revoking a revoked key answers it as it is. Another tenant's key is 404.",
+    scope: 'admin',
+    status: 200,
+    response: 'Key',
+    pathParams: KEY_ID,
+    requestBody: { component: 'KeyRevoke', required: false },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  createTenant: {
+    operationId: 'createTenant',
+    method: 'POST',
+    path: '/v1/tenants',
+    summary:
+      'Create a tenant (the operator only: an admin key of tenant `default`; others 403). Its admin chain `adm_<id>` starts with `admin.tenant_created`; then POST /v1/keys with `tenant` mints its first admin key. An existing tenant is 409 E_CONFLICT.',
+    scope: 'admin',
+    status: 201,
+    response: 'Tenant',
+    requestBody: { component: 'TenantCreate', required: true },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  listTenants: {
+    operationId: 'listTenants',
+    method: 'GET',
+    path: '/v1/tenants',
+    summary: 'Every tenant (the operator only).',
+    scope: 'admin',
+    status: 200,
+    response: 'TenantList',
+    errors: ['E_UNAVAILABLE'],
+  },
+  getTenant: {
+    operationId: 'getTenant',
+    method: 'GET',
+    path: '/v1/tenants/:id',
+    summary: "A tenant: the caller's own, or any for the operator; another tenant is 404.",
+    scope: 'admin',
+    status: 200,
+    response: 'Tenant',
+    pathParams: TENANT_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  listTenantEvents: {
+    operationId: 'listTenantEvents',
+    method: 'GET',
+    path: '/v1/tenants/:id/events',
+    summary: "The receipts of the tenant's admin chain (`adm_<id>`) in chain order, exactly as stored, after a seq.",
+    scope: 'admin',
+    status: 200,
+    response: 'EventPage',
+    pathParams: TENANT_ID,
+    query: ListEventsQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  getTenantBundle: {
+    operationId: 'getTenantBundle',
+    method: 'GET',
+    path: '/v1/tenants/:id/bundle',
+    summary: "The admin chain's proof bundle (cairn.bundle/v1, `runId` naming `adm_<id>`): every admin act of the tenant, verifiable offline.",
+    scope: 'admin',
+    status: 200,
+    response: 'ProofBundle',
+    pathParams: TENANT_ID,
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   listWorkers: {

@@ -69,7 +69,7 @@ export type Grade = z.infer<typeof GradeSchema>;
 
 export const ProofBundleSchema = z.strictObject({
   format: z.literal(BUNDLE_FORMAT),
-  /** The chain's id: a run's (`run_…`) or a sandbox session's (`sbx_…`). */
+  /** The chain's id: a run's (`run_…`), a sandbox session's (`sbx_…`) or a tenant's admin chain (`adm_…`). */
   runId: ChainIdSchema,
   receipts: z.array(ReceiptSchema),
   /**
@@ -189,4 +189,4 @@ export const IdempotencyKeySchema = z
   .regex(/^[\x20-\x7E]+$/, 'printable ASCII only');
 
 /** `Last-Event-ID`: `<chain id>:<seq>` (a run's or a sandbox's chain), as the stream sent it. */
-export const LastEventIdSchema = z.string().regex(/^((?:run|sbx)_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <chain id>:<seq>');
+export const LastEventIdSchema = z.string().regex(/^((?:run|sbx|adm)_[a-z0-9][a-z0-9_-]{0,95}):(0|[1-9][0-9]{0,9})$/, 'an event id <chain id>:<seq>');

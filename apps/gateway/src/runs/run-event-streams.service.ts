@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { CairnError } from '@cairn/contracts';
 import { jsonLine } from '@cairn/evidence';
+import { chainSubjects } from '@cairn/evidence-log';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
@@ -181,12 +182,12 @@ export class RunEventStreams implements OnModuleDestroy {
   }
 
   /**
-   * A plain NATS subscription to the run's evidence subject: every receipt appended to the run is
+   * A plain NATS subscription to the run's evidence subjects (`<prefix>.<run id>.>`): every receipt appended to the run is
    * also delivered here, and wakes the stream. Without it (NATS closed) the stream still polls.
    */
   private watch(runId: string, stream: RunEventStream): Subscription | null {
     try {
-      return this.nc.subscribe(`${this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.${runId}`, {
+      return this.nc.subscribe(chainSubjects(this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX, runId), {
         callback: (error, msg) => {
           if (error !== null) return;
           const seq = seqOf(msg.data);

@@ -158,3 +158,17 @@ const encoder = new TextEncoder();
 export function encodeReceipt(receipt: unknown): Uint8Array {
   return encoder.encode(canonicalJson(receipt));
 }
+
+/**
+ * `<chain subject>.<type>`: where the evidence log stores `data` (docs/adr/0012), the type read from
+ * it — `not.typed` when it names none a subject can hold (a poison message in a test).
+ */
+export function typedSubject(chainSubject: string, data: Uint8Array | string): string {
+  let type: unknown;
+  try {
+    type = (JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data)) as { type?: unknown }).type;
+  } catch {
+    type = undefined;
+  }
+  return `${chainSubject}.${typeof type === 'string' && /^[a-z0-9_]+(\.[a-z0-9_]+)*$/.test(type) ? type : 'not.typed'}`;
+}
