@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the repository's Python virtual environment (.venv, ignored by git) exists and holds the
 # Python SDK (sdk/python, editable) with its test dependencies, pinned in sdk/python/requirements-lock.txt,
-# all from PyPI. Needs a python3 of at least 3.10 (this machine's is 3.11). A no-op when nothing changed:
+# all from PyPI. Needs a python3 of at least 3.10 (Debian 12's is 3.11). A no-op when nothing changed:
 # it reinstalls only when the lock file or the SDK's pyproject.toml differ from what was installed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +12,14 @@ stamp=$venv/.cairn-installed
 log() { printf '[python] %s\n' "$*" >&2; }
 
 python=${PYTHON:-python3}
+# A fresh Debian may have no python3, or one without venv and ensurepip (a package of its own): installed
+# from Debian's packages as tools/ensure-services.sh installs the rest (root or sudo).
+if ! "$python" -c 'import ensurepip, venv' 2>/dev/null && [ -z "${PYTHON:-}" ] && command -v apt-get >/dev/null; then
+  log "installing python3 and python3-venv from Debian's packages"
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+fi
 if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
   log "needs python3 >= 3.10 (found: $("$python" --version 2>&1 || echo none))"
   exit 1

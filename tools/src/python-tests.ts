@@ -67,7 +67,9 @@ async function main(): Promise<number> {
   try {
     return await new Promise<number>((resolve, reject) => {
       const args = process.argv.slice(2);
-      const child = spawn(PYTHON, ['-m', 'pytest', ...(args.some((arg) => !arg.startsWith('-')) ? args : ['sdk/python/tests', '-v', ...args])], {
+      // pytest's temporary directories (the chains, the Inspect logs) go in the scratch, removed at the end.
+      const pytestArgs = ['-m', 'pytest', `--basetemp=${join(scratch, 'pytest')}`, ...(args.some((arg) => !arg.startsWith('-')) ? args : ['sdk/python/tests', '-v', ...args])];
+      const child = spawn(PYTHON, pytestArgs, {
         cwd: REPO,
         stdio: 'inherit',
         env: { ...process.env, ...stack.env, CAIRN_URL: stack.url, CAIRN_API_KEY: stack.apiKey, CAIRN_TEST_INSPECT_IMAGE: image, NO_COLOR: '1' },
