@@ -1,4 +1,4 @@
-"""The sync and async clients against the real stack: runs, sandboxes as context managers, secrets,
+"""The sync and async clients against the real stack: runs, sandboxes as context managers, secrets, keys,
 errors as classes, and the generic Retry-After handling (on a transport of the test's own)."""
 
 from __future__ import annotations
@@ -140,6 +140,34 @@ def test_secrets_set_listed_granted_revoked_removed(client: Cairn) -> None:
     assert client.secrets.delete(name).deleted is True
     with pytest.raises(errors.NotFound):
         client.secrets.delete(name)
+
+
+def test_keys_created_used_rotated_revoked(client: Cairn) -> None:
+    made = client.keys.create(["runs:read"])
+    assert made.key.startswith(f"cairn_{made.prefix}_") and (made.status, made.scopes, made.rotations) == ("active", ["runs:read"], 0)
+    listed = next(k for k in client.keys.list().items if k.id == made.id)
+    assert listed.last_four == made.key[-4:] and made.key not in client.keys.list().model_dump_json()
+    with Cairn(api_key=made.key) as reader:
+        reader.runs.list()
+        with pytest.raises(errors.Forbidden):
+            reader.keys.list()
+    rotated = client.keys.rotate(made.id)
+    assert rotated.id == made.id and rotated.rotations == 1 and rotated.key != made.key
+    with Cairn(api_key=made.key) as old, pytest.raises(errors.Unauthorized):
+        old.runs.list()
+    with pytest.raises(errors.Input):
+        client.keys.rotate(made.id, grace_seconds=3601)
+
+    async def revoke() -> None:
+        async with AsyncCairn() as aclient:
+            assert any(k.id == made.id for k in (await aclient.keys.list()).items)
+            assert (await aclient.keys.revoke(made.id, reason="python sdk test")).status == "revoked"
+
+    asyncio.run(revoke())
+    with Cairn(api_key=rotated.key) as gone, pytest.raises(errors.Unauthorized):
+        gone.runs.list()
+    with pytest.raises(errors.Conflict):
+        client.keys.rotate(made.id)
 
 
 def test_a_refusal_with_retry_after_is_tried_again() -> None:

@@ -1,4 +1,4 @@
-"""Cairn's Python SDK: runs, sandboxes and secrets over the REST gateway, and an offline chain verifier.
+"""Cairn's Python SDK: runs, sandboxes, secrets and keys over the REST gateway, and an offline chain verifier.
 
     from cairn_sdk import Cairn
     with Cairn() as client, client.sandbox(image="cairn/sandbox-busybox:1") as sbx:

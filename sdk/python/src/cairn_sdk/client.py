@@ -1,4 +1,4 @@
-"""The synchronous client: ``Cairn(url, api_key)``, with ``runs``, ``sandboxes`` and ``secrets``."""
+"""The synchronous client: ``Cairn(url, api_key)``, with ``runs``, ``sandboxes``, ``secrets`` and ``keys``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from .models import (
     ExecStreamResult,
     FileWritten,
     Health,
+    Key,
+    KeyCreated,
+    KeyList,
     ProofBundle,
     Receipt,
     Run,
@@ -58,6 +61,7 @@ class Cairn:
         self.runs = Runs(self)
         self.sandboxes = Sandboxes(self)
         self.secrets = Secrets(self)
+        self.keys = Keys(self)
 
     def __enter__(self) -> Cairn:
         return self
@@ -379,3 +383,28 @@ class Secrets:
 
     def revoke(self, name: str, grantee: str) -> SecretGrants:
         return SecretGrants.model_validate(self._c.request("DELETE", f"/v1/secrets/{c.segment(name)}/grants/{c.segment(grantee)}").json())
+
+
+class Keys:
+    """The tenant's API keys (an admin key; the operator, an admin key of tenant ``default``, may name another tenant)."""
+
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def create(self, scopes: list[str], *, expires_at: str | None = None, tenant: str | None = None, idempotency_key: str | None = None) -> KeyCreated:
+        """A new key; its whole secret is in this answer only (``.key``)."""
+        body: dict[str, Any] = {"scopes": list(scopes), **({} if expires_at is None else {"expiresAt": expires_at}), **({} if tenant is None else {"tenant": tenant})}
+        response = self._c.request("POST", "/v1/keys", json=body, headers={"idempotency-key": idempotency_key or c.new_idempotency_key()})
+        return KeyCreated.model_validate(response.json())
+
+    def list(self, *, tenant: str | None = None) -> KeyList:
+        return KeyList.model_validate(self._c.request("GET", "/v1/keys", params={} if tenant is None else {"tenant": tenant}).json())
+
+    def rotate(self, key_id: str, *, grace_seconds: int | None = None) -> KeyCreated:
+        """A new secret for the same key; the old one stops at once, or after ``grace_seconds``."""
+        response = self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/rotate", json={} if grace_seconds is None else {"graceSeconds": grace_seconds})
+        return KeyCreated.model_validate(response.json())
+
+    def revoke(self, key_id: str, *, reason: str | None = None) -> Key:
+        response = self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/revoke", json={} if reason is None else {"reason": reason})
+        return Key.model_validate(response.json())

@@ -50,6 +50,7 @@ Verdict = Literal["SUPPORTS", "INCONCLUSIVE", "REJECTED"]
 SandboxState = Literal["PENDING", "READY", "DESTROYED", "REJECTED", "FAILED"]
 DestroyReason = Literal["deleted", "ttl", "idle", "limit", "worker_lost", "failed"]
 ExecLimitHit = Literal["E_TIMEOUT", "E_MEM_LIMIT", "E_PROC_LIMIT", "E_DISK_LIMIT"]
+ApiKeyScope = Literal["admin", "approve", "runs:read", "runs:write", "secrets:use", "secrets:write"]
 
 
 class Model(BaseModel):
@@ -289,6 +290,32 @@ class SecretGrants(Model):
     grants: list[SecretGrant]
 
 
+class Key(Model):
+    """An API key's view (never its secret or hash): docs/adr/0012-admin-chains.md."""
+
+    id: str
+    tenant: str
+    prefix: str
+    last_four: str | None
+    scopes: list[ApiKeyScope]
+    status: Literal["active", "expired", "revoked", "pending"]
+    created_at: str
+    created_by: str | None
+    expires_at: str | None
+    revoked_at: str | None
+    rotations: int
+    rotated_at: str | None
+    previous_valid_until: str | None
+
+
+class KeyCreated(Key):
+    key: str = Field(description="The whole key, cairn_<prefix>_<secret>: in this response only.")
+
+
+class KeyList(Model):
+    items: list[Key]
+
+
 class HealthChecks(Model):
     nats: Literal["ok", "down"]
     postgres: Literal["ok", "down"]
@@ -318,5 +345,8 @@ OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "SecretStored": SecretStored,
     "SecretDeleted": SecretDeleted,
     "SecretGrants": SecretGrants,
+    "Key": Key,
+    "KeyCreated": KeyCreated,
+    "KeyList": KeyList,
     "Health": Health,
 }
