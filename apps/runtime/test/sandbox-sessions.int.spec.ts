@@ -298,9 +298,21 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     await sessions.destroy(id, TENANT, 'key:t1');
   }, 90_000);
 
-  it('a limit hit (the exec timeout) destroys the sandbox, answered with limitHit and recorded as reason limit', async () => {
+  it("the exec's own timeout kills the program's session and leaves the sandbox READY", async () => {
     const id = await create();
-    const outcome = await sessions.exec(id, TENANT, { argv: ['sleep', '30'], timeoutSeconds: 1 });
+    const outcome = await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'sleep 30 & sleep 31; :'], timeoutSeconds: 1 });
+    expect(outcome).toMatchObject({ limitHit: 'E_TIMEOUT', errorCode: 'E_TIMEOUT', sandboxDestroyed: false, exitCode: null });
+    const after = await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'ps -o args | grep "sleep 3[01]" || echo none'] });
+    expect(text(after.stdout)).toBe('none\n');
+    const chain = await chainOf(id);
+    expect(chain.find((r) => r.type === 'sandbox.exec.completed')).toMatchObject({ error_code: 'E_TIMEOUT', limits_hit: [], signal: 'SIGKILL' });
+    expect(foldSandbox(chain)).toMatchObject({ state: 'READY', errorCode: null });
+    await sessions.destroy(id, TENANT, 'key:t1');
+  }, 90_000);
+
+  it('a cap hit (the wall time) destroys the sandbox, answered with limitHit and recorded as reason limit', async () => {
+    const id = await create({ caps: { wallSeconds: 1 } });
+    const outcome = await sessions.exec(id, TENANT, { argv: ['sleep', '30'] });
     expect(outcome).toMatchObject({ limitHit: 'E_TIMEOUT', errorCode: 'E_TIMEOUT', sandboxDestroyed: true, exitCode: null });
     const chain = await chainUntil(id, 'run.sealed');
     expect(chain.map((r) => r.type).slice(-3)).toEqual(['sandbox.exec.completed', 'sandbox.destroyed', 'run.sealed']);

@@ -56,6 +56,7 @@ export {
 } from './run-state.schema.js';
 export type { FinalRunState, PolicyDecision, RunState, Verdict } from './run-state.schema.js';
 export {
+  AnySandboxPathSchema,
   ArgSchema,
   ArgvSchema,
   CapsSpecSchema,

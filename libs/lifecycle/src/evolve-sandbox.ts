@@ -124,7 +124,8 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'sandbox.exec.started':
       return stayIn(state, ['READY'], { lastActivityAt: receipt.ts });
     case 'sandbox.exec.completed': {
-      const limit = receipt.error_code !== undefined && LIMIT_CODES.includes(receipt.error_code) ? receipt.error_code : null;
+      // A cap seen (limits_hit) ends the sandbox; E_TIMEOUT alone is the exec's own deadline, which it survives.
+      const limit = receipt.error_code !== undefined && LIMIT_CODES.includes(receipt.error_code) && receipt.limits_hit.some((kind) => kind !== 'output_bytes') ? receipt.error_code : null;
       return stayIn(state, ['READY'], { lastActivityAt: receipt.ts, operations: view.operations + 1, ...(limit === null ? {} : { errorCode: limit }) });
     }
     case 'sandbox.file.written':

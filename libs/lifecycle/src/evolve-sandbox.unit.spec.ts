@@ -16,9 +16,9 @@ const S = {
   allow: () => ({ ...FIELDS.policy('allow'), caps: { wall_seconds: 60, memory_mib: 256, pids: 64, disk_mib: 256, cpus: 1 }, image: 'cairn/sandbox-busybox:1@sha256:' + SHA('b') }),
   created: () => ({ ...FIELDS.sandboxCreated(), container_name: 'cairn-sbx_fixture1-1', image_digest: 'sha256:' + SHA('b') }),
   execStarted: () => ({ exec_id: 'x1', argv: ['echo', 'hi'], workdir: '/work', env_names: [] }),
-  execCompleted: (error_code?: string) => {
+  execCompleted: (error_code?: string, limits_hit: string[] = []) => {
     const { step_index: _i, stage: _s, tool: _t, artifact_hashes: _a, ...process } = FIELDS.stepCompleted(error_code === undefined ? 0 : null, error_code);
-    return { ...process, exec_id: 'x1', argv: ['echo', 'hi'] };
+    return { ...process, limits_hit, exec_id: 'x1', argv: ['echo', 'hi'] };
   },
   written: () => ({ path: '/work/a.txt', sha256: SHA('c'), bytes: 3 }),
   read: () => ({ path: '/work/a.txt', sha256: SHA('c'), bytes: 3 }),
@@ -94,9 +94,14 @@ describe('evolveSandbox', () => {
     }
     const limit = ready();
     limit.add('sandbox.exec.started', S.execStarted());
-    limit.add('sandbox.exec.completed', S.execCompleted('E_MEM_LIMIT'));
+    limit.add('sandbox.exec.completed', S.execCompleted('E_MEM_LIMIT', ['memory']));
     limit.add('sandbox.destroyed', S.destroyed('limit'));
     expect(foldSandbox(limit.receipts)).toMatchObject({ state: 'DESTROYED', destroyReason: 'limit', errorCode: 'E_MEM_LIMIT', operations: 1 });
+    // The exec's own timeout (E_TIMEOUT, no cap in limits_hit, output cut or not) leaves it READY, without an error.
+    const own = ready();
+    own.add('sandbox.exec.started', S.execStarted());
+    own.add('sandbox.exec.completed', S.execCompleted('E_TIMEOUT', ['output_bytes']));
+    expect(foldSandbox(own.receipts)).toMatchObject({ state: 'READY', errorCode: null, operations: 1 });
     const lost = ready();
     lost.add('run.failed', FIELDS.failed('E_WORKER_LOST'));
     lost.add('sandbox.destroyed', S.destroyed('worker_lost'));

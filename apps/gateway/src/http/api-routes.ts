@@ -566,7 +566,7 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/sandboxes/:id/exec',
     summary:
-      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. A limit hit destroys the sandbox (`limitHit`, `sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT; one that mounts secrets takes commands only from the key that created it or an admin key (403 E_FORBIDDEN).",
+      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. `stdin` is UTF-8 text, `stdinBase64` bytes (at most 512 KiB); `workdir` any absolute directory outside /proc, /sys, /dev, /run and /var/run (default /work). The exec's own `timeoutSeconds`, shorter than the wall cap, kills the program and its session and keeps the sandbox (`limitHit: E_TIMEOUT`, `sandboxState: READY`); a cap hit destroys it (`sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT; one that mounts secrets takes commands only from the key that created it or an admin key (403 E_FORBIDDEN).",
     scope: 'runs:write',
     status: 200,
     response: 'ExecResult',
@@ -580,7 +580,7 @@ export const API_ROUTES = {
     method: 'PUT',
     path: '/v1/sandboxes/:id/files',
     summary:
-      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT. A sandbox that mounts secrets takes files only from the key that created it or an admin key (403 E_FORBIDDEN).',
+      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT; a directory there E_INPUT (`details.reason: directory`); a file the sandbox user may not write (its mode) 403 E_FORBIDDEN (`details.reason: permission`). A sandbox that mounts secrets takes files only from the key that created it or an admin key (403 E_FORBIDDEN).',
     scope: 'runs:write',
     status: 200,
     response: 'FileWritten',
@@ -594,7 +594,7 @@ export const API_ROUTES = {
     method: 'GET',
     path: '/v1/sandboxes/:id/files',
     summary:
-      'Read a file of a READY sandbox as raw bytes (its read is a receipt too). Needs runs:write: the bytes may carry what the sandbox was given. A missing file is 404; a directory or a symlink E_INPUT. A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN).',
+      'Read a file of a READY sandbox as raw bytes (its read is a receipt too). Needs runs:write: the bytes may carry what the sandbox was given. `path` is any absolute path outside /proc, /sys, /dev, /run and /var/run (files of the image too; below /work, /out and /tmp no symlink on the way). A missing file is 404; a directory E_INPUT (`details.reason: directory`); a file the sandbox user may not read 403 E_FORBIDDEN (`details.reason: permission`). A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN).',
     scope: 'runs:write',
     status: 200,
     response: 'bytes',

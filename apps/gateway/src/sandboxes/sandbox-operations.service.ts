@@ -102,6 +102,7 @@ export class SandboxOperations {
           ...(request.env === undefined ? {} : { env: request.env }),
           ...(request.workdir === undefined ? {} : { workdir: request.workdir }),
           ...(request.stdin === undefined ? {} : { stdin: new TextEncoder().encode(request.stdin) }),
+          ...(request.stdinBase64 === undefined ? {} : { stdin: new Uint8Array(Buffer.from(request.stdinBase64, 'base64')) }),
           ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
         },
         onOutput,

@@ -1,4 +1,5 @@
 import {
+  AnySandboxPathSchema,
   ArgvSchema,
   CairnError,
   EnvSchema,
@@ -13,7 +14,6 @@ import {
   Sha256HexSchema,
   TenantIdSchema,
   TimestampSchema,
-  WorkdirSchema,
   WorkerIdSchema,
 } from '@cairn/contracts';
 import { SANDBOX_DESTROY_REASONS, SANDBOX_STATES } from '@cairn/lifecycle';
@@ -78,21 +78,38 @@ export const ListSandboxesQuerySchema = z.strictObject({
 });
 export type ListSandboxesQuery = z.infer<typeof ListSandboxesQuerySchema>;
 
-/** Where a file may be written or read: below /work, /out or /tmp, normalised (no `..`, no control characters). */
+/** Where a file may be written: below /work, /out or /tmp, normalised (no `..`, no control characters). */
 export const SandboxFilePathSchema = sandboxPathSchema(['/work', '/out', '/tmp'], false);
+/** What a file read may name: any absolute normalised path (the image's own files too; docs/sandboxes.md). */
+export const SandboxReadPathSchema = AnySandboxPathSchema;
 
-export const ExecRequestSchema = z.strictObject({
-  argv: ArgvSchema,
-  env: EnvSchema.optional(),
-  workdir: WorkdirSchema.optional(),
-  /** UTF-8 text handed to the program's stdin, then closed; at most 512 KiB of it. */
-  stdin: z
-    .string()
-    .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
-    .optional(),
-  /** Absent: the sandbox's remaining wall time. */
-  timeoutSeconds: z.number().int().positive().max(86_400).optional(),
-});
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+export const ExecRequestSchema = z
+  .strictObject({
+    argv: ArgvSchema,
+    env: EnvSchema.optional(),
+    /** Where the program starts: any absolute normalised directory of the sandbox; absent, /work. */
+    workdir: AnySandboxPathSchema.optional(),
+    /** UTF-8 text handed to the program's stdin, then closed; at most 512 KiB of it. */
+    stdin: z
+      .string()
+      .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
+      .optional(),
+    /** Bytes (base64) handed to the program's stdin instead of `stdin`, for what is not text (NUL, invalid UTF-8); at most 512 KiB decoded. */
+    stdinBase64: z
+      .string()
+      .max(Math.ceil(MAX_EXEC_STDIN_BYTES / 3) * 4)
+      .regex(BASE64, 'base64 (RFC 4648, padded)')
+      .optional(),
+    /**
+     * The exec's own deadline: past it the program and what it started in its session are killed,
+     * and the sandbox lives on (`errorCode` E_TIMEOUT). Absent, or not shorter than the sandbox's
+     * wall cap: the cap, whose hit destroys the sandbox.
+     */
+    timeoutSeconds: z.number().int().positive().max(86_400).optional(),
+  })
+  .refine((request) => request.stdin === undefined || request.stdinBase64 === undefined, { message: 'give stdin or stdinBase64, not both', path: ['stdinBase64'] });
 export type ExecRequest = z.infer<typeof ExecRequestSchema>;
 
 /** An exec body, or E_INPUT naming each field as a RunSpec's are named (`shell: unknown field`). */
@@ -115,7 +132,10 @@ const execResultFields = {
   /** More than 1 MiB was written to a stream: only its first 1 MiB is kept. */
   truncated: z.boolean(),
   durationMs: z.number().int().min(0),
-  /** A limit this exec hit; the sandbox is destroyed then. */
+  /**
+   * A limit this exec hit: a cap destroys the sandbox (`sandboxState` DESTROYED); E_TIMEOUT with the
+   * sandbox READY is the exec's own `timeoutSeconds`, which killed only the program and its session.
+   */
   limitHit: ExecLimitHitSchema.nullable(),
   errorCode: ErrorCodeSchema.nullable(),
   /** The seq of the `sandbox.exec.completed` receipt. */
@@ -152,7 +172,7 @@ export const FileModeSchema = z
 
 export const PutFileQuerySchema = z.strictObject({ path: SandboxFilePathSchema, mode: FileModeSchema.optional() });
 export type PutFileQuery = z.infer<typeof PutFileQuerySchema>;
-export const GetFileQuerySchema = z.strictObject({ path: SandboxFilePathSchema });
+export const GetFileQuerySchema = z.strictObject({ path: SandboxReadPathSchema });
 export type GetFileQuery = z.infer<typeof GetFileQuerySchema>;
 
 /** The raw bytes of a file (PUT body, GET answer): described for the API document only. */
