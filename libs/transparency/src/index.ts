@@ -22,5 +22,5 @@ export {
 export type { NoteCheck, NoteParse, NoteSignature, NoteSigner, NoteVerifier } from './note.js';
 export { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 export type { Checkpoint } from './checkpoint.js';
-export { SEAL_STATEMENT_HEADER, sealNote, sealStatementText, signSealStatement, verifySealSignature } from './seal-statement.js';
-export type { SealSignatureCheck, SealSignatureFields, SealStatement } from './seal-statement.js';
+export { SEAL_STATEMENT_HEADER, sealNote, sealOfReceipt, sealStatementText, signSealStatement, verifySealSignature } from './seal-statement.js';
+export type { SealOfReceipt, SealSignatureCheck, SealSignatureFields, SealStatement } from './seal-statement.js';

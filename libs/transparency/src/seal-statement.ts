@@ -83,3 +83,31 @@ export async function verifySealSignature(statement: SealStatement, fields: Seal
   if (!opened.ok) return { ok: false, reason: opened.reason === 'malformed' ? 'malformed' : 'invalid_signature', message: opened.message };
   return { ok: true, key };
 }
+
+export type SealOfReceipt =
+  | { kind: 'signed'; statement: SealStatement; fields: SealSignatureFields }
+  | { kind: 'unsigned'; statement: SealStatement }
+  | { kind: 'not_sealed' };
+
+/**
+ * The statement a `run.sealed` receipt makes, rebuilt from the receipt alone (its chain, its
+ * prev_hash as the head it covers at seq - 1, its digest and state), with its signature if it has one.
+ */
+export function sealOfReceipt(receipt: unknown): SealOfReceipt {
+  if (typeof receipt !== 'object' || receipt === null) return { kind: 'not_sealed' };
+  const r = receipt as Record<string, unknown>;
+  if (r.type !== 'run.sealed' || typeof r.seq !== 'number' || typeof r.run_id !== 'string' || typeof r.prev_hash !== 'string') return { kind: 'not_sealed' };
+  const statement: SealStatement = {
+    chainId: r.run_id,
+    headSeq: r.seq - 1,
+    headHash: r.prev_hash,
+    evidenceDigest: typeof r.evidence_digest === 'string' ? r.evidence_digest : '',
+    finalState: typeof r.final_state === 'string' ? r.final_state : '',
+    errorCode: typeof r.error_code === 'string' ? r.error_code : undefined,
+  };
+  const signature = r.signature;
+  if (typeof signature !== 'object' || signature === null) return { kind: 'unsigned', statement };
+  const s = signature as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : '');
+  return { kind: 'signed', statement, fields: { key_name: text(s.key_name), key_id: text(s.key_id), signature: text(s.signature) } };
+}
