@@ -13,6 +13,7 @@ import { ApiKeyRepository } from './auth/api-key.repository.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
+import { SealKeysController } from './proofs/seal-keys.controller.js';
 import { AdminRecorder } from './keys/admin-recorder.js';
 import { KeyAdminRepository } from './keys/key-admin.repository.js';
 import { KeyAdministration } from './keys/key-admin.service.js';
@@ -77,6 +78,7 @@ export class GatewayModule {
         HealthController,
         OpenApiController,
         PolicyController,
+        SealKeysController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },

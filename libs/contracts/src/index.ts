@@ -192,3 +192,5 @@ export type {
   ParseEvidenceReceiptResult,
   ReceiptRejection,
 } from './evidence-event.schema.js';
+export { SealKeyIdSchema, SealKeyNameSchema, SealKeySchema, SealKeysSchema, SealSignatureSchema, VerifierKeySchema } from './seal-signature.schema.js';
+export type { SealKey, SealKeys, SealSignature } from './seal-signature.schema.js';

@@ -1,4 +1,4 @@
-import { ApiKeyIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SecretGranteeSchema, SecretNameSchema, TenantIdSchema } from '@cairn/contracts';
+import { ApiKeyIdSchema, ErrorBodySchema, RunIdSchema, RunSpecSchema, SandboxIdSchema, SandboxSpecSchema, SealKeysSchema, SecretGranteeSchema, SecretNameSchema, TenantIdSchema } from '@cairn/contracts';
 import type { ApiKeyScope, ErrorCode } from '@cairn/contracts';
 import type { z } from 'zod';
 import {
@@ -112,6 +112,7 @@ export const API_COMPONENTS = {
   FileBytes: FileBytesSchema,
   FileWritten: FileWrittenSchema,
   Health: HealthSchema,
+  SealKeys: SealKeysSchema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
 export type ApiComponent = keyof typeof API_COMPONENTS;
@@ -650,6 +651,17 @@ export const API_ROUTES = {
     status: 200,
     response: 'Health',
     errors: [],
+  },
+  getSealKeys: {
+    operationId: 'getSealKeys',
+    method: 'GET',
+    path: '/.well-known/cairn/keys',
+    summary:
+      "The deployment's seal verification keys (c2sp.org/signed-note verifier keys `<name>+<key id>+<base64>`), the current one first, then every retired one: each `run.sealed` carries an Ed25519 signature by one of them (docs/proofs.md). Public; pin one with `cairn verify --key` or a trust file rather than fetching it at verification time.",
+    scope: null,
+    status: 200,
+    response: 'SealKeys',
+    errors: ['E_INPUT'],
   },
   openApi: {
     operationId: 'openApi',
