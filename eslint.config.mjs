@@ -50,7 +50,7 @@ const bannedInDomain = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', 'coverage/**', '**/bin/*.js'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', 'coverage/**', '**/bin/*.js', '.venv/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -119,6 +119,11 @@ export default tseslint.config(
   {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    // The Python tests' Node helpers (sdk/python/tests/js): scripts on the project's Node.
+    files: ['sdk/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly' } },
   },
   {
     files: ['**/*.spec.ts'],

@@ -49,12 +49,26 @@ if [ ! -x "$nats_bin" ]; then
   as_root install -m 0755 "$build_dir/nats-server" "$nats_bin"
   rm -rf "$build_dir"
 fi
+# Whether the server's monitoring endpoint (127.0.0.1:8222, as deploy/nats/nats-server.conf sets it) says it
+# fsyncs every write before acknowledging it (deploy/nats/sync.conf); empty when it does not answer.
+nats_sync_always() {
+  local reply
+  exec 4<>/dev/tcp/127.0.0.1/8222 || return 1
+  printf 'GET /varz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&4
+  reply=$(timeout 5 cat <&4 || true)
+  exec 4<&-
+  case "$reply" in *'"sync_always": true'*) echo yes ;; *'"jetstream"'*) echo no ;; esac
+}
 if port_open 4222; then
   running=$(nats_running_version || true)
   if [ -z "$running" ] || ! version_at_least "$running" "$nats_min"; then
     log "a NATS server ${running:-of unknown version} answers on 127.0.0.1:4222; Cairn needs $nats_min or newer."
     log "stop it (Debian's: systemctl stop nats-server) and run this script again: it starts nats-server $nats_version from $nats_bin"
     exit 1
+  fi
+  if port_open 8222 && [ "$(nats_sync_always || true)" = no ]; then
+    log "warning: the NATS server on 127.0.0.1:4222 acknowledges writes before they are on disk (no sync_interval: always);"
+    log "an OS crash can lose acknowledged receipts. Restart it with deploy/nats/nats-server.conf (docs/adr/0014-durable-by-default.md)"
   fi
 else
   log "starting nats-server $nats_version with JetStream (store $nats_store)"

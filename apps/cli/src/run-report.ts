@@ -1,7 +1,7 @@
 import { CairnError, parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
 import { evolveRun } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
-import type { Receipt, Run } from '@cairn/contracts';
+import type { QueueSpot, Receipt, Run } from '@cairn/contracts';
 
 /*
  * How runs and their receipts read in a terminal: one progress line per receipt worth showing, a
@@ -144,11 +144,28 @@ export function formatRunDetails(run: Run): string {
     ['error', run.errorCode ?? '-'],
     ['verdict', run.verdict ?? '-'],
     ['score', formatScore(run.score, run.maxScore, run.upperBound)],
+    ...(run.queue === undefined ? [] : ([['queued', formatQueueSpot(run.queue)]] as [string, string][])),
     ['events', `${run.eventCount}  head ${run.headHash ?? '-'}`],
     ['created', run.createdAt],
     ['updated', run.updatedAt],
   ];
   return rows.map(([key, value]) => `${key.padEnd(9)}${value}`).join('\n');
+}
+
+const WAITS: Readonly<Record<string, string>> = {
+  slots: 'a free slot',
+  memory: 'memory',
+  disk: 'disk',
+  pids: 'processes',
+  cpu: 'CPU share',
+  runtime: 'a runtime worker',
+  image: 'a worker with its image',
+};
+
+/** `3 of 7, waiting for memory since …` (and until when, for a sandbox create). */
+export function formatQueueSpot(spot: QueueSpot): string {
+  const until = spot.until === null ? '' : `, until ${spot.until}`;
+  return `${spot.position} of ${spot.length}, waiting for ${WAITS[spot.waitingFor] ?? spot.waitingFor} since ${spot.since}${until}`;
 }
 
 /** Columns padded to their widest cell; the last column is not padded. */
@@ -166,7 +183,7 @@ export function formatRunTable(runs: readonly Run[]): string {
   if (runs.length === 0) return 'no runs yet';
   return formatTable(
     ['RUN', 'STATE', 'ERROR', 'VERDICT', 'SCORE', 'UPDATED', 'NAME'],
-    runs.map((run) => [run.runId, run.state, run.errorCode ?? '-', run.verdict ?? '-', formatScore(run.score, run.maxScore), run.updatedAt, run.name ?? '-']),
+    runs.map((run) => [run.runId, run.queue === undefined ? run.state : `${run.state}(queued ${run.queue.position}/${run.queue.length})`, run.errorCode ?? '-', run.verdict ?? '-', formatScore(run.score, run.maxScore), run.updatedAt, run.name ?? '-']),
   );
 }
 

@@ -29,6 +29,8 @@ export interface FileVerification {
   verification: ChainVerification;
   /** Only for a proof bundle. */
   claims?: BundleClaims;
+  /** The last receipt read (a seal carries its signature), when the chain verified this far. */
+  last?: unknown;
 }
 
 function bundleClaims(document: Record<string, unknown>): BundleClaims {
@@ -82,6 +84,7 @@ export function verifyBundleDocument(document: unknown, path: string): FileVerif
     format: 'bundle',
     verification: verifyChain(receipts as unknown[], { requireNonEmpty: true }),
     claims: bundleClaims(document as Record<string, unknown>),
+    last: receipts.at(-1),
   };
 }
 
@@ -115,6 +118,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
   let firstBlankLine = 0;
   let seenContent = false;
   let oneLineBundle: unknown = undefined;
+  let last: unknown = undefined;
   try {
     for await (const raw of readLines(input, { maxLineLength: options.maxLineLength ?? MAX_LINE_LENGTH })) {
       lineNo += 1;
@@ -149,6 +153,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
         break;
       }
       if (!verifier.push(parsed.value)) break;
+      last = parsed.value;
     }
   } catch (error) {
     if (error instanceof LineTooLongError) {
@@ -166,5 +171,5 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
     input.destroy();
   }
   if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);
-  return { format: 'chain', verification: verifier.result() };
+  return { format: 'chain', verification: verifier.result(), last };
 }

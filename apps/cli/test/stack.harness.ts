@@ -222,7 +222,8 @@ export class TestStack {
     for (const container of left) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
     // The worker's agent sockets (a runtime killed mid-test leaves them).
     await rm(join(defaultAgentSocketRoot(), this.names.workerId), { recursive: true, force: true });
-    const nc = await connect({ servers: testNatsUrl() });
+    // The stack's own servers: the machine's, or a cluster of the test's.
+    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
     try {
       const jsm = await jetstreamManager(nc);
       for (const stream of isolatedStackStreams(this.stackId)) await jsm.streams.delete(stream).catch(() => false);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOldNatsServer } from '@cairn/testing';
+import { startOldNatsServer, testNatsUrl } from '@cairn/testing';
 import { closedLoopbackPort, runCairn } from './cli.harness.js';
 import { isRunning, TestStack } from './stack.harness.js';
 
@@ -54,6 +54,21 @@ describe('cairn up, when something is missing', () => {
     } finally {
       await old.close();
     }
+  });
+
+  it('refuses replicas the server cannot hold, or an even count, before starting anything', async () => {
+    // The machine's NATS is one node: a stream of three replicas cannot be placed on it.
+    const single = await runCairn(['up', '--no-setup'], { CAIRN_HOME: join(home, 'replicas'), CAIRN_NATS_URL: testNatsUrl(), CAIRN_NATS_REPLICAS: '3' });
+    expect(single.code).toBe(1);
+    const error = single.stderr.split('\n').find((line) => line.startsWith('error '))!;
+    expect(error).toMatch(/^error E_UNAVAILABLE: cannot start the stack: /);
+    expect(error).toContain(`CAIRN_NATS_REPLICAS is 3, but the NATS server at ${testNatsUrl()} (CAIRN_NATS_URL) is not part of a cluster`);
+    expect(error).toContain('deploy/nats/cluster/');
+    expect(await readdir(join(home, 'replicas')).catch(() => [])).not.toContain('stack.json');
+
+    const even = await runCairn(['up', '--no-setup'], { CAIRN_HOME: join(home, 'replicas-even'), CAIRN_NATS_REPLICAS: '2' });
+    expect(even.code).toBe(2);
+    expect(even.stderr).toMatch(/error E_INPUT: invalid configuration: CAIRN_NATS_REPLICAS: CAIRN_NATS_REPLICAS is 1 \(one node\), 3 or 5/);
   });
 
   it('every service and gateway refuses it at start, exit 1, with the same message', async () => {

@@ -25,6 +25,8 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_GATEWAY_SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
     /** The operator's secret key file (mode 0600; `cairn up` makes one). Absent: the secret routes answer E_UNAVAILABLE. */
     CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
+    /** The seal public keys file (`cairn up` writes it beside the grader's key): served at GET /.well-known/cairn/keys. */
+    CAIRN_SEAL_PUBLIC_KEYS_FILE: z.string().min(1).optional(),
     /** Event streams open at once; past it a new one is E_RATE_LIMITED. */
     CAIRN_GATEWAY_MAX_STREAMS: z.coerce.number().int().min(1).max(100_000).default(256),
     /**

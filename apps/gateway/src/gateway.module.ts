@@ -1,5 +1,5 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
-import { CommandBus, WorkerRegistry } from '@cairn/operational';
+import { CommandBus, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
@@ -14,6 +14,7 @@ import { ApiKeyRepository } from './auth/api-key.repository.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
+import { SealKeysController } from './proofs/seal-keys.controller.js';
 import { AdminRecorder } from './keys/admin-recorder.js';
 import { KeyAdminRepository } from './keys/key-admin.repository.js';
 import { KeyAdministration } from './keys/key-admin.service.js';
@@ -38,6 +39,7 @@ import { SandboxesController } from './sandboxes/sandboxes.controller.js';
 import { GATEWAY_SECRET_STORE } from './secrets/secret-store.token.js';
 import { SecretsController } from './secrets/secrets.controller.js';
 import { TenantKeysRepository } from './secrets/tenant-keys.repository.js';
+import { QueueSpots } from './workers/queue-spots.js';
 import { WorkersController } from './workers/workers.controller.js';
 import { GatewayWebhooks } from './webhooks/gateway-webhooks.js';
 import { WebhooksController } from './webhooks/webhooks.controller.js';
@@ -49,6 +51,9 @@ export interface GatewayResources {
   dataSource: DataSource;
   bus: CommandBus;
   registry: WorkerRegistry;
+  /** Leases (what each worker holds) and the scheduler's placement queue, for the workers' and runs' views. */
+  leases: LeaseStore;
+  queue: PlacementQueue;
   logger: JsonLogger;
   /** The secret store; null when the gateway has no key file (its routes answer E_UNAVAILABLE). */
   secrets: SecretStore | null;
@@ -77,6 +82,7 @@ export class GatewayModule {
         HealthController,
         OpenApiController,
         PolicyController,
+        SealKeysController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
@@ -84,6 +90,9 @@ export class GatewayModule {
         { provide: DataSource, useValue: resources.dataSource },
         { provide: CommandBus, useValue: resources.bus },
         { provide: WorkerRegistry, useValue: resources.registry },
+        { provide: LeaseStore, useValue: resources.leases },
+        { provide: PlacementQueue, useValue: resources.queue },
+        QueueSpots,
         { provide: JsonLogger, useValue: resources.logger },
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
         { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },

@@ -2,7 +2,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
-import { CommandBus, commandBusOptionsFromConfig, WorkerRegistry } from '@cairn/operational';
+import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
+import { queueBucketFor } from '@cairn/config';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
@@ -82,7 +83,11 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     if (secrets !== null) cleanups.push(() => secrets.close());
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
-    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
+    // What workers hold, and what waits for room: operational state the views show as it is now.
+    const leases = await LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
+    const queue = await PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
+    cleanups.push(() => Promise.resolve(queue.close()));
     // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
     const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
     cleanups.push(() => log.close());
@@ -90,7 +95,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     cleanups.push(() => sandboxes.close());
 
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, logger, secrets, sandboxes, notices }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,

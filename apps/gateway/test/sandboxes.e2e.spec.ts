@@ -570,6 +570,46 @@ describe('interactive sandbox sessions through REST', () => {
     await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer });
   });
 
+  it('takes binary stdin, starts a program anywhere, reads the image and tells a directory and a denied file apart', async () => {
+    const { id } = await create();
+    const payload = Buffer.from([0xc3, 0x28, 0x00, 0xff, 0x01, 0x02, 0x62]);
+    const piped = await run(id, ['sh', '-c', 'cat > /work/stdin.bin; od -An -tx1 /work/stdin.bin'], { stdinBase64: payload.toString('base64') });
+    expect(piped.stdout.trim()).toBe('c3 28 00 ff 01 02 62');
+    expect((await getFile(id, '/work/stdin.bin')).bytes.equals(payload)).toBe(true);
+    const both = await execRaw(id, { argv: ['cat'], stdin: 'x', stdinBase64: 'eA==' });
+    expect(both.status).toBe(400);
+    expect(both.body).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('stdinBase64') as string });
+    const notBase64 = await execRaw(id, { argv: ['cat'], stdinBase64: 'not base64!' });
+    expect(notBase64.status).toBe(400);
+    expect(notBase64.body).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('stdinBase64') as string });
+    const tooMuch = await execRaw(id, { argv: ['cat'], stdinBase64: Buffer.alloc(512 * 1024 + 3).toString('base64') });
+    expect(tooMuch.status).toBe(400);
+    expect((await run(id, ['pwd'], { workdir: '/usr/bin' })).stdout).toBe('/usr/bin\n');
+    // A read may name the image's own files; a directory and the sandbox user's own file modes are told apart.
+    const passwd = await getFile(id, '/etc/passwd');
+    expect(passwd.status).toBe(200);
+    expect(passwd.bytes.toString('utf8')).toContain('root');
+    const dir = await getFile(id, '/etc');
+    expect(dir.status).toBe(400);
+    expect(dir.json).toMatchObject({ code: 'E_INPUT', message: '/etc is a directory, not a file', details: { path: '/etc', reason: 'directory' } });
+    expect(await putFile(id, '/tmp/d/f', 'x')).toMatchObject({ status: 200 });
+    expect((await putFile(id, '/tmp/d', 'x')).body).toMatchObject({ code: 'E_INPUT', details: { reason: 'directory' } });
+    await run(id, ['sh', '-c', 'echo secret > /work/locked && chmod 000 /work/locked']);
+    const unreadable = await getFile(id, '/work/locked');
+    expect(unreadable.status).toBe(403);
+    expect(unreadable.json).toMatchObject({ code: 'E_FORBIDDEN', details: { path: '/work/locked', reason: 'permission' } });
+    const unwritable = await putFile(id, '/work/locked', 'changed');
+    expect(unwritable.status).toBe(403);
+    expect(unwritable.body).toMatchObject({ code: 'E_FORBIDDEN', details: { reason: 'permission' } });
+    expect((await getFile(id, '/work/nope')).json).toMatchObject({ code: 'E_NOT_FOUND', message: expect.stringContaining('/work/nope') as string });
+    // Not the kernel's or the runtime's trees, for a read or a workdir.
+    for (const path of ['/proc/self/environ', '/run/secrets/X', '/sys/kernel/notes']) expect((await getFile(id, path)).status, path).toBe(400);
+    expect((await execRaw(id, { argv: ['pwd'], workdir: '/proc/self/fd/3' })).status).toBe(400);
+    // Writes stay below the mounts.
+    expect((await putFile(id, '/etc/x', 'x')).status).toBe(400);
+    await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer });
+  });
+
   it('refuses a symlink anywhere on a path, so a read or write never leaves /work, /out or /tmp', async () => {
     const { id } = await create();
     await run(id, ['sh', '-c', 'ln -s /etc /work/etc && ln -s /etc/passwd /work/pw && mkdir /work/real && ln -s /work/real /tmp/alias']);
@@ -612,9 +652,29 @@ describe('interactive sandbox sessions through REST', () => {
     await waitFor('no container left', async () => (await containersOf(sandbox.id)).length === 0, 15_000);
   });
 
-  it('destroys the sandbox when an exec hits a limit, and still answers 200 with limitHit', async () => {
+  it("kills only the program and its session at the exec's own timeout: the sandbox stays READY", async () => {
     const { id } = await create();
-    const result = await run(id, ['sleep', '30'], { timeoutSeconds: 1 });
+    const started = performance.now();
+    // A background child in the program's session, and the program itself: both go at the deadline.
+    const result = await run(id, ['sh', '-c', 'sleep 30 & sleep 31; :'], { timeoutSeconds: 1 });
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(result).toMatchObject({ limitHit: 'E_TIMEOUT', errorCode: 'E_TIMEOUT', exitCode: null, sandboxState: 'READY' });
+    const left = await run(id, ['sh', '-c', 'ps -o pid,args | grep "sleep 3[01]" || true']);
+    expect(left.stdout).toBe('');
+    expect((await run(id, ['echo', 'still here'])).stdout).toBe('still here\n');
+    const completed = (await waitFor('the exec receipt', async () => (await receipts(id)).find((r) => r.type === 'sandbox.exec.completed') ?? null)) as Receipt & {
+      error_code?: string;
+      limits_hit: string[];
+      signal: string | null;
+    };
+    expect(completed).toMatchObject({ error_code: 'E_TIMEOUT', limits_hit: [], signal: 'SIGKILL', exit_code: null });
+    expect(await view(id)).toMatchObject({ state: 'READY', errorCode: null });
+    await http(base, 'DELETE', `/v1/sandboxes/${id}`, { key: keys.writer });
+  });
+
+  it('destroys the sandbox when an exec hits a cap (its wall time), and still answers 200 with limitHit', async () => {
+    const { id } = await create({ ...SPEC, caps: { ...SPEC.caps, wallSeconds: 1 } });
+    const result = await run(id, ['sleep', '30']);
     expect(result).toMatchObject({ limitHit: 'E_TIMEOUT', sandboxState: 'DESTROYED' });
     const after = await waitFor('the view to show the limit', async () => {
       const current = await view(id);

@@ -10,6 +10,11 @@ export const GraderConfigSchema = EvidenceLogConfigSchema.extend({
    * lost lease mid-run) waits for the runtime's `sandbox.destroyed` before it is sealed anyway.
    */
   CAIRN_GRADER_TEARDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  /**
+   * The deployment's seal signing key (`cairn up` makes it, mode 0600): a path, never the key.
+   * Absent, seals are appended unsigned (and `cairn verify --key` refuses them).
+   */
+  CAIRN_SEAL_KEY_FILE: z.string().min(1).optional(),
   /** Unacked for this long, a receipt is delivered again (after a crash). */
   CAIRN_GRADER_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
 });

@@ -3,10 +3,12 @@ import { readRunChain, readSandboxChain } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
 import { ArtifactLoader, endRunSecretSeen, JsonLogger, outputRefsOf, recordedRunOf, RunScanners, scanFields, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
+import type { NoteSigner } from '@cairn/transparency';
 import { Inject, Injectable } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
 import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
 import { decideSandboxSeal, SANDBOX_SEAL_TRIGGERS } from './sandbox-seal.js';
+import { SEAL_SIGNER, signedSealFields } from './seal-signing.js';
 
 /**
  * Grades verified runs and seals every run that is over — the single sealer (docs/adr/0003). On
@@ -24,6 +26,7 @@ export class GradingHandler implements ReactorHandler {
     private readonly scanners: RunScanners,
     @Inject(SERVICE_CONFIG) private readonly config: GraderConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
+    @Inject(SEAL_SIGNER) private readonly signer: NoteSigner | null,
   ) {}
 
   async handle(ctx: ReactionContext): Promise<void> {
@@ -74,7 +77,7 @@ export class GradingHandler implements ReactorHandler {
         // E_UNAVAILABLE: the reactor naks with a back-off and delivers the trigger again, without limit.
         throw new CairnError('E_UNAVAILABLE', `not sealing ${ctx.chainId} yet: ${decision.reason}`);
       case 'seal':
-        await ctx.appendAt(head, 'run.sealed', decision.fields);
+        await ctx.appendAt(head, 'run.sealed', await signedSealFields(this.signer, ctx.chainId, chain.receipts, head, decision.fields));
         this.logger.write('info', 'sealed', { run_id: ctx.chainId, final_state: decision.fields.final_state, error_code: decision.fields.error_code ?? null });
         return;
     }
@@ -94,7 +97,7 @@ export class GradingHandler implements ReactorHandler {
       case 'wait':
         throw new CairnError('E_UNAVAILABLE', `not sealing ${ctx.chainId} yet: ${decision.reason}`);
       case 'seal':
-        await ctx.appendAt(headSeq, 'run.sealed', decision.fields);
+        await ctx.appendAt(headSeq, 'run.sealed', await signedSealFields(this.signer, ctx.chainId, chain.receipts, headSeq, decision.fields));
         this.logger.write('info', 'sealed', { sandbox_id: ctx.chainId, final_state: decision.fields.final_state, error_code: decision.fields.error_code ?? null });
         return;
     }

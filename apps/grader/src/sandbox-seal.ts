@@ -4,8 +4,8 @@ import type { SandboxChain } from '@cairn/lifecycle';
 import { openSandboxes } from './run-seal.js';
 import type { SealDecision } from './run-seal.js';
 
-/** The receipts after which a sandbox session may be over: destroyed, denied, or failed. */
-export const SANDBOX_SEAL_TRIGGERS: readonly string[] = ['sandbox.destroyed', 'policy.decided', 'run.failed', 'alert.raised'];
+/** The receipts after which a sandbox session may be over: destroyed, denied, failed, or deleted before it was created. */
+export const SANDBOX_SEAL_TRIGGERS: readonly string[] = ['sandbox.destroyed', 'policy.decided', 'run.failed', 'run.cancelled', 'alert.raised'];
 
 /**
  * Whether to seal a sandbox's chain, and with what: once it has ended (DESTROYED → `SEALED`,

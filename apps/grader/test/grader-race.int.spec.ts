@@ -29,6 +29,7 @@ beforeAll(async () => {
     await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'grader-race'),
     config,
     new JsonLogger('grader', 'error'),
+    null,
   );
 });
 

@@ -1,11 +1,17 @@
 import 'reflect-metadata';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '@cairn/config';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { readRunChain } from '@cairn/lifecycle';
+import { ensureSealKeyFile, readPublicKeysFile } from '@cairn/secret-store';
 import { recordedRunOf, runFacts, startService } from '@cairn/service-kit';
 import type { LoadedArtifact, RunningService } from '@cairn/service-kit';
 import { CAPS, createEvidenceWorld, expectSealedChain, passingRun, plannedRun, sleep, timedOutRun } from '@cairn/service-kit/testing';
 import type { EvidenceWorld, PlannedEvent, RunScenario } from '@cairn/service-kit/testing';
+import { sealOfReceipt, verifySealSignature } from '@cairn/transparency';
+import type { NoteVerifier } from '@cairn/transparency';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
@@ -16,6 +22,8 @@ const GRACE_MS = 1500;
 let world: EvidenceWorld;
 let config: GraderConfig;
 let grader: RunningService;
+let keyDir: string;
+let trusted: NoteVerifier[];
 
 /** A run as the kernel and the verifier leave it: executed, its facts, its verification. */
 async function verifiedRun(label: string, scenario: RunScenario = passingRun()): Promise<{ runId: string; verification: ReceiptEnvelope }> {
@@ -58,14 +66,27 @@ async function sealOf(runId: string, ms?: number): Promise<ReceiptEnvelope[]> {
 beforeAll(async () => {
   // A 1 s dedupe window, so a test can show the grader seals once without leaning on it.
   world = await createEvidenceWorld('grader', { duplicateWindowMs: 1000 });
-  config = loadConfig(GraderConfigSchema, { ...world.env, CAIRN_GRADER_TEARDOWN_GRACE_MS: String(GRACE_MS) });
+  // The deployment key as `cairn up` makes it: the grader signs every seal with it.
+  keyDir = await mkdtemp(join(tmpdir(), 'cairn-grader-seal-'));
+  await ensureSealKeyFile(join(keyDir, 'seal.key'), join(keyDir, 'seal-keys.pub'), 'cairn.test/grader');
+  trusted = (await readPublicKeysFile(join(keyDir, 'seal-keys.pub'))).map((k) => k.verifier);
+  config = loadConfig(GraderConfigSchema, { ...world.env, CAIRN_GRADER_TEARDOWN_GRACE_MS: String(GRACE_MS), CAIRN_SEAL_KEY_FILE: join(keyDir, 'seal.key') });
   grader = await startService(GRADER_SERVICE, graderModule(config));
 });
 
 afterAll(async () => {
   await grader?.stop();
   await world?.dispose();
+  if (keyDir !== undefined) await rm(keyDir, { recursive: true, force: true });
 });
+
+async function expectSignedSeal(seal: ReceiptEnvelope | undefined): Promise<void> {
+  const found = sealOfReceipt(seal);
+  expect(found.kind).toBe('signed');
+  if (found.kind !== 'signed') return;
+  expect(found.fields).toMatchObject({ key_name: 'cairn.test/grader', key_id: expect.stringMatching(/^[0-9a-f]{8}$/) as string });
+  expect(await verifySealSignature(found.statement, found.fields, trusted)).toMatchObject({ ok: true });
+}
 
 describe('the grader service', () => {
   it('grades a verified run by its rubric, then seals it SEALED over the grade', async () => {
@@ -82,6 +103,7 @@ describe('the grader service', () => {
     expect(seal).toMatchObject({ actor: 'grader', causation: `${runId}:${verification.seq}`, final_state: 'SEALED', evidence_digest: grade!.hash });
     expect(seal).not.toHaveProperty('error_code');
     expect(readRunChain(receipts)?.view).toMatchObject({ state: 'SEALED', score: 7, maxScore: 7, upperBound: 7 });
+    await expectSignedSeal(seal);
   });
 
   it('seals a run that passed its time cap ROLLBACK with E_TIMEOUT, after the runtime’s teardown', async () => {
@@ -91,6 +113,7 @@ describe('the grader service', () => {
     const receipts = await sealOf(runId);
     expect(receipts.map((r) => r.type).slice(-3)).toEqual(['sandbox.destroyed', 'run.failed', 'run.sealed']);
     expect(receipts.at(-1)).toMatchObject({ final_state: 'ROLLBACK', error_code: 'E_TIMEOUT', causation: `${runId}:${receipts.at(-2)!.seq}` });
+    await expectSignedSeal(receipts.at(-1));
     expect(receipts.some((r) => r.type === 'grade.recorded')).toBe(false);
   });
 

@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/contracts';
-import type { CancelRunCommand, CommandOk, EventType } from '@cairn/contracts';
+import type { CancelRunCommand, CommandOk, EventType, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { cancelPath } from '@cairn/lifecycle';
+import { cancelPath, foldSandbox } from '@cairn/lifecycle';
 import { EVIDENCE_LOG } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { checkEventFields } from './event-fields.check.js';
@@ -25,7 +25,33 @@ export class CancelRunHandler {
   constructor(@Inject(EVIDENCE_LOG) private readonly log: EvidenceLog) {}
 
   handle(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    if (command.run_id.startsWith('sbx_')) return decideOnStableHead(() => this.deleteUncreatedSandbox(command));
     return decideOnStableHead(() => this.decideAndAppend(command));
+  }
+
+  /**
+   * A sandbox deleted before any runtime created it (PENDING: asked for, decided, perhaps placed
+   * or queued) ends at once with `run.cancelled` (docs/adr/0015): the scheduler then never places
+   * it, and a runtime starting it finds its guarded `sandbox.created` refused and destroys what it
+   * started. One already created (READY) is E_CONFLICT, `details.state` READY — its worker deletes
+   * it; one that has ended answers `duplicate`.
+   */
+  private async deleteUncreatedSandbox(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {
+    const sandboxId = command.run_id;
+    const raw: ReceiptEnvelope[] = [];
+    for await (const stored of this.log.readChain(sandboxId)) raw.push(stored.receipt);
+    const view = foldSandbox(raw);
+    if (view === null || view.tenant !== command.tenant) throw new CairnError('E_NOT_FOUND', `no sandbox ${sandboxId}`, { sandboxId });
+    if (view.state === 'READY') throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is READY: its worker deletes it`, { sandboxId, state: view.state });
+    if (view.state !== 'PENDING' || view.sealed) return { run_id: sandboxId, duplicate: true };
+    const fields = { cancelled_by: command.requested_by, ...(command.reason === undefined ? {} : { reason: command.reason }) };
+    checkEventFields('run.cancelled', { chainId: sandboxId, tenant: view.tenant, actor: INTAKE_ACTOR, causation: null }, fields);
+    const appended = await this.log.append(
+      sandboxId,
+      { type: 'run.cancelled', actor: INTAKE_ACTOR, tenant: view.tenant, causation: null, key: CANCEL_KEY, fields },
+      { expectedHeadSeq: view.headSeq },
+    );
+    return { run_id: sandboxId, duplicate: appended.duplicate };
   }
 
   private async decideAndAppend(command: CancelRunCommand): Promise<Omit<CommandOk, 'ok'>> {

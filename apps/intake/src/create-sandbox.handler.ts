@@ -1,5 +1,6 @@
 import { CairnError, parseSandboxSpec } from '@cairn/contracts';
-import type { CommandOk, CreateSandboxCommand } from '@cairn/contracts';
+import type { CommandOk, CreateSandboxCommand, ReceiptEnvelope } from '@cairn/contracts';
+import { foldSandbox } from '@cairn/lifecycle';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { assertNoLiteralKeys } from '@cairn/secrets';
@@ -31,15 +32,20 @@ export class CreateSandboxHandler {
     const specSha256 = sha256Hex(canonicalJson(spec));
     let sandboxId = newSandboxId(now);
     if (command.idempotency_key_sha256 !== undefined) {
-      const claim = await this.keys.claim({
-        tenant: command.tenant,
-        keySha256: sha256Hex(`sandbox:${command.idempotency_key_sha256}`),
-        bodySha256: specSha256,
-        runId: sandboxId,
-      });
+      const request = { tenant: command.tenant, keySha256: sha256Hex(`sandbox:${command.idempotency_key_sha256}`), bodySha256: specSha256, runId: sandboxId };
+      const claim = await this.keys.claim(request);
       if (claim.kind === 'mismatch') throw new CairnError('E_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used before with a different request body');
       sandboxId = claim.runId;
-      if ((await this.log.head(sandboxId)) !== null) return { run_id: sandboxId, duplicate: true };
+      if ((await this.log.head(sandboxId)) !== null) {
+        // A create refused for want of room (or deleted unanswered) made nothing: a retry under the
+        // same key, after Retry-After, is a new try rather than the same refusal for ever.
+        if (!(await this.endedUnmade(sandboxId))) return { run_id: sandboxId, duplicate: true };
+        const fresh = newSandboxId(now);
+        const retried = await this.keys.reclaim({ ...request, runId: fresh }, sandboxId);
+        // Another retry moved the key first: that one makes the sandbox.
+        if (retried !== fresh) return { run_id: retried, duplicate: true };
+        sandboxId = fresh;
+      }
     }
     const ttlSeconds = spec.ttlSeconds ?? this.config.CAIRN_SANDBOX_DEFAULT_TTL_SECONDS;
     const fields = {
@@ -58,5 +64,15 @@ export class CreateSandboxHandler {
       { expectedHeadSeq: 0 },
     );
     return { run_id: sandboxId, duplicate: appended.duplicate };
+  }
+
+  /** Whether the sandbox ended before any was created: refused for room or a runtime, or deleted while it waited. */
+  private async endedUnmade(sandboxId: string): Promise<boolean> {
+    const raw: ReceiptEnvelope[] = [];
+    for await (const stored of this.log.readChain(sandboxId)) raw.push(stored.receipt);
+    const view = foldSandbox(raw);
+    if (view === null || view.readyAt !== null) return false;
+    if (view.state === 'FAILED') return view.errorCode === 'E_CAPACITY' || view.errorCode === 'E_RUNTIME_ABSENT';
+    return view.state === 'DESTROYED';
   }
 }

@@ -41,6 +41,22 @@ export class IdempotencyRepository {
     return existing.body_sha256 === claim.bodySha256 ? { kind: 'existing', runId: existing.run_id } : { kind: 'mismatch', runId: existing.run_id };
   }
 
+  /**
+   * Points the key at `runId` instead of `previousRunId` — only if it still names that one — and
+   * returns the run the key names now (a concurrent retry may have moved it first).
+   */
+  async reclaim(claim: IdempotencyClaim, previousRunId: string): Promise<string> {
+    const [moved] = await this.query<{ run_id: string }>(
+      // A SELECT over the UPDATE: a plain UPDATE … RETURNING answers [rows, count] through TypeORM's query().
+      'WITH moved AS (UPDATE intake_idempotency SET run_id = $4 WHERE tenant = $1 AND key_sha256 = $2 AND body_sha256 = $3 AND run_id = $5 RETURNING run_id) SELECT run_id FROM moved',
+      [claim.tenant, claim.keySha256, claim.bodySha256, claim.runId, previousRunId],
+    );
+    if (moved !== undefined) return moved.run_id;
+    const [now] = await this.query<{ run_id: string }>('SELECT run_id FROM intake_idempotency WHERE tenant = $1 AND key_sha256 = $2', [claim.tenant, claim.keySha256]);
+    if (now === undefined) throw new CairnError('E_UNAVAILABLE', 'an idempotency key vanished while it was reclaimed; retry');
+    return now.run_id;
+  }
+
   private async query<T>(sql: string, parameters: unknown[]): Promise<T[]> {
     try {
       return await this.dataSource.query<T[]>(sql, parameters);

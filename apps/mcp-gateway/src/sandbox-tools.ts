@@ -86,7 +86,9 @@ export const SANDBOX_TOOLS: readonly SandboxTool[] = [
         'Start an interactive hardened sandbox (no network unless policy allows egress; caps on memory, CPU, processes, disk and time) ' +
         'and wait until it is READY. Returns its view: id (sbx_…), state, image, caps, expiresAt. Use the id with sandbox_exec, ' +
         'sandbox_write_file and sandbox_read_file; call sandbox_destroy when done (it is destroyed anyway at expiresAt). ' +
-        'Every operation is a receipt on the sandbox’s own evidence chain. Policy may refuse (E_POLICY_DENIED); bad input is E_INPUT.',
+        'Every operation is a receipt on the sandbox’s own evidence chain. Policy may refuse (E_POLICY_DENIED); bad input is E_INPUT. ' +
+        'When every worker is full the answer is E_CAPACITY at once (details.resource says what ran out; try again after details.retryAfterSeconds), ' +
+        'unless waitSeconds (at most 300) lets it wait in the queue for room; a failed create leaves nothing behind.',
       inputSchema: inputSchemaOf(CreateArgsSchema),
       annotations: { title: 'Create a sandbox', destructiveHint: false, idempotentHint: true, ...WRITES },
     },

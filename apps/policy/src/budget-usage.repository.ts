@@ -19,6 +19,7 @@ interface UsageRow {
   job: string | null;
   state: string;
   cpus: number | null;
+  memory_mib: number | null;
   started_at: string | null;
   ended_at: string | null;
   updated_at: string;
@@ -58,6 +59,11 @@ export class BudgetUsageRepository implements OnModuleDestroy {
     const rows = await query<UsageRow>(
       ds,
       `SELECT r.run_id, r.job, r.state, r.cpus,
+              -- What a worker reserves for a run in flight (its granted memory plus tmpfs), for the memory quota.
+              CASE WHEN r.state IN ('SUBMITTED', 'AWAITING_APPROVAL', 'SCHEDULED', 'RUNNING') THEN (
+                SELECT ((d.receipt::jsonb -> 'caps' ->> 'memory_mib')::float8 + (d.receipt::jsonb -> 'caps' ->> 'disk_mib')::float8)
+                  FROM evidence_events d WHERE d.chain_id = r.run_id AND d.type = 'policy.decided' LIMIT 1
+              ) END AS memory_mib,
               to_char(r.started_at AT TIME ZONE 'UTC', ${ISO}) AS started_at,
               to_char(r.ended_at AT TIME ZONE 'UTC', ${ISO}) AS ended_at,
               to_char(r.updated_at AT TIME ZONE 'UTC', ${ISO}) AS updated_at
@@ -75,6 +81,7 @@ export class BudgetUsageRepository implements OnModuleDestroy {
     const sandboxes = await query<SandboxUsageRow>(
       ds,
       `SELECT s.sandbox_id, s.state, (s.caps->>'cpus')::float8 AS cpus,
+              ((s.caps->>'memory_mib')::float8 + (s.caps->>'disk_mib')::float8) AS memory_mib,
               to_char(s.ready_at AT TIME ZONE 'UTC', ${ISO}) AS ready_at,
               to_char(s.updated_at AT TIME ZONE 'UTC', ${ISO}) AS updated_at
          FROM sandboxes s
@@ -92,6 +99,7 @@ export class BudgetUsageRepository implements OnModuleDestroy {
         // A state the lifecycle does not know fails the decision (fail closed), it is not guessed.
         state: RunStateSchema.parse(row.state),
         cpus: row.cpus,
+        memoryMiB: row.memory_mib,
         startedAt: row.started_at,
         endedAt: row.ended_at,
         updatedAt: row.updated_at,

@@ -94,7 +94,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
     const now = Date.now();
     const workers = await this.workers.list();
     const localImageDigests = liveImageDigests(workers, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
-    const context: PolicyContext = { policy: this.policy, localImageDigests };
+    const context: PolicyContext = { policy: this.policy, localImageDigests, kind: chainId.startsWith('sbx_') ? 'sandbox' : 'run' };
     if (first.principal !== undefined) context.submitter = first.principal;
     if (secrets.length > 0 && this.secretAccess !== null) context.secrets = await this.secretAccess.of(tenant, secrets);
     if (job !== undefined || hasTenantQuota(this.policy.budgets)) {

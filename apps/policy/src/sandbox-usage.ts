@@ -7,6 +7,8 @@ export interface SandboxUsageRow {
   sandbox_id: string;
   state: string;
   cpus: number | null;
+  /** Granted memory plus tmpfs; null before policy granted caps. */
+  memory_mib: number | null;
   ready_at: string | null;
   updated_at: string;
 }
@@ -21,9 +23,11 @@ export interface SandboxUsageRow {
 export function sandboxUsageRecord(row: SandboxUsageRow): RunUsageRecord {
   return {
     runId: row.sandbox_id,
+    kind: 'sandbox',
     job: null,
     state: runStateOf(row.sandbox_id, row.state),
     cpus: row.cpus,
+    memoryMiB: row.memory_mib,
     startedAt: row.ready_at,
     // Its last receipt (the teardown, or the seal just after it) ends an ended one's interval.
     endedAt: null,

@@ -4,14 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { sandboxUsageRecord } from './sandbox-usage.js';
 
 const NOW = Date.parse('2026-11-30T12:00:00.000Z');
-const row = (state: string, readyAt: string | null, updatedAt = '2026-11-30T11:00:00.000Z') => ({ sandbox_id: `sbx_${state.toLowerCase()}`, state, cpus: 2, ready_at: readyAt, updated_at: updatedAt });
+const row = (state: string, readyAt: string | null, updatedAt = '2026-11-30T11:00:00.000Z') => ({ sandbox_id: `sbx_${state.toLowerCase()}`, state, cpus: 2, memory_mib: 192, ready_at: readyAt, updated_at: updatedAt });
 
 describe('sandboxUsageRecord', () => {
   it('counts a PENDING and a READY sandbox in flight, an ended one not', () => {
     const records = [row('PENDING', null), row('READY', '2026-11-30T11:59:00.000Z'), row('DESTROYED', '2026-11-30T10:00:00.000Z'), row('FAILED', null), row('REJECTED', null)].map(
       sandboxUsageRecord,
     );
-    expect(summariseUsage(records, undefined, NOW).tenant.concurrentRuns).toBe(2);
+    expect(summariseUsage(records, undefined, NOW).tenant).toMatchObject({ concurrentRuns: 2, concurrentSandboxes: 2, memoryMiB: 384 });
   });
 
   it('adds its CPUs × the time it was up: to now while READY, to its last receipt once ended', () => {

@@ -1,3 +1,4 @@
+import { whileLeaderless } from '@cairn/config';
 import { CairnError } from '@cairn/contracts';
 import { EvidenceLog, evidenceLogOptionsFromConfig, evidenceSubjects } from '@cairn/evidence-log';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
@@ -12,15 +13,15 @@ import type { ProjectorConfig } from './projector.config.js';
  * append-only config) and the consumer when missing; refuses a consumer or a stream that would
  * break the projector's assumptions.
  */
-export async function openEvidenceConsumer(nc: NatsConnection, config: ProjectorConfig): Promise<Consumer> {
+export async function openEvidenceConsumer(nc: NatsConnection, config: ProjectorConfig): Promise<{ consumer: Consumer; log: EvidenceLog }> {
   const stream = config.CAIRN_EVIDENCE_STREAM;
   const filter = evidenceSubjects(config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
-  await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
+  const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
   const jsm = await jetstreamManager(nc);
 
   // The writer only moves its position over consecutive stream seqs, so every message of the
   // stream must be ours: a stream that also holds other subjects would stall it.
-  const subjects = (await jsm.streams.info(stream)).config.subjects ?? [];
+  const subjects = (await whileLeaderless(() => jsm.streams.info(stream))).config.subjects ?? [];
   if (subjects.length !== 1 || subjects[0] !== filter) {
     throw new CairnError('E_CONFLICT', `stream ${stream} holds subjects ${JSON.stringify(subjects)}; the projector needs exactly ["${filter}"]`);
   }
@@ -37,7 +38,7 @@ export async function openEvidenceConsumer(nc: NatsConnection, config: Projector
   };
   const existing = await consumerInfo(jsm, stream, durable);
   if (existing === null) {
-    await jsm.consumers.add(stream, wanted);
+    await whileLeaderless(() => jsm.consumers.add(stream, wanted));
   } else {
     const { filter_subject: has, ack_policy: ack, deliver_policy: deliver } = existing.config;
     if (has !== filter || ack !== AckPolicy.Explicit || deliver !== DeliverPolicy.All) {
@@ -47,15 +48,15 @@ export async function openEvidenceConsumer(nc: NatsConnection, config: Projector
       );
     }
     if (existing.config.ack_wait !== wanted.ack_wait || existing.config.max_ack_pending !== wanted.max_ack_pending) {
-      await jsm.consumers.update(stream, durable, { ack_wait: wanted.ack_wait, max_ack_pending: wanted.max_ack_pending });
+      await whileLeaderless(() => jsm.consumers.update(stream, durable, { ack_wait: wanted.ack_wait, max_ack_pending: wanted.max_ack_pending }));
     }
   }
-  return jsm.jetstream().consumers.get(stream, durable);
+  return { consumer: await whileLeaderless(() => jsm.jetstream().consumers.get(stream, durable)), log };
 }
 
 async function consumerInfo(jsm: JetStreamManager, stream: string, durable: string): Promise<ConsumerInfo | null> {
   try {
-    return await jsm.consumers.info(stream, durable);
+    return await whileLeaderless(() => jsm.consumers.info(stream, durable));
   } catch (error) {
     if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) return null;
     throw error;

@@ -1,4 +1,5 @@
 import { connectNats } from '@cairn/evidence-log';
+import type { EvidenceLog } from '@cairn/evidence-log';
 import { createDataSource } from '@cairn/persistence';
 import type { Consumer } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -10,6 +11,8 @@ import type { ProjectorConfig } from './projector.config.js';
 export interface ProjectorConnections {
   readonly nc: NatsConnection;
   readonly consumer: Consumer;
+  /** The evidence log on the same connection: what the projector reads back to fill a hole. */
+  readonly log: EvidenceLog;
   readonly dataSource: DataSource;
   /** Drains NATS and closes the database pool; safe to call twice. */
   close(): Promise<void>;
@@ -24,9 +27,9 @@ export async function openProjectorConnections(config: ProjectorConfig): Promise
     if (dataSource.isInitialized) await dataSource.destroy();
   };
   try {
-    const consumer = await openEvidenceConsumer(nc, config);
+    const { consumer, log } = await openEvidenceConsumer(nc, config);
     await dataSource.initialize();
-    return { nc, consumer, dataSource, close };
+    return { nc, consumer, log, dataSource, close };
   } catch (error) {
     await close().catch(() => undefined);
     throw error;

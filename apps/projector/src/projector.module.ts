@@ -6,7 +6,7 @@ import type { ProjectorConfig } from './projector.config.js';
 import { PROJECTOR_CONFIG } from './projector.config.js';
 import type { ProjectorConnections } from './projector.connections.js';
 import { ProjectorService } from './projector.service.js';
-import { EVIDENCE_CONSUMER, PROJECTOR_CONNECTIONS } from './projector.tokens.js';
+import { EVIDENCE_CONSUMER, EVIDENCE_SOURCE, PROJECTOR_CONNECTIONS } from './projector.tokens.js';
 
 /** Closes the connections after every other shutdown hook (the consumer drains first). */
 @Injectable()
@@ -33,6 +33,7 @@ export class ProjectorModule {
         { provide: PROJECTOR_CONNECTIONS, useValue: connections },
         { provide: DataSource, useValue: connections.dataSource },
         { provide: EVIDENCE_CONSUMER, useValue: connections.consumer },
+        { provide: EVIDENCE_SOURCE, useValue: connections.log },
         {
           provide: ProjectionWriter,
           useFactory: (dataSource: DataSource) =>

@@ -1,12 +1,13 @@
+import { CONSUMER_PULL_EXPIRES_MS } from '@cairn/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { ProjectionWriter } from '@cairn/persistence';
-import type { BatchResult } from '@cairn/persistence';
+import type { BatchResult, ProjectionSource, RawEvidenceMessage } from '@cairn/persistence';
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { DeliveryQueue } from './delivery.queue.js';
-import { EVIDENCE_CONSUMER } from './projector.tokens.js';
+import { EVIDENCE_CONSUMER, EVIDENCE_SOURCE } from './projector.tokens.js';
 import { PROJECTOR_CONFIG } from './projector.config.js';
 import type { ProjectorConfig } from './projector.config.js';
 
@@ -17,6 +18,8 @@ export interface ProjectorStats {
   skipped: number;
   deferred: number;
   failedBatches: number;
+  /** Messages read again from the stream to fill a hole behind the position (`healGap`). */
+  healed: number;
   position: number;
 }
 
@@ -33,7 +36,9 @@ const RETRY_CAP_MS = 30_000;
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Projector');
-  private readonly counters: ProjectorStats = { batches: 0, projected: 0, poison: 0, skipped: 0, deferred: 0, failedBatches: 0, position: 0 };
+  private readonly counters: ProjectorStats = { batches: 0, projected: 0, poison: 0, skipped: 0, deferred: 0, failedBatches: 0, healed: 0, position: 0 };
+  /** The position a batch last could not continue, and since when: a hole nobody may redeliver. */
+  private gap: { position: number; since: number } | null = null;
   private messages: ConsumerMessages | null = null;
   private loop: Promise<void> = Promise.resolve();
   private consecutiveFailures = 0;
@@ -43,6 +48,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     @Inject(PROJECTOR_CONFIG) private readonly config: ProjectorConfig,
     private readonly writer: ProjectionWriter,
     @Inject(EVIDENCE_CONSUMER) private readonly consumer: Consumer,
+    @Inject(EVIDENCE_SOURCE) private readonly source: ProjectionSource,
   ) {}
 
   /** Settles when consuming stops: resolves after a clean shutdown, rejects on a fatal error. */
@@ -68,7 +74,10 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
         { position: this.counters.position, streamEnd },
       );
     }
-    this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2 });
+    // What the consumer counts as acknowledged beyond the position will never be delivered again
+    // (commits a database crash or restore took back): read it from the stream before consuming.
+    if (info.ack_floor.stream_seq > this.counters.position) await this.heal(info.ack_floor.stream_seq, []);
+    this.messages = await this.consumer.consume({ max_messages: this.config.CAIRN_PROJECTOR_BATCH_SIZE * 2, expires: CONSUMER_PULL_EXPIRES_MS });
     this.loop = this.consume(this.messages);
     this.logger.log(
       `projecting ${this.config.CAIRN_EVIDENCE_STREAM} (${this.config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.>) from position ${this.counters.position} with consumer ${this.config.CAIRN_PROJECTOR_DURABLE}`,
@@ -82,7 +91,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     await this.loop.catch(() => undefined);
     const c = this.counters;
     this.logger.log(
-      `stopped at position ${c.position}: ${c.batches} batches, ${c.projected} projected, ${c.poison} poison, ${c.skipped} redeliveries skipped, ${c.deferred} deferred, ${c.failedBatches} failed`,
+      `stopped at position ${c.position}: ${c.batches} batches, ${c.projected} projected, ${c.poison} poison, ${c.skipped} redeliveries skipped, ${c.deferred} deferred, ${c.healed} read again, ${c.failedBatches} failed`,
     );
   }
 
@@ -117,7 +126,14 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   private async flush(batch: JsMsg[]): Promise<void> {
     let result: BatchResult;
     try {
-      result = await this.writer.applyBatch(batch.map((m) => ({ streamSeq: m.seq, subject: m.subject, data: m.data })));
+      const messages = batch.map((m) => ({ streamSeq: m.seq, subject: m.subject, data: m.data }));
+      result = await this.writer.applyBatch(messages);
+      if (result.deferred.length === 0) this.gap = null;
+      else if (await this.gapIsLost(result.position)) {
+        this.count(result);
+        await this.heal(Math.max(...result.deferred), batch);
+        result = await this.writer.applyBatch(messages);
+      }
     } catch (error) {
       this.counters.failedBatches += 1;
       // A projections database that follows another stream will not heal by retrying.
@@ -140,6 +156,51 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       if (m.seq <= result.position) m.ack();
       else m.nak(Math.min(DEFER_CAP_MS, DEFER_BASE_MS * m.info.deliveryCount));
     }
+    this.count(result);
+    if (result.poison > 0) this.logger.warn(`${result.poison} poison message(s) recorded in poison_events; position ${result.position}`);
+  }
+
+  /**
+   * Whether the hole right after `position` will not be filled by a redelivery. What the consumer
+   * counts as acknowledged is never delivered again: that, at once. What it still counts as pending
+   * (held by a process that died) comes back after ack_wait: only a hole older than twice that.
+   */
+  private async gapIsLost(position: number): Promise<boolean> {
+    const now = Date.now();
+    if (this.gap?.position !== position) this.gap = { position, since: now };
+    if (now - this.gap.since >= 2 * this.config.CAIRN_PROJECTOR_ACK_WAIT_MS) return true;
+    const info = await this.consumer.info();
+    return info.ack_floor.stream_seq > position;
+  }
+
+  /**
+   * Fills the hole behind the position from the stream itself, up to `through`: the projections'
+   * last durable position is where it starts, and the writer skips what a batch already holds.
+   * Messages in hand are kept from redelivery meanwhile.
+   */
+  private async heal(through: number, inHand: readonly JsMsg[]): Promise<void> {
+    const from = (await this.writer.position()) + 1;
+    if (from > through) return;
+    this.logger.warn(`stream seqs from ${from} are not projected and will not be delivered again (a commit the database lost?): reading them from the stream up to ${through}`);
+    const size = this.config.CAIRN_PROJECTOR_BATCH_SIZE;
+    let chunk: RawEvidenceMessage[] = [];
+    const apply = async () => {
+      const result = await this.writer.applyBatch(chunk);
+      this.count(result);
+      this.counters.healed += chunk.length;
+      chunk = [];
+      for (const m of inHand) m.working();
+    };
+    for await (const message of this.source.readAll({ fromStreamSeq: from, toStreamSeq: through })) {
+      chunk.push(message);
+      if (chunk.length >= size) await apply();
+    }
+    if (chunk.length > 0) await apply();
+    this.gap = null;
+    this.logger.log(`projected up to stream seq ${this.counters.position} again from the stream`);
+  }
+
+  private count(result: BatchResult): void {
     const counters = this.counters;
     counters.batches += 1;
     counters.projected += result.projected;
@@ -147,7 +208,6 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     counters.skipped += result.skipped;
     counters.deferred += result.deferred.length;
     counters.position = result.position;
-    if (result.poison > 0) this.logger.warn(`${result.poison} poison message(s) recorded in poison_events; position ${result.position}`);
   }
 }
 

@@ -1,11 +1,10 @@
 import { createDataSource, rebuildProjections } from '@cairn/persistence';
 import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from '@cairn/persistence/testing';
 import { createTestDatabase, uniqueName } from '@cairn/testing';
-import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector } from '../src/start-projector.js';
 import type { RunningProjector } from '../src/start-projector.js';
-import { appendChains, createProjectorWorld, mixedChains } from './projector.harness.js';
+import { appendChains, createProjectorWorld, dumpProjections, mixedChains } from './projector.harness.js';
 import type { ProjectorWorld } from './projector.harness.js';
 
 let world: ProjectorWorld;
@@ -20,23 +19,6 @@ afterAll(async () => {
   await projector?.stop();
   await world?.dispose();
 });
-
-/**
- * Every projection table, ordered, as JSON rows. Left out: `poison_events.recorded_at` and
- * `projection_positions.updated_at`, the wall-clock time a row was written, which differs
- * between a live write and a rebuild by nature. Every other column is compared, including
- * the receipt jsonb and the runs' and sandboxes' times (those come from receipt `ts`, not the clock).
- */
-async function dump(dataSource: DataSource): Promise<Record<string, unknown[]>> {
-  const rows = async (sql: string) => (await dataSource.query<{ row: unknown }[]>(sql)).map((r) => r.row);
-  return {
-    evidence_events: await rows('SELECT to_jsonb(t) AS row FROM evidence_events t ORDER BY stream_seq'),
-    runs: await rows('SELECT to_jsonb(t) AS row FROM runs t ORDER BY run_id'),
-    sandboxes: await rows('SELECT to_jsonb(t) AS row FROM sandboxes t ORDER BY sandbox_id'),
-    poison_events: await rows(`SELECT to_jsonb(t) - 'recorded_at' AS row FROM poison_events t ORDER BY stream_seq`),
-    projection_positions: await rows(`SELECT to_jsonb(t) - 'updated_at' AS row FROM projection_positions t ORDER BY name`),
-  };
-}
 
 /** A few poison messages of different kinds, spread out in time. */
 async function publishPoison(): Promise<number> {
@@ -70,7 +52,7 @@ describe('projections rebuilt from the stream (I-10)', () => {
     expect(appended).toBeGreaterThan(2500);
     await world.waitForPosition(last, 60_000);
 
-    const live = await dump(world.dataSource);
+    const live = await dumpProjections(world.dataSource);
     expect(live.evidence_events).toHaveLength(appended);
     expect(live.poison_events).toHaveLength(poisoned);
     expect(live.runs).toHaveLength(220);
@@ -87,7 +69,7 @@ describe('projections rebuilt from the stream (I-10)', () => {
       const other = createDataSource(fresh.url, { poolSize: 1 });
       await other.initialize();
       try {
-        expect(await dump(other)).toEqual(live);
+        expect(await dumpProjections(other)).toEqual(live);
       } finally {
         await other.destroy();
       }
@@ -100,7 +82,7 @@ describe('projections rebuilt from the stream (I-10)', () => {
     const inPlace = await rebuildProjections({ dataSource: world.dataSource, log: world.log, progressEvery: 1000, onProgress: (p) => progress.push(p.streamSeq) });
     expect(inPlace).toMatchObject({ events: appended, poison: poisoned, runs: 220, sandboxes: 130, lastStreamSeq: last });
     expect(progress.length).toBeGreaterThanOrEqual(2);
-    expect(await dump(world.dataSource)).toEqual(live);
+    expect(await dumpProjections(world.dataSource)).toEqual(live);
   });
 
   it('serializes with the live projector: rebuilding while events are appended and projected loses and doubles nothing', async () => {
@@ -121,13 +103,13 @@ describe('projections rebuilt from the stream (I-10)', () => {
     expect(rebuilds.some((r) => r.lastStreamSeq > before && r.lastStreamSeq < last)).toBe(true);
     expect(rebuilds.map((r) => r.lastStreamSeq)).toEqual([...rebuilds.map((r) => r.lastStreamSeq)].sort((a, b) => a - b));
 
-    const live = await dump(world.dataSource);
+    const live = await dumpProjections(world.dataSource);
     const [summary] = await world.dataSource.query<{ n: number; distinct_seq: number }[]>(
       'SELECT count(*)::int AS n, count(DISTINCT stream_seq)::int AS distinct_seq FROM evidence_events',
     );
     expect(summary!.n + (await world.count('poison_events'))).toBe(last);
     expect(summary!.distinct_seq).toBe(summary!.n);
     await rebuildProjections({ dataSource: world.dataSource, log: world.log });
-    expect(await dump(world.dataSource)).toEqual(live);
+    expect(await dumpProjections(world.dataSource)).toEqual(live);
   });
 });

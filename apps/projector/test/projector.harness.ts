@@ -35,10 +35,11 @@ export interface ProjectorWorld {
   dispose(): Promise<void>;
 }
 
-export async function createProjectorWorld(label: string, overrides: Partial<ProjectorConfig> = {}): Promise<ProjectorWorld> {
-  const db = await createTestDatabase(`cairn_${label}`);
+export async function createProjectorWorld(label: string, overrides: Partial<ProjectorConfig> = {}, options: { databaseServerUrl?: string } = {}): Promise<ProjectorWorld> {
+  const db = await createTestDatabase(`cairn_${label}`, options.databaseServerUrl);
   const config: ProjectorConfig = {
     CAIRN_NATS_URL: testNatsUrl(),
+    CAIRN_NATS_REPLICAS: 1,
     CAIRN_EVIDENCE_STREAM: uniqueName(`PROJ_${label}`),
     CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName(`proj_${label}`).toLowerCase(),
     CAIRN_DATABASE_URL: db.url,
@@ -77,7 +78,8 @@ export async function createProjectorWorld(label: string, overrides: Partial<Pro
     async waitForPosition(streamSeq, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const now = await position();
+        // A database that is down (a crash test) answers later.
+        const now = await position().catch(() => -1);
         if (now >= streamSeq) return;
         if (Date.now() > deadline) throw new Error(`the projections reached position ${now}, not ${streamSeq}, within ${timeoutMs} ms`);
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -130,4 +132,21 @@ export function mixedChains(runs: number, sandboxes: number, steps = 2): { id: s
     ...run.map((id, i) => ({ id, events: runLifecycleEvents(id, steps, i % 6).slice(0, 6 + (i % 9)) })),
     ...sbx.map((id) => ({ id, events: sandboxSessionEvents(id) })),
   ];
+}
+
+/**
+ * Every projection table, ordered, as JSON rows. Left out: `poison_events.recorded_at` and
+ * `projection_positions.updated_at`, the wall-clock time a row was written, which differs
+ * between a live write and a rebuild by nature. Every other column is compared, including
+ * the receipt jsonb and the runs' and sandboxes' times (those come from receipt `ts`, not the clock).
+ */
+export async function dumpProjections(dataSource: DataSource): Promise<Record<string, unknown[]>> {
+  const rows = async (sql: string) => (await dataSource.query<{ row: unknown }[]>(sql)).map((r) => r.row);
+  return {
+    evidence_events: await rows('SELECT to_jsonb(t) AS row FROM evidence_events t ORDER BY stream_seq'),
+    runs: await rows('SELECT to_jsonb(t) AS row FROM runs t ORDER BY run_id'),
+    sandboxes: await rows('SELECT to_jsonb(t) AS row FROM sandboxes t ORDER BY sandbox_id'),
+    poison_events: await rows(`SELECT to_jsonb(t) - 'recorded_at' AS row FROM poison_events t ORDER BY stream_seq`),
+    projection_positions: await rows(`SELECT to_jsonb(t) - 'updated_at' AS row FROM projection_positions t ORDER BY name`),
+  };
 }

@@ -1,14 +1,16 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import type { LeaseStore, RegisteredWorker, WorkerRegistry } from '@cairn/operational';
-import { reservationFor } from '@cairn/scheduling';
-import type { Reservation } from '@cairn/scheduling';
+import { freeCapacity, reservationFor } from '@cairn/scheduling';
+import type { Reservation, WorkerCapacity } from '@cairn/scheduling';
+import type { SandboxCaps } from '@cairn/sandbox';
 import { EVIDENCE_LOG, ReactionContext, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import type { JsonLogger } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { settleLostRun } from './lost-run.js';
 import { assessScheduled, lastPlacementOn, parseChain } from './run-assessment.js';
+import { workerSlots } from './runtime.config.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { LEASE_STORE, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
@@ -60,7 +62,43 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     return this.lastReconcile;
   }
 
+  /** What this worker registers: fixed from its start (I-6/I-9). */
+  get capacity(): WorkerCapacity {
+    const { config } = this;
+    return {
+      slots: workerSlots(config),
+      memoryMiB: config.CAIRN_WORKER_MEMORY_MIB,
+      cpus: config.CAIRN_WORKER_CPUS,
+      diskMiB: config.CAIRN_WORKER_DISK_MIB,
+      pids: config.CAIRN_WORKER_PIDS,
+      cpuOversubscription: config.CAIRN_WORKER_CPU_OVERSUBSCRIPTION,
+      runCpuOversubscription: config.CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION,
+    };
+  }
+
+  /**
+   * Whether idle warm sandboxes of these caps fit beside the runs and sessions held here: the pool
+   * only ever uses room placement has not (each counts as a session would, slot included).
+   */
+  poolFits(held: readonly SandboxCaps[]): boolean {
+    const pooled = held.map((caps, i) => {
+      const { isolation: _isolation, ...reservation } = reservationFor(`sbx_warm-${i}`, { memory_mib: caps.memoryMiB, disk_mib: caps.diskMiB, cpus: caps.cpus, pids: caps.pids });
+      return reservation;
+    });
+    const free = freeCapacity({
+      workerId: this.workerId,
+      capacity: this.capacity,
+      isolation: ['docker'],
+      draining: false,
+      healthy: true,
+      lastHeartbeatAt: 0,
+      inFlight: [...[...this.active.values()].map((run) => run.reservation), ...pooled],
+    });
+    return free.slots >= 0 && free.memoryMiB >= 0 && free.diskMiB >= 0 && free.pids >= 0 && free.milliCpus >= 0;
+  }
+
   async onModuleInit(): Promise<void> {
+    this.engine.setPoolRoom((held) => this.poolFits(held));
     this.healthy = await this.engineAnswers(true);
     if (this.healthy) await this.checkUserns();
     await this.registry.register(await this.record());
@@ -71,7 +109,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     this.logger.write('info', 'worker registered', {
       worker_id: this.workerId,
       healthy: this.healthy,
-      slots: this.config.CAIRN_WORKER_SLOTS,
+      capacity: this.capacity,
       reaped: this.lastReconcile.reaped.length,
       lost: this.lastReconcile.lost.length,
     });
@@ -93,11 +131,13 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /** Runs `work` as an in-flight run of this worker (reported in heartbeats, kept by reconcile). */
-  async track(runId: string, caps: { memory_mib: number; disk_mib: number; cpus: number }, work: () => Promise<void>): Promise<void> {
+  async track(runId: string, caps: { memory_mib: number; disk_mib: number; cpus: number; pids?: number }, work: () => Promise<void>): Promise<void> {
     const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);
     let finished = (): void => undefined;
     const done = new Promise<void>((resolve) => (finished = resolve));
     this.active.set(runId, { reservation, done });
+    // The room this takes is no longer the warm pool's.
+    this.engine.trimPool();
     try {
       await work();
     } finally {
@@ -165,7 +205,6 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private async record(): Promise<RegisteredWorker> {
-    const { config } = this;
     let images: Record<string, string> = {};
     if (this.healthy) {
       images = await this.engine.localImages().catch((error: unknown) => {
@@ -175,12 +214,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     }
     return {
       workerId: this.workerId,
-      capacity: {
-        slots: config.CAIRN_WORKER_SLOTS,
-        memoryMiB: config.CAIRN_WORKER_MEMORY_MIB,
-        cpus: config.CAIRN_WORKER_CPUS,
-        diskMiB: config.CAIRN_WORKER_DISK_MIB,
-      },
+      capacity: this.capacity,
       isolation: ['docker'],
       draining: this.stopping,
       healthy: this.healthy,

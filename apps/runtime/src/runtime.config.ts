@@ -17,6 +17,18 @@ export interface HostFacts {
   /** The host's accounts (`/etc/passwd`) and groups (`/etc/group`), id → name: the sandbox's ids must be none of them. */
   users: ReadonlyMap<number, string>;
   groups: ReadonlyMap<number, string>;
+  /** Processes (threads) the kernel allows at once: the least of `pid_max` and `threads-max`; absent: 32768. */
+  pidsMax?: number;
+}
+
+/** A number from a /proc file, or null when it cannot be read. */
+function procNumber(path: string): number | null {
+  try {
+    const value = Number(readFileSync(path, 'utf8').trim());
+    return Number.isSafeInteger(value) && value > 0 ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 /** id → name of a passwd- or group-format file (`name:x:id:…`); empty when there is no such file. */
@@ -44,8 +56,25 @@ export function hostFacts(): HostFacts {
     cwd: process.cwd(),
     users: idsOf('/etc/passwd'),
     groups: idsOf('/etc/group'),
+    pidsMax: Math.min(procNumber('/proc/sys/kernel/pid_max') ?? 32_768, procNumber('/proc/sys/kernel/threads-max') ?? 32_768),
   };
 }
+
+/** Memory a worker offers by default: the host's, less a tenth kept for the host, the engine and its per-sandbox shims. */
+export function defaultWorkerMemoryMiB(host: HostFacts): number {
+  return Math.max(1, Math.floor(host.memoryMiB * 0.9));
+}
+
+/** A slot per this much of the worker's memory, by default: slots follow memory, not a small constant. */
+export const MIB_PER_DEFAULT_SLOT = 128;
+/** The most slots a worker registers (its record lists every reservation it holds). */
+export const MAX_WORKER_SLOTS = 1024;
+/**
+ * CPU shares admitted per CPU by default: a session mostly waits for its caller, so a 2-core host
+ * holds a hundred of them at one CPU each; runs, busy for their whole life, get their own factor.
+ */
+export const DEFAULT_CPU_OVERSUBSCRIPTION = 64;
+export const DEFAULT_RUN_CPU_OVERSUBSCRIPTION = 1;
 
 /**
  * `uid:gid` every sandbox process runs as: never 0, and no account or group of this host (a
@@ -76,19 +105,36 @@ const MIB = 1024 * 1024;
 const positiveInt = (max: number) => z.coerce.number().int().min(1).max(max);
 
 /**
- * The runtime's whole configuration, read once at boot. Capacity (slots, memory, cpus, disk) is
- * fixed here and registered as it is: nothing raises it while the worker runs (I-6, I-9).
+ * The runtime's whole configuration, read once at boot. Capacity (slots, memory, disk, processes,
+ * cpus and their oversubscription) is fixed here and registered as it is: nothing raises it while
+ * the worker runs (I-6, I-9). docs/sandboxes.md, "Capacity", says how to size a host.
  */
 export function runtimeConfigSchema(host: HostFacts) {
+  const memoryMiB = defaultWorkerMemoryMiB(host);
+  const pidsMax = host.pidsMax ?? 32_768;
   return EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape)
     .extend({
       CAIRN_WORKER_ID: WorkerIdSchema.default(workerIdFromHostname(host.hostname)),
-      /** Concurrent sandboxes on this worker. */
-      CAIRN_WORKER_SLOTS: positiveInt(256).default(4),
-      CAIRN_WORKER_MEMORY_MIB: positiveInt(1 << 24).default(Math.max(1, host.memoryMiB)),
+      /**
+       * Memory the worker's sandboxes may reserve together (each its memory cap plus its tmpfs):
+       * a hard reservation, so at most the host's. Default: 90 % of the host's.
+       */
+      CAIRN_WORKER_MEMORY_MIB: positiveInt(1 << 24)
+        .default(memoryMiB)
+        .refine((value) => value <= Math.max(1, host.memoryMiB), `at most the host's memory (${host.memoryMiB} MiB): sandboxes reserve it for real`),
+      /** Concurrent sandboxes on this worker; default one per 128 MiB of CAIRN_WORKER_MEMORY_MIB (at least 1, at most 1024). */
+      CAIRN_WORKER_SLOTS: positiveInt(MAX_WORKER_SLOTS).optional(),
       CAIRN_WORKER_CPUS: z.coerce.number().positive().max(4096).default(Math.max(1, host.cpus)),
+      /** CPU shares admitted per CPU (caps stay hard quotas): sessions and runs together. */
+      CAIRN_WORKER_CPU_OVERSUBSCRIPTION: z.coerce.number().min(1).max(1024).default(DEFAULT_CPU_OVERSUBSCRIPTION),
+      /** CPU shares admitted per CPU for runs alone (at most CAIRN_WORKER_CPU_OVERSUBSCRIPTION). */
+      CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: z.coerce.number().min(1).max(1024).default(DEFAULT_RUN_CPU_OVERSUBSCRIPTION),
       /** Sandbox disks are tmpfs, which lives in memory: by default as much as the host's memory. */
       CAIRN_WORKER_DISK_MIB: positiveInt(1 << 24).default(Math.max(1, host.memoryMiB)),
+      /** The pids caps of the worker's sandboxes together; default half of what the kernel allows at once. */
+      CAIRN_WORKER_PIDS: positiveInt(1 << 22)
+        .default(Math.max(1, Math.floor(pidsMax / 2)))
+        .refine((value) => value <= pidsMax, `at most the processes the kernel allows (${pidsMax}: kernel.pid_max, kernel.threads-max)`),
       /** Where stdout, stderr and collected outputs are stored by content hash. */
       CAIRN_ARTIFACT_DIR: z
         .string()
@@ -157,10 +203,19 @@ export function runtimeConfigSchema(host: HostFacts) {
     .refine((config) => config.CAIRN_LEASE_RENEW_MS * 2 <= config.CAIRN_LEASE_TTL_MS, {
       path: ['CAIRN_LEASE_RENEW_MS'],
       message: 'renew at least twice per lease TTL (CAIRN_LEASE_RENEW_MS ≤ CAIRN_LEASE_TTL_MS / 2)',
+    })
+    .refine((config) => config.CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION <= config.CAIRN_WORKER_CPU_OVERSUBSCRIPTION, {
+      path: ['CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION'],
+      message: 'runs share the CPU with sessions: at most CAIRN_WORKER_CPU_OVERSUBSCRIPTION',
     });
 }
 
 export type RuntimeConfig = z.output<ReturnType<typeof runtimeConfigSchema>>;
+
+/** The worker's slots: CAIRN_WORKER_SLOTS, else one per 128 MiB of its memory (at least 1, at most 1024). */
+export function workerSlots(config: Pick<RuntimeConfig, 'CAIRN_WORKER_SLOTS' | 'CAIRN_WORKER_MEMORY_MIB'>): number {
+  return config.CAIRN_WORKER_SLOTS ?? Math.min(MAX_WORKER_SLOTS, Math.max(1, Math.floor(config.CAIRN_WORKER_MEMORY_MIB / MIB_PER_DEFAULT_SLOT)));
+}
 
 /** The configuration from the environment; a bad variable is E_INPUT naming it (the process exits). */
 export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig {

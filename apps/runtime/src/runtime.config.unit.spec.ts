@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { idsOf, runtimeConfigSchema } from './runtime.config.js';
+import { idsOf, runtimeConfigSchema, workerSlots } from './runtime.config.js';
 
 const host = {
   hostname: 'Box-7',
@@ -38,10 +38,12 @@ describe('the runtime configuration', () => {
     const config = loadConfig(runtimeConfigSchema(host), {});
     expect(config).toMatchObject({
       CAIRN_WORKER_ID: 'box-7',
-      CAIRN_WORKER_SLOTS: 4,
-      CAIRN_WORKER_MEMORY_MIB: 8192,
+      CAIRN_WORKER_MEMORY_MIB: 7372,
       CAIRN_WORKER_CPUS: 6,
+      CAIRN_WORKER_CPU_OVERSUBSCRIPTION: 64,
+      CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: 1,
       CAIRN_WORKER_DISK_MIB: 8192,
+      CAIRN_WORKER_PIDS: 16_384,
       CAIRN_ARTIFACT_DIR: '/srv/cairn/.cairn/artifacts',
       CAIRN_DOCKER_SOCKET: '/var/run/docker.sock',
       CAIRN_WORKERS_BUCKET: 'cairn_workers',
@@ -82,6 +84,29 @@ describe('the runtime configuration', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('sizes capacity from what is scarce: memory (90 % of the host), slots from memory, processes from the kernel, CPU as a share', () => {
+    const config = loadConfig(runtimeConfigSchema(host), {});
+    expect(config.CAIRN_WORKER_SLOTS).toBeUndefined();
+    expect(workerSlots(config)).toBe(Math.floor(7372 / 128));
+    // The 2-core, 24 GiB host of issue 14: a hundred sessions of 128 MiB memory + 64 MiB disk fit, and 169 slots.
+    const big = loadConfig(runtimeConfigSchema({ ...host, memoryMiB: 24_105, cpus: 2, pidsMax: 32_768 }), {});
+    expect(big).toMatchObject({ CAIRN_WORKER_MEMORY_MIB: 21_694, CAIRN_WORKER_PIDS: 16_384 });
+    expect(workerSlots(big)).toBe(169);
+    expect(Math.floor(big.CAIRN_WORKER_MEMORY_MIB / 192)).toBeGreaterThanOrEqual(100);
+    expect(big.CAIRN_WORKER_CPUS * big.CAIRN_WORKER_CPU_OVERSUBSCRIPTION).toBeGreaterThanOrEqual(100);
+    expect(workerSlots({ CAIRN_WORKER_SLOTS: undefined, CAIRN_WORKER_MEMORY_MIB: 1 << 20 })).toBe(1024);
+    expect(workerSlots({ CAIRN_WORKER_SLOTS: undefined, CAIRN_WORKER_MEMORY_MIB: 64 })).toBe(1);
+    expect(workerSlots(loadConfig(runtimeConfigSchema(host), { CAIRN_WORKER_SLOTS: '3' }))).toBe(3);
+  });
+
+  it('refuses at boot a capacity the host cannot give: more memory than it has, more processes than the kernel allows, runs over the whole CPU share', () => {
+    expect(inputError({ CAIRN_WORKER_MEMORY_MIB: '9000' })).toMatch(/CAIRN_WORKER_MEMORY_MIB: at most the host's memory \(8192 MiB\)/);
+    expect(inputError({ CAIRN_WORKER_PIDS: '40000' })).toMatch(/CAIRN_WORKER_PIDS: at most the processes the kernel allows \(32768/);
+    expect(inputError({ CAIRN_WORKER_CPU_OVERSUBSCRIPTION: '0.5' })).toMatch(/CAIRN_WORKER_CPU_OVERSUBSCRIPTION/);
+    expect(inputError({ CAIRN_WORKER_CPU_OVERSUBSCRIPTION: '4', CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: '8' })).toMatch(/CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: runs share the CPU with sessions/);
+    expect(inputError({ CAIRN_WORKER_SLOTS: '1025' })).toMatch(/CAIRN_WORKER_SLOTS/);
   });
 
   it('reads the environment, resolving a relative artifact directory against the working directory', () => {

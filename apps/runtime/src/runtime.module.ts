@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { RuntimeHandler } from './runtime.handler.js';
 import { SecretValuesReader } from '@cairn/secret-store';
+import { workerSlots } from './runtime.config.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
@@ -20,7 +21,7 @@ const RUN_HANDLER_TIMEOUT_MS = (64 * FROZEN_CAPS.wallSeconds + 3600) * 1000;
 
 /**
  * The runtime worker: one per sandbox host. Its reactor takes `run.scheduled` for this worker, at
- * most `CAIRN_WORKER_SLOTS` at once (I-9); its durable consumer is its own (`cairn-runtime-<worker>`).
+ * most its slots at once (I-9); its durable consumer is its own (`cairn-runtime-<worker>`).
  */
 export function runtimeModule(config: RuntimeConfig): DynamicModule {
   return ServiceRuntimeModule.forRoot({
@@ -28,7 +29,7 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     config,
     handler: RuntimeHandler,
     durable: runtimeDurableName(config.CAIRN_WORKER_ID),
-    concurrency: config.CAIRN_WORKER_SLOTS,
+    concurrency: workerSlots(config),
     // A run may hold its placement for every step's wall cap, and for its steps held for approval;
     // liveness is the lease's job here.
     handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS + config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000,
@@ -49,12 +50,12 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
       {
         provide: LEASE_STORE,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: WORKER_REGISTRY,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       RuntimeWorker,
       SandboxSessionHost,

@@ -1,5 +1,5 @@
 import { LocalImageTagSchema } from '@cairn/operational';
-import type { SandboxDriver, SandboxHandle } from '@cairn/sandbox';
+import type { SandboxCaps, SandboxDriver, SandboxHandle } from '@cairn/sandbox';
 import {
   bundledExecAgent,
   createDockerClient,
@@ -97,6 +97,16 @@ export class SandboxEngine {
   /** Idle warm sandboxes now (operational state, never evidence). */
   get warmCount(): number {
     return this.pooled.warmCount;
+  }
+
+  /** How the warm pool stays within the worker's capacity (see `DockerSandboxDriver.setPoolRoom`). */
+  setPoolRoom(room: (held: readonly SandboxCaps[]) => boolean): void {
+    this.pooled.setPoolRoom(room);
+  }
+
+  /** Gives back idle warm sandboxes that no longer fit beside the worker's placed work. */
+  trimPool(): void {
+    this.pooled.trimPool();
   }
 
   /** Destroys the idle warm sandboxes and warms no more (shutdown). */

@@ -1,3 +1,4 @@
+import { CONSUMER_PULL_EXPIRES_MS, whileLeaderless } from '@cairn/config';
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { CairnError, isCairnError, OP_MESSAGE_HEADER, opSubject, SandboxOpSchema } from '@cairn/contracts';
 import type { ErrorCode, EvidenceReceiptOf, SandboxHardening, SandboxOp } from '@cairn/contracts';
@@ -72,10 +73,10 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     const subject = opSubject(bus.subjectPrefix, this.config.CAIRN_WORKER_ID);
     const concurrency = this.config.CAIRN_SANDBOX_OP_CONCURRENCY;
     try {
-      await jsm.consumers.info(bus.streamName, durable);
+      await whileLeaderless(() => jsm.consumers.info(bus.streamName, durable));
     } catch (error) {
       if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
-      await jsm.consumers.add(bus.streamName, {
+      await whileLeaderless(() => jsm.consumers.add(bus.streamName, {
         durable_name: durable,
         filter_subject: subject,
         ack_policy: AckPolicy.Explicit,
@@ -83,10 +84,10 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
         ack_wait: nanos(30_000),
         max_ack_pending: concurrency * 4,
         max_deliver: -1,
-      });
+      }));
     }
-    const consumer = await jsm.jetstream().consumers.get(bus.streamName, durable);
-    this.messages = await consumer.consume({ max_messages: concurrency * 2 });
+    const consumer = await whileLeaderless(() => jsm.jetstream().consumers.get(bus.streamName, durable));
+    this.messages = await consumer.consume({ max_messages: concurrency * 2, expires: CONSUMER_PULL_EXPIRES_MS });
     this.loop = this.take(this.messages, concurrency).catch((error: unknown) => {
       this.logger.write('fatal', 'stopped serving sandbox operations: the consumer failed', { error: String(error) });
     });

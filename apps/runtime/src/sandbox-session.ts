@@ -1,5 +1,5 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
-import { CairnError, isCairnError, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES, SandboxPathSchema } from '@cairn/contracts';
+import { AnySandboxPathSchema, CairnError, isCairnError, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES } from '@cairn/contracts';
 import type { ErrorBody, ErrorCode, EventType, ExecOp, GrantedCaps, OpEnd, ReadOp, Redaction, SandboxOp, WriteOp } from '@cairn/contracts';
 import type { AppendResult } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
@@ -264,11 +264,17 @@ export class SandboxSession {
   private async exec(op: ExecOp, reply: OpReply): Promise<OpDone> {
     const { engine, artifacts, scanner, caps } = this.deps;
     const workdir = op.workdir ?? '/work';
-    if (!SandboxPathSchema.safeParse(workdir).success) throw new CairnError('E_INPUT', `workdir ${JSON.stringify(workdir)} is not an absolute, normalised path`);
+    // The gateway checked it; checked again here, where it reaches the engine (the CVE-2024-21626 shape).
+    if (!AnySandboxPathSchema.safeParse(workdir).success) throw new CairnError('E_INPUT', `workdir ${JSON.stringify(workdir)} is not an absolute, normalised path outside /proc, /sys, /dev, /run and /var/run`);
     const env = op.env ?? {};
     const key = `exec-${op.exec_id}`;
     await this.appendOwn('sandbox.exec.started', { exec_id: op.exec_id, argv: op.argv, workdir, env_names: Object.keys(env).sort() }, key);
-    const timeoutMs = Math.min(op.timeout_seconds === undefined ? DEFAULT_EXEC_TIMEOUT_MS : op.timeout_seconds * 1000, caps.wall_seconds * 1000);
+    // The exec's own timeout, shorter than the wall cap, kills only the program and its session (the
+    // sandbox lives on, as in any interactive shell); the cap, or a timeout not below it, is a cap hit.
+    const wallMs = caps.wall_seconds * 1000;
+    const ownMs = op.timeout_seconds === undefined ? null : op.timeout_seconds * 1000;
+    const interruptAfterMs = ownMs !== null && ownMs < wallMs ? ownMs : undefined;
+    const timeoutMs = interruptAfterMs !== undefined ? wallMs : Math.min(ownMs ?? DEFAULT_EXEC_TIMEOUT_MS, wallMs);
     // Live output: each stream redacted as it comes and sent at once; what is sent, put together,
     // is the kept output redacted — what the receipt's sha256 covers (live-output.ts).
     const chunks = { stdout: 0, stderr: 0, data: 0 };
@@ -284,6 +290,7 @@ export class SandboxSession {
         workdir,
         ...(op.stdin_b64 === undefined ? {} : { stdin: new Uint8Array(Buffer.from(op.stdin_b64, 'base64')) }),
         timeoutMs,
+        ...(interruptAfterMs === undefined ? {} : { interruptAfterMs }),
         maxOutputBytes: MAX_KEPT_OUTPUT_BYTES,
         ...(this.deps.outputBytesPerExec === null ? {} : { stopAfterOutputBytes: this.deps.outputBytesPerExec }),
         onOutput: (stream, chunk) => live[stream].push(chunk),
@@ -310,12 +317,14 @@ export class SandboxSession {
     result = { ...result, stdout: stdout.bytes, stderr: stderr.bytes };
     const [stdoutSha256, stderrSha256] = await Promise.all([artifacts.put(result.stdout), artifacts.put(result.stderr)]);
     const limit = result.limitHit ?? (result.outputBudgetHit ? 'E_BUDGET' : null);
-    const errorCode: ErrorCode | undefined = limit ?? (scanned.redactions.length > 0 ? 'E_SECRET_SEEN' : undefined);
+    const interrupted = result.interrupted === true;
+    const errorCode: ErrorCode | undefined = limit ?? (interrupted ? 'E_TIMEOUT' : scanned.redactions.length > 0 ? 'E_SECRET_SEEN' : undefined);
     const fields: EventFields<'sandbox.exec.completed'> = {
       exec_id: op.exec_id,
       argv: op.argv,
-      exit_code: result.exitCode,
-      signal: result.exitCode === null ? 'SIGKILL' : null,
+      // Killed at its own deadline: it did not exit by itself (no limit in limits_hit: the sandbox lives on).
+      exit_code: interrupted ? null : result.exitCode,
+      signal: interrupted || result.exitCode === null ? 'SIGKILL' : null,
       stdout_sha256: stdoutSha256,
       stderr_sha256: stderrSha256,
       stdout_bytes: result.stdoutBytes,
@@ -346,7 +355,8 @@ export class SandboxSession {
   }
 
   private async read(op: ReadOp, opId: string, reply: OpReply): Promise<OpDone> {
-    assertSandboxPath(op.path);
+    // Any absolute path: the image's files too (sandbox-file.commands.ts says why that is safe).
+    if (!AnySandboxPathSchema.safeParse(op.path).success) throw new CairnError('E_INPUT', `${JSON.stringify(op.path.slice(0, 256))} is not an absolute, normalised path outside /proc, /sys, /dev, /run and /var/run`, { path: op.path.slice(0, 1024) });
     const result = await this.fileCommand(getFileCommand(op.path), undefined, MAX_SANDBOX_FILE_BYTES);
     if (result.exitCode !== 0) throw fileCommandError(op.path, result);
     if (result.stdoutBytes > MAX_SANDBOX_FILE_BYTES) throw new CairnError('E_TOO_LARGE', `${op.path} is larger than ${MAX_SANDBOX_FILE_BYTES} bytes`, { path: op.path });

@@ -63,8 +63,9 @@ describe('the runtime process', () => {
 
     const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sh', '-c', 'echo started; sleep 60'] }] }), { workerId, leaseTtlMs: 60_000 });
     const [created] = ofType(await world.waitForType(runId, ['step.started']), 'sandbox.created');
-    // A warm one, claimed: it keeps its pool labels and takes the run's name.
+    // A warm one, claimed: it keeps its pool labels and takes the run's name (renamed behind the step's start).
     expect(created?.container_name).toBe(`cairn-${runId}-1`);
+    await until('the claimed one renamed', async () => (await world.containersOf(workerId)).some((c) => c.name === created?.container_name));
     expect((await world.containersOf(workerId)).find((c) => c.name === created?.container_name)?.pool).toBeDefined();
     // The claimed one, and the pool refilled behind it.
     await until('the pool refilled', async () => (await world.containersOf(workerId)).length === 2);

@@ -96,11 +96,11 @@ async function create(spec: SandboxSpec = {}): Promise<string> {
   return id;
 }
 
-async function refusal(promise: Promise<unknown>): Promise<{ code: string; details: unknown }> {
+async function refusal(promise: Promise<unknown>): Promise<{ code: string; message: string; details: unknown }> {
   try {
     await promise;
   } catch (error) {
-    if (isCairnError(error)) return { code: error.code, details: error.details };
+    if (isCairnError(error)) return { code: error.code, message: error.message, details: error.details };
     throw error;
   }
   throw new Error('expected a refusal');
@@ -298,9 +298,21 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     await sessions.destroy(id, TENANT, 'key:t1');
   }, 90_000);
 
-  it('a limit hit (the exec timeout) destroys the sandbox, answered with limitHit and recorded as reason limit', async () => {
+  it("the exec's own timeout kills the program's session and leaves the sandbox READY", async () => {
     const id = await create();
-    const outcome = await sessions.exec(id, TENANT, { argv: ['sleep', '30'], timeoutSeconds: 1 });
+    const outcome = await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'sleep 30 & sleep 31; :'], timeoutSeconds: 1 });
+    expect(outcome).toMatchObject({ limitHit: 'E_TIMEOUT', errorCode: 'E_TIMEOUT', sandboxDestroyed: false, exitCode: null });
+    const after = await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'ps -o args | grep "sleep 3[01]" || echo none'] });
+    expect(text(after.stdout)).toBe('none\n');
+    const chain = await chainOf(id);
+    expect(chain.find((r) => r.type === 'sandbox.exec.completed')).toMatchObject({ error_code: 'E_TIMEOUT', limits_hit: [], signal: 'SIGKILL' });
+    expect(foldSandbox(chain)).toMatchObject({ state: 'READY', errorCode: null });
+    await sessions.destroy(id, TENANT, 'key:t1');
+  }, 90_000);
+
+  it('a cap hit (the wall time) destroys the sandbox, answered with limitHit and recorded as reason limit', async () => {
+    const id = await create({ caps: { wallSeconds: 1 } });
+    const outcome = await sessions.exec(id, TENANT, { argv: ['sleep', '30'] });
     expect(outcome).toMatchObject({ limitHit: 'E_TIMEOUT', errorCode: 'E_TIMEOUT', sandboxDestroyed: true, exitCode: null });
     const chain = await chainUntil(id, 'run.sealed');
     expect(chain.map((r) => r.type).slice(-3)).toEqual(['sandbox.exec.completed', 'sandbox.destroyed', 'run.sealed']);
@@ -324,26 +336,35 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     expect(verifyChain(ttlChain)).toMatchObject({ ok: true });
   }, 90_000);
 
-  it('a sandbox that becomes ready after its caller gave up is deleted on the record, not left to its idle limit', async () => {
+  it('a create whose caller gave up is deleted on the record before the error is answered: it never comes alive, no container is left', async () => {
     const error = await refusal(sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300, idleSeconds: 600 } }, 5));
-    expect(['E_SANDBOX_START', 'E_RUNTIME_ABSENT']).toContain(error.code);
+    // Not placed in 5 ms (E_UNAVAILABLE), or placed and not started (E_SANDBOX_START): deleted either way.
+    expect(['E_UNAVAILABLE', 'E_SANDBOX_START']).toContain(error.code);
+    expect(error.message).toMatch(/it is deleted/);
     const id = (error.details as { sandboxId: string }).sandboxId;
     expect(id).toMatch(/^sbx_/);
     const chain = await chainUntil(id, 'run.sealed');
-    expect(chain.map((r) => r.type)).toEqual(['sandbox.requested', 'policy.decided', 'run.scheduled', 'sandbox.created', 'sandbox.destroyed', 'run.sealed']);
-    expect(chain.at(-2)).toMatchObject({ reason: 'deleted', verified_gone: true });
+    const types = chain.map((r) => r.type);
+    expect(types[0]).toBe('sandbox.requested');
+    expect(types.includes('run.cancelled') || chain.some((r) => r.type === 'sandbox.destroyed' && (r as { reason?: string }).reason === 'deleted')).toBe(true);
+    expect(foldSandbox(chain)).toMatchObject({ state: 'DESTROYED' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await chainOf(id)).map((r) => r.type)).toEqual(types);
     expect(await containers()).not.toContain(`cairn-${id}-1`);
 
-    // Under an Idempotency-Key the caller may come back for it: a retry answers that sandbox, kept.
+    // Under an Idempotency-Key the deleted one made nothing: a retry is a new try, answered with a new sandbox.
     const key = uniqueName('late');
     const late = await refusal(sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 5));
     const lateId = (late.details as { sandboxId: string }).sandboxId;
+    await chainUntil(lateId, 'run.sealed');
     const retried = await sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 60_000);
-    expect(retried.sandboxId).toBe(lateId);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(foldSandbox(await chainOf(lateId))).toMatchObject({ state: 'READY', destroyReason: null });
-    expect(text((await sessions.exec(lateId, TENANT, { argv: ['echo', 'kept'] })).stdout)).toBe('kept\n');
-    await sessions.destroy(lateId, TENANT, 'key:t1');
+    expect(retried.sandboxId).not.toBe(lateId);
+    expect(text((await sessions.exec(retried.sandboxId, TENANT, { argv: ['echo', 'kept'] })).stdout)).toBe('kept\n');
+    // The same key again answers that one, not a third.
+    expect((await sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 60_000)).sandboxId).toBe(retried.sandboxId);
+    expect(foldSandbox(await chainOf(lateId))).toMatchObject({ state: 'DESTROYED' });
+    expect(await containers()).not.toContain(`cairn-${lateId}-1`);
+    await sessions.destroy(retried.sandboxId, TENANT, 'key:t1');
   }, 60_000);
 
   it('a policy denial: E_POLICY_DENIED, no sandbox, the chain sealed REJECTED', async () => {

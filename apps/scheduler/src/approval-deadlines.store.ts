@@ -1,8 +1,9 @@
 import { ApprovalIdSchema, CairnError, isCairnError, RunIdSchema, TimestampSchema } from '@cairn/contracts';
-import { bucketStreamName } from '@cairn/operational';
+import { DEFAULT_NATS_REPLICAS } from '@cairn/config';
+import { bucketStreamName, openBucket } from '@cairn/operational';
+import type { BucketLimits } from '@cairn/operational';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
@@ -19,7 +20,7 @@ export type ApprovalDeadline = z.infer<typeof ApprovalDeadlineSchema>;
 
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Approval timeouts are at most 7 days (the policy document's bound); a forgotten entry goes a day later. */
-const LIMITS = { history: 1, ttl: 8 * 86_400_000, max_bytes: 64 * 1024 * 1024, maxValueSize: 4096 };
+const LIMITS: BucketLimits = { history: 1, ttlMs: 8 * 86_400_000, maxBytes: 64 * 1024 * 1024, maxValueBytes: 4096 };
 
 /**
  * Pending approval requests and their deadlines, in a KV bucket (operational state, like leases:
@@ -35,6 +36,8 @@ export class ApprovalDeadlines {
   constructor(
     private readonly nc: NatsConnection,
     readonly bucket: string,
+    /** The bucket's replicas (CAIRN_NATS_REPLICAS) when it is created; one with others is refused. */
+    private readonly replicas: number = DEFAULT_NATS_REPLICAS,
   ) {
     if (!BUCKET_NAME.test(bucket)) throw new CairnError('E_INPUT', `invalid bucket name ${JSON.stringify(bucket)}: [A-Za-z0-9_-], at most 64`);
   }
@@ -73,7 +76,7 @@ export class ApprovalDeadlines {
   }
 
   private open(): Promise<KV> {
-    this.kv ??= call(`cannot open the KV bucket ${this.bucket}`, () => new Kvm(this.nc).create(this.bucket, LIMITS)).catch((error: unknown) => {
+    this.kv ??= openBucket(this.nc, this.bucket, LIMITS, this.replicas).catch((error: unknown) => {
       this.kv = null;
       throw error;
     });

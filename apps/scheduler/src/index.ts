@@ -4,5 +4,6 @@ export { hasImage, withLeasedReservations } from './placement.js';
 export { SchedulerConfigSchema } from './scheduler.config.js';
 export type { SchedulerConfig } from './scheduler.config.js';
 export { SCHEDULER_SERVICE, schedulerModule } from './scheduler.module.js';
-export { PLACEMENT_GATE, SchedulingHandler } from './scheduling.handler.js';
+export { PLACEMENT_GATE, Placements, runnableDecision } from './placements.service.js';
+export { SchedulingHandler } from './scheduling.handler.js';
 export { SerialGate } from './serial-gate.js';

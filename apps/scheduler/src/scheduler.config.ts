@@ -15,6 +15,8 @@ export const SchedulerConfigSchema = EvidenceLogConfigSchema.extend(OperationalC
   CAIRN_SCHEDULER_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   /** How often pending approvals are checked for a deadline that has passed. */
   CAIRN_APPROVAL_SCAN_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  /** How often the placement queue is planned again besides whenever a run or sandbox ends (room may free otherwise: a heartbeat, a lease lapsing). */
+  CAIRN_QUEUE_SCAN_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(500),
   /** The KV bucket of approval deadlines; absent: `<CAIRN_LEASES_BUCKET>_approvals`, isolated wherever the leases are. */
   CAIRN_APPROVALS_BUCKET: z
     .string()

@@ -1,5 +1,5 @@
-import { approvalsBucketFor } from '@cairn/config';
-import { LeaseStore, WorkerRegistry } from '@cairn/operational';
+import { approvalsBucketFor, queueBucketFor } from '@cairn/config';
+import { LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
@@ -7,13 +7,15 @@ import { ApprovalDeadlines } from './approval-deadlines.store.js';
 import { ApprovalExpiryScanner } from './approval-expiry.scanner.js';
 import { LeaseExpiryScanner } from './lease-expiry.scanner.js';
 import type { SchedulerConfig } from './scheduler.config.js';
-import { PLACEMENT_GATE, SchedulingHandler } from './scheduling.handler.js';
+import { PLACEMENT_GATE, Placements } from './placements.service.js';
+import { SchedulingHandler } from './scheduling.handler.js';
 import { SerialGate } from './serial-gate.js';
 
 export const SCHEDULER_SERVICE = 'scheduler';
 
 /**
- * The scheduler: a reactor that places runs (and keeps the index of approval deadlines), a timer
+ * The scheduler: a reactor that places runs (and keeps the index of approval deadlines), the
+ * placement queue of what waits for room, a timer
  * that fails the runs of lost workers, and one that rejects approvals nobody decided in time.
  */
 export function schedulerModule(config: SchedulerConfig): DynamicModule {
@@ -27,18 +29,24 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: LeaseStore,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET }),
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: ApprovalDeadlines,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => new ApprovalDeadlines(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(config.CAIRN_LEASES_BUCKET)),
+        useFactory: (nc: NatsConnection) => new ApprovalDeadlines(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(config.CAIRN_LEASES_BUCKET), config.CAIRN_NATS_REPLICAS),
       },
+      {
+        provide: PlacementQueue,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS }),
+      },
+      Placements,
       LeaseExpiryScanner,
       ApprovalExpiryScanner,
     ],

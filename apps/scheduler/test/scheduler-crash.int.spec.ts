@@ -29,14 +29,15 @@ afterAll(async () => {
 });
 
 describe('the scheduler process', () => {
-  it('killed -9 between submit and schedule, then restarted, schedules the run exactly once', async () => {
+  it('killed -9 while the run waits in its queue, then restarted, schedules the run exactly once', async () => {
     const first = startScheduler();
     const runId = await world.decidedRun();
-    // No worker yet: the scheduler has taken the receipt and keeps it waiting (nak, redelivery).
+    // No worker yet: the scheduler queues the run (waiting for a runtime) and acknowledges its receipt.
     const jsm = await jetstreamManager(world.nc);
-    await until('the scheduler to hold the run back', async () => {
+    expect(await until('the run to be queued', () => world.queue.get(runId))).toMatchObject({ chain_id: runId, waiting_for: 'runtime', deadline_at: null, runnable_seq: 2 });
+    await until('the decision to be acknowledged', async () => {
       const info = await jsm.consumers.info(world.env.CAIRN_EVIDENCE_STREAM!, 'cairn-scheduler').catch(() => null);
-      return info !== null && info.num_redelivered > 0 ? info : null;
+      return info !== null && info.num_ack_pending === 0 && info.num_pending === 0 ? info : null;
     });
     first.child.kill('SIGKILL');
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -50,6 +51,7 @@ describe('the scheduler process', () => {
     const scheduled = await until('run.scheduled', async () => (await world.chain(runId)).find((r) => r.type === 'run.scheduled'));
     expect(scheduled).toMatchObject({ actor: 'scheduler', worker_id: 'w-crash', attempt: 1, causation: `${runId}:2` });
     expect(await world.leases.get(runId)).toMatchObject({ worker_id: 'w-crash', lease_id: scheduled.lease_id });
+    expect(await until('the queue to let it go', async () => ((await world.queue.get(runId)) === null ? true : null))).toBe(true);
 
     // Kill the second one too and start a third: the chain and the lease stay as they are.
     second.child.kill('SIGKILL');

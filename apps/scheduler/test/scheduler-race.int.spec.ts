@@ -6,11 +6,8 @@ import { CANCEL_ANSWER_KEY, foldRun } from '@cairn/lifecycle';
 import { leaseId } from '@cairn/scheduling';
 import { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalsBucketFor } from '@cairn/config';
-import { ApprovalDeadlines } from '../src/approval-deadlines.store.js';
 import { LeaseExpiryScanner } from '../src/lease-expiry.scanner.js';
 import { SchedulingHandler } from '../src/scheduling.handler.js';
-import { SerialGate } from '../src/serial-gate.js';
 import { CAPS, createSchedulerWorld, fakeWorker } from './scheduler.harness.js';
 import type { SchedulerWorld } from './scheduler.harness.js';
 
@@ -62,8 +59,7 @@ const cancel = (runId: string) =>
   world.log.append(runId, { type: 'run.cancelled', actor: 'intake', tenant: 'acme', causation: null, key: 'cancel', fields: { cancelled_by: 'key:k1' } });
 
 function handler(ttlMs = 60_000): SchedulingHandler {
-  const config = world.config({ CAIRN_LEASE_TTL_MS: String(ttlMs) });
-  return new SchedulingHandler(world.registry, world.leases, new ApprovalDeadlines(world.nc, approvalsBucketFor(config.CAIRN_LEASES_BUCKET)), new SerialGate(), config, logger);
+  return world.scheduler({ CAIRN_LEASE_TTL_MS: String(ttlMs) }).handler;
 }
 
 function scanner(log: EvidenceLog = world.log): LeaseExpiryScanner {

@@ -3,7 +3,7 @@ import { loadConfig } from '@cairn/config';
 import type { GrantedCaps, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
-import { bucketStreamName, LeaseStore, WorkerRegistry } from '@cairn/operational';
+import { bucketStreamName, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
 import type { RegisteredWorker } from '@cairn/operational';
 import { testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -11,7 +11,12 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { approvalsBucketFor } from '@cairn/config';
+import { approvalsBucketFor, queueBucketFor } from '@cairn/config';
+import { JsonLogger } from '@cairn/service-kit';
+import { ApprovalDeadlines } from '../src/approval-deadlines.store.js';
+import { Placements } from '../src/placements.service.js';
+import { SchedulingHandler } from '../src/scheduling.handler.js';
+import { SerialGate } from '../src/serial-gate.js';
 import { SchedulerConfigSchema } from '../src/scheduler.config.js';
 import type { SchedulerConfig } from '../src/scheduler.config.js';
 
@@ -25,6 +30,10 @@ export interface SchedulerWorld {
   log: EvidenceLog;
   registry: WorkerRegistry;
   leases: LeaseStore;
+  /** The scheduler's placement queue (`<leases>_queue`). */
+  queue: PlacementQueue;
+  /** A handler and its placements as the scheduler module wires them, driven directly (no reactor). */
+  scheduler(overrides?: Record<string, string>): { handler: SchedulingHandler; placements: Placements };
   /** Environment for a service process (or `loadConfig`) pointed at this world. */
   env: Record<string, string>;
   config(overrides?: Record<string, string>): SchedulerConfig;
@@ -48,6 +57,8 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
   const log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: env.CAIRN_EVIDENCE_STREAM!, subjectPrefix: env.CAIRN_EVIDENCE_SUBJECT_PREFIX! });
   const registry = await WorkerRegistry.open(nc, { bucket: env.CAIRN_WORKERS_BUCKET! });
   const leases = await LeaseStore.open(nc, { bucket: env.CAIRN_LEASES_BUCKET! });
+  const queue = await PlacementQueue.open(nc, { bucket: queueBucketFor(env.CAIRN_LEASES_BUCKET!) });
+  const logger = new JsonLogger('scheduler', 'error');
 
   async function chain(runId: string): Promise<ReceiptEnvelope[]> {
     const out: ReceiptEnvelope[] = [];
@@ -60,8 +71,15 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
     log,
     registry,
     leases,
+    queue,
     env,
     config: (overrides = {}) => loadConfig(SchedulerConfigSchema, { ...env, ...overrides }),
+    scheduler(overrides = {}) {
+      const config = loadConfig(SchedulerConfigSchema, { ...env, ...overrides });
+      const placements = new Placements(registry, leases, queue, new SerialGate(), log, 'scheduler', config, logger);
+      const handler = new SchedulingHandler(leases, new ApprovalDeadlines(nc, approvalsBucketFor(config.CAIRN_LEASES_BUCKET)), placements, logger);
+      return { handler, placements };
+    },
     chain,
     async decidedRun(options = {}) {
       const runId = `run_${uniqueName('sch').toLowerCase()}`;
@@ -86,6 +104,7 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
       return runId;
     },
     async dispose() {
+      queue.close();
       await log.close();
       const jsm = await jetstreamManager(nc);
       for (const stream of [
@@ -94,6 +113,7 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
         bucketStreamName(env.CAIRN_WORKERS_BUCKET!),
         bucketStreamName(env.CAIRN_LEASES_BUCKET!),
         bucketStreamName(approvalsBucketFor(env.CAIRN_LEASES_BUCKET!)),
+        bucketStreamName(queueBucketFor(env.CAIRN_LEASES_BUCKET!)),
         ...extraStreams,
       ]) {
         await jsm.streams.delete(stream).catch(() => false);

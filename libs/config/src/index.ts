@@ -10,6 +10,16 @@ export {
   SecretValuesConfigSchema,
 } from './load-config.js';
 export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig } from './load-config.js';
+export {
+  CONSUMER_PULL_EXPIRES_MS,
+  DEFAULT_NATS_REPLICAS,
+  isLeaderless,
+  LEADERLESS_WAIT_MS,
+  NatsReplicasSchema,
+  replicasHint,
+  replicasProblem,
+  whileLeaderless,
+} from './nats-cluster.js';
 export { redactUrl } from './redact-url.js';
-export { approvalsBucketFor, isolatedNames } from './stack-names.js';
+export { approvalsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';

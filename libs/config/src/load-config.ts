@@ -1,6 +1,7 @@
 import { CairnError } from '@cairn/contracts';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { NatsReplicasSchema } from './nats-cluster.js';
 
 /**
  * Reads one app's configuration from the environment, once, through a zod schema whose keys are
@@ -37,7 +38,9 @@ const subjectPrefix = z.string().regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/, 'dot-sep
 
 /** What every process that touches the evidence log reads. */
 export const EvidenceLogConfigSchema = z.object({
+  /** One URL or several, comma-separated (the servers of a cluster). */
   CAIRN_NATS_URL: natsUrl,
+  CAIRN_NATS_REPLICAS: NatsReplicasSchema,
   CAIRN_EVIDENCE_STREAM: streamName.default(DEFAULT_EVIDENCE_STREAM),
   CAIRN_EVIDENCE_SUBJECT_PREFIX: subjectPrefix.default(DEFAULT_EVIDENCE_SUBJECT_PREFIX),
 });

@@ -35,3 +35,8 @@ export function isolatedNames(stackId: string): IsolatedNames {
 export function approvalsBucketFor(leasesBucket: string): string {
   return `${leasesBucket}_approvals`;
 }
+
+/** The bucket beside a stack's leases that holds the scheduler's placement queue: isolated wherever its leases are. */
+export function queueBucketFor(leasesBucket: string): string {
+  return `${leasesBucket}_queue`;
+}

@@ -27,10 +27,13 @@ export const SubmitRunCommandSchema = z.strictObject({
 });
 export type SubmitRunCommand = z.infer<typeof SubmitRunCommandSchema>;
 
-/** Ask intake to cancel a run of the tenant's. */
+/**
+ * Ask intake to cancel a run of the tenant's — or to delete a sandbox (`sbx_…`) that no runtime has
+ * created yet (a created one is deleted by its worker).
+ */
 export const CancelRunCommandSchema = z.strictObject({
   tenant: TenantIdSchema,
-  run_id: RunIdSchema,
+  run_id: ChainIdSchema,
   requested_by: ActorSchema,
   reason: z.string().max(1024).check(storableText('a reason')).optional(),
 });

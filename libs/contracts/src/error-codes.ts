@@ -34,6 +34,7 @@ export const API_ERROR_CODES = [
   'E_IDEMPOTENCY_MISMATCH',
   'E_TOO_LARGE',
   'E_RATE_LIMITED',
+  'E_CAPACITY',
   'E_UNAVAILABLE',
   'E_INTERNAL',
 ] as const;
@@ -44,6 +45,20 @@ export const ErrorCodeSchema = z.enum(ERROR_CODES);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 export type TaxonomyErrorCode = (typeof TAXONOMY_ERROR_CODES)[number];
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+
+/**
+ * What a worker ran out of when work cannot be placed (`E_CAPACITY`'s `details.resource`, the
+ * `resource` of its `run.failed`): a slot, memory (the caps' memory plus tmpfs), tmpfs disk,
+ * processes, or CPU share (caps' CPUs over the worker's CPUs times its oversubscription).
+ */
+export const CAPACITY_RESOURCES = ['slots', 'memory', 'disk', 'pids', 'cpu'] as const;
+export const CapacityResourceSchema = z.enum(CAPACITY_RESOURCES);
+export type CapacityResource = z.infer<typeof CapacityResourceSchema>;
+
+/** What a run or sandbox create waiting in the placement queue waits for: room (a dimension), a runtime at all, or a worker with its image. */
+export const QUEUE_WAITS = [...CAPACITY_RESOURCES, 'runtime', 'image'] as const;
+export const QueueWaitSchema = z.enum(QUEUE_WAITS);
+export type QueueWait = z.infer<typeof QueueWaitSchema>;
 
 /** How errors cross every wire: `{ code, message, details }`. */
 export const ErrorBodySchema = z.object({
@@ -80,6 +95,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   E_IDEMPOTENCY_MISMATCH: 422,
   E_TOO_LARGE: 413,
   E_RATE_LIMITED: 429,
+  E_CAPACITY: 503,
   E_UNAVAILABLE: 503,
   E_INTERNAL: 500,
 };

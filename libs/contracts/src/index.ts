@@ -6,14 +6,18 @@ export {
   API_ERROR_CODES,
   assertUnreachable,
   CairnError,
+  CAPACITY_RESOURCES,
+  CapacityResourceSchema,
   ERROR_CODES,
   ErrorBodySchema,
   ErrorCodeSchema,
   HTTP_STATUS_BY_CODE,
   isCairnError,
+  QUEUE_WAITS,
+  QueueWaitSchema,
   TAXONOMY_ERROR_CODES,
 } from './error-codes.js';
-export type { ApiErrorCode, ErrorBody, ErrorCode, TaxonomyErrorCode } from './error-codes.js';
+export type { ApiErrorCode, CapacityResource, ErrorBody, ErrorCode, QueueWait, TaxonomyErrorCode } from './error-codes.js';
 export {
   ActorSchema,
   adminChainId,
@@ -56,6 +60,7 @@ export {
 } from './run-state.schema.js';
 export type { FinalRunState, PolicyDecision, RunState, SandboxDestroyReason, SandboxState, Verdict } from './run-state.schema.js';
 export {
+  AnySandboxPathSchema,
   ArgSchema,
   ArgvSchema,
   CapsSpecSchema,
@@ -97,7 +102,7 @@ export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck
 export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
 export type { StrictJsonOptions } from './strict-json.js';
-export { parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
+export { MAX_SANDBOX_WAIT_SECONDS, parseSandboxSpec, SandboxSpecSchema } from './sandbox-spec.schema.js';
 export type { SandboxSpec } from './sandbox-spec.schema.js';
 export {
   ApprovalIdSchema,
@@ -205,6 +210,7 @@ export {
   ListEventsQuerySchema,
   ListRunsQuerySchema,
   ProofBundleSchema,
+  QueueSpotSchema,
   ReceiptSchema,
   RunListSchema,
   RunSchema,
@@ -223,6 +229,7 @@ export type {
   ListEventsQuery,
   ListRunsQuery,
   ProofBundle,
+  QueueSpot,
   Receipt,
   Run,
   RunList,
@@ -291,6 +298,7 @@ export {
   SANDBOX_FILE_LIMIT_BYTES,
   SandboxFilePathSchema,
   SandboxListSchema,
+  SandboxReadPathSchema,
   SandboxSchema,
 } from './api/sandboxes.schema.js';
 export type {
@@ -464,3 +472,5 @@ export {
   StepOutputsSchema,
 } from './api/outputs.schema.js';
 export type { Artifact, OutputStream, RecordedStream, RunArtifacts, StepOutputs } from './api/outputs.schema.js';
+export { SealKeyIdSchema, SealKeyNameSchema, SealKeySchema, SealKeysSchema, SealSignatureSchema, VerifierKeySchema } from './seal-signature.schema.js';
+export type { SealKey, SealKeys, SealSignature } from './seal-signature.schema.js';

@@ -127,8 +127,15 @@ export const MAX_OUTPUT_BYTES_PER_STEP = 256 * 1024 * 1024;
 export const BudgetsSchema = z.strictObject({
   runsPerJob: positiveInt.superRefine(cappedBy(FROZEN_CAPS.runsPerJob, 'runsPerJob')),
   jobMinutes: positiveInt.superRefine(cappedBy(FROZEN_CAPS.jobMinutes, 'jobMinutes')),
-  /** Runs of one tenant admitted and not yet executed (held, scheduled or running) at once. */
+  /**
+   * Runs of one tenant admitted and not yet executed (held, scheduled or running) at once — and its
+   * interactive sandboxes too, unless `tenantConcurrentSandboxes` counts those alone.
+   */
   tenantConcurrentRuns: positiveInt.max(100_000).optional(),
+  /** Interactive sandboxes of one tenant asked for and not ended (PENDING or READY) at once. */
+  tenantConcurrentSandboxes: positiveInt.max(100_000).optional(),
+  /** Memory (each one's memory cap plus its tmpfs, as a worker reserves it) of one tenant's runs and sandboxes in flight together, MiB. */
+  tenantMemoryMiB: positiveInt.max(1 << 30).optional(),
   /** Granted CPUs × sandbox seconds of one tenant's runs in the last 24 hours. */
   tenantCpuSecondsPerDay: positiveInt.max(1_000_000_000).optional(),
   /** Bytes one step may write to stdout and stderr together; more ends the run ROLLBACK `E_BUDGET`. */

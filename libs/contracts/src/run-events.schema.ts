@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ActorSchema, Sha256HexSchema, TimestampSchema } from './envelope.js';
-import { ErrorCodeSchema } from './error-codes.js';
+import { CapacityResourceSchema, ErrorCodeSchema } from './error-codes.js';
 import {
   ApprovalIdSchema,
   ArtifactHashesSchema,
@@ -23,6 +23,7 @@ import {
 import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
 import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
+import { SealSignatureSchema } from './seal-signature.schema.js';
 
 /* The receipts of a run's lifecycle, in the order a run meets them (PRODUCT.md "A run, end to end"). */
 
@@ -298,6 +299,8 @@ export const RunFailedSchema = eventBodySchema('run.failed', {
   error_code: ErrorCodeSchema,
   message: textSchema(2048),
   step_index: StepIndexSchema.optional(),
+  /** With `E_CAPACITY`: what no worker had enough of. */
+  resource: CapacityResourceSchema.optional(),
 });
 
 export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {
@@ -327,6 +330,8 @@ const runSealedFields = eventBodySchema('run.sealed', {
   /** The chain head this seal covers (the hash of the receipt before it). */
   evidence_digest: Sha256HexSchema,
   error_code: ErrorCodeSchema.optional(),
+  /** The deployment key's signature over the seal statement (chain, head, digest, state); absent on a seal from a grader without a key. */
+  signature: SealSignatureSchema.optional(),
 });
 function checkSeal(seal: { final_state: z.infer<typeof FinalRunStateSchema>; error_code?: unknown }, ctx: z.core.$RefinementCtx): void {
   const needsCode = seal.final_state === 'FAILED' || seal.final_state === 'ROLLBACK' || seal.final_state === 'REJECTED';

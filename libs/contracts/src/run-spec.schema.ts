@@ -68,6 +68,26 @@ export function sandboxPathSchema(roots: readonly string[], allowRoot: boolean) 
 }
 
 export const WorkdirSchema = sandboxPathSchema(['/work', '/out', '/tmp'], true);
+
+/** The kernel's and the runtime's own trees: never a session's workdir or read (`/proc/self/fd/…`: CVE-2024-21626). */
+const KERNEL_TREES = ['/proc', '/sys', '/dev', '/run', '/var/run'];
+
+/**
+ * An absolute, normalised path inside a sandbox, outside the kernel's and the runtime's trees (not `/`
+ * itself): where a session's exec may start (`/usr/bin`) and what a session's read may name (the
+ * image's `/etc/os-release`). Both run as the sandbox user, inside it.
+ */
+export const AnySandboxPathSchema = z
+  .string()
+  .max(1024)
+  .refine(
+    (path) =>
+      path.startsWith('/') &&
+      path.length > 1 &&
+      path.slice(1).split('/').every((segment) => SEGMENT.test(segment) && segment !== '.' && segment !== '..') &&
+      !KERNEL_TREES.some((tree) => path === tree || path.startsWith(`${tree}/`)),
+    `an absolute normalised path (no empty, . or .. segments, no control characters), not under ${KERNEL_TREES.join(', ')}`,
+  );
 export const InputPathSchema = sandboxPathSchema(['/work'], false);
 export const OutputPathSchema = sandboxPathSchema(['/work', '/out'], true);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isCairnError } from './error-codes.js';
 import { FROZEN_CAPS } from './frozen-caps.constants.js';
-import { parseRunSpec, RunSpecSchema } from './run-spec.schema.js';
+import { AnySandboxPathSchema, parseRunSpec, RunSpecSchema } from './run-spec.schema.js';
 import { parseSandboxSpec } from './sandbox-spec.schema.js';
 
 const minimal = { name: 'hello', steps: [{ argv: ['echo', 'hi'] }] };
@@ -142,5 +142,14 @@ describe('SandboxSpec', () => {
   it('refuses unknown keys and a zero TTL with E_INPUT', () => {
     expect(() => parseSandboxSpec({ privileged: true })).toThrow(/privileged: unknown field/);
     expect(() => parseSandboxSpec({ ttlSeconds: 0 })).toThrow(/ttlSeconds/);
+  });
+});
+
+describe('AnySandboxPathSchema (a session exec workdir, a session read)', () => {
+  it.each(['/usr/bin', '/etc/os-release', '/work/a', '/running', '/var/runner', '/procfs'])('accepts %s', (path) => {
+    expect(AnySandboxPathSchema.safeParse(path).success).toBe(true);
+  });
+  it.each(['/', 'work', '/work/../etc', '/work//a', '/proc', '/proc/self/fd/3', '/sys/kernel/notes', '/dev/mem', '/run/secrets/X', '/var/run/docker.sock'])('refuses %s', (path) => {
+    expect(AnySandboxPathSchema.safeParse(path).success).toBe(false);
   });
 });

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { CairnError } from './error-codes.js';
 import { CapsSpecSchema, EnvSchema, ImageRefSchema, InputFileSchema, inputIssues, NetworkSpecSchema, SecretNameSchema } from './run-spec.schema.js';
 
+/** The longest a sandbox create may wait in the queue for room (`waitSeconds`). */
+export const MAX_SANDBOX_WAIT_SECONDS = 300;
+
 /** An interactive sandbox session (camelCase, like the REST API); policy judges the values later. */
 export const SandboxSpecSchema = z.strictObject({
   image: ImageRefSchema.optional(),
@@ -14,6 +17,11 @@ export const SandboxSpecSchema = z.strictObject({
   ttlSeconds: z.number().int().positive().max(86_400).optional(),
   /** Reaped after this long without an operation; absent: the operator's default idle limit. */
   idleSeconds: z.number().int().positive().max(86_400).optional(),
+  /**
+   * How long the create may wait in the placement queue for a worker with room; absent or 0: a
+   * create that finds no room is refused at once (`E_CAPACITY`).
+   */
+  waitSeconds: z.number().int().min(0).max(MAX_SANDBOX_WAIT_SECONDS).optional(),
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 

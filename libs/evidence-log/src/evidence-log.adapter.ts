@@ -1,3 +1,4 @@
+import { replicasHint, whileLeaderless } from '@cairn/config';
 import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
@@ -66,6 +67,9 @@ const READ_BATCH = 4096;
 const READ_STALL_MS = 30_000;
 /** How long the server keeps a bulk read's consumer that nobody pulls from. */
 const READ_CONSUMER_IDLE_MS = 5 * 60_000;
+/** How long an append waits for a stream that answers nobody (a cluster electing its leader) before it fails. */
+const LEADERLESS_WAIT_MS = 10_000;
+const LEADERLESS_RETRY_MS = 250;
 /** Messages a chain read asks for per batch direct get (a run's chain is a few dozen). */
 const CHAIN_READ_BATCH = 1000;
 const BACKOFF_BASE_MS = 2;
@@ -155,12 +159,13 @@ export class EvidenceLog {
     let created = false;
     if (info === null) {
       try {
-        info = await this.jsm.streams.add(evidenceStreamConfig(this.options));
+        info = await whileLeaderless(() => this.jsm.streams.add(evidenceStreamConfig(this.options)));
         created = true;
       } catch (error) {
         // Another process created it first: check theirs like any existing stream.
         if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) {
-          throw unavailable(`cannot create stream ${this.streamName}`, error);
+          const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, this.options.replicas);
+          throw unavailable(`cannot create stream ${this.streamName}`, error, hint);
         }
         info = await this.streamInfo();
         if (info === null) throw unavailable(`stream ${this.streamName} vanished while being created`, error);
@@ -252,6 +257,14 @@ export class EvidenceLog {
       head = cached;
     }
     let attempts = 0;
+    let leaderlessSince: number | null = null;
+    const leaderless = async (): Promise<boolean> => {
+      leaderlessSince ??= Date.now();
+      if (Date.now() - leaderlessSince >= LEADERLESS_WAIT_MS) return false;
+      attempts -= 1;
+      await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+      return true;
+    };
     for (;;) {
       if (expected !== undefined && headGuardStep(head.seq, expected) !== 'publish') {
         if (headGuardStep(head.seq, expected) === 'probe') {
@@ -287,6 +300,9 @@ export class EvidenceLog {
             if (found !== null) return found;
             throw new CairnError('E_CONFLICT', `part of a batch on ${chainId} is stored already, not as this batch`, { chainId });
           }
+          // Its first messages went to a leader that died before the commit reached the next: nothing
+          // was stored, so the whole batch goes again on the same head once a leader answers.
+          if (outcome.errCode === BATCH_INCOMPLETE && (await leaderless())) continue;
           if (!isWrongLastSequence(outcome.errCode)) {
             throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} refused by JetStream: ${outcome.description}`, { chainId, errCode: outcome.errCode });
           }
@@ -301,7 +317,9 @@ export class EvidenceLog {
           }
           break;
         case 'no_responders':
-          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${this.chainSubjects(chainId)} (is ${this.streamName} there?)`, { chainId });
+          // As for one append: a stream electing its leader stored nothing; wait on the same head.
+          if (await leaderless()) continue;
+          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${this.chainSubjects(chainId)} (is ${this.streamName} there, with a leader?)`, { chainId });
         case 'closed':
           throw new CairnError('E_UNAVAILABLE', `a batch append to ${chainId} cannot be acknowledged: ${outcome.reason}`, { chainId });
         default:
@@ -345,7 +363,7 @@ export class EvidenceLog {
    */
   private async findStoredBatch(publisher: JetStreamAckPublisher, chainId: string, items: readonly BatchItem[], attempts: number): Promise<AppendResult[] | null> {
     const [first] = items;
-    const { outcome } = await this.publishOnto(publisher, first!.subject, first!.prepared, GENESIS_HEAD, 'probe');
+    const outcome = await this.probe(publisher, first!.subject, first!.prepared, GENESIS_HEAD);
     if (outcome.kind === 'stored' && outcome.duplicate) return this.storedBatchFrom(chainId, items, outcome.seq, attempts + 1);
     if (outcome.kind === 'stored') {
       throw new CairnError('E_INTERNAL', `a duplicate probe on ${chainId} was stored at stream seq ${outcome.seq}`, { chainId, streamSeq: outcome.seq });
@@ -392,6 +410,7 @@ export class EvidenceLog {
       head = cached;
     }
     let attempts = 0;
+    let leaderlessSince: number | null = null;
     for (;;) {
       if (expected !== undefined && headGuardStep(head.seq, expected) !== 'publish') {
         return this.headMoved(publisher, subject, prepared, head, expected, attempts);
@@ -424,7 +443,15 @@ export class EvidenceLog {
           }
           break;
         case 'no_responders':
-          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${subject} (is ${this.streamName} there?)`, { chainId });
+          // A replicated stream that lost its leader answers nobody until it elects another (≈ 5 s
+          // here): wait that out on the same head — nothing was stored — rather than fail the caller.
+          leaderlessSince ??= Date.now();
+          if (Date.now() - leaderlessSince < LEADERLESS_WAIT_MS) {
+            attempts -= 1;
+            await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+            continue;
+          }
+          throw new CairnError('E_UNAVAILABLE', `no JetStream stream answers for ${subject} (is ${this.streamName} there, with a leader?)`, { chainId });
         case 'closed':
           throw new CairnError('E_UNAVAILABLE', `append to ${chainId} cannot be acknowledged: ${outcome.reason}`, { chainId });
         default:
@@ -441,6 +468,19 @@ export class EvidenceLog {
    * Seals the event onto `head` and publishes it expecting the subject's last stream seq to be
    * `expectStreamSeq`; the stream (never another) must be the one that answers.
    */
+  /**
+   * A duplicate probe's answer. It stores nothing, so one that a stream electing its leader does not
+   * answer (no responders, or its ack lost with the old leader) is asked again, for up to LEADERLESS_WAIT_MS.
+   */
+  private async probe(publisher: JetStreamAckPublisher, subject: string, prepared: PreparedAppend, head: ChainHead): Promise<PublishOutcome> {
+    const since = Date.now();
+    for (;;) {
+      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, 'probe');
+      if ((outcome.kind !== 'no_responders' && outcome.kind !== 'timeout') || Date.now() - since >= LEADERLESS_WAIT_MS) return outcome;
+      await delay(LEADERLESS_RETRY_MS * (0.5 + Math.random()));
+    }
+  }
+
   private async publishOnto(
     publisher: JetStreamAckPublisher,
     subject: string,
@@ -502,7 +542,7 @@ export class EvidenceLog {
   ): Promise<AppendResult> {
     const { chainId } = prepared;
     if (headGuardStep(head.seq, expected) === 'probe') {
-      const { outcome } = await this.publishOnto(publisher, subject, prepared, head, 'probe');
+      const outcome = await this.probe(publisher, subject, prepared, head);
       if (outcome.kind === 'stored') {
         if (outcome.duplicate) return this.storedDuplicate(subject, prepared, outcome.seq, attempts + 1);
         // Cannot happen: no message carries the probe's id; if it ever does, say so loudly.
@@ -687,6 +727,7 @@ export class EvidenceLog {
         opt_start_seq: from,
         filter_subject: filter,
         mem_storage: true,
+        // One read's own cursor, not state: losing it with its server fails only that read.
         num_replicas: 1,
         // The server drops it if we vanish without deleting it (a reader may pause meanwhile).
         inactive_threshold: nanos(READ_CONSUMER_IDLE_MS),
@@ -807,7 +848,8 @@ export class EvidenceLog {
 
   private async streamInfo(): Promise<StreamInfo | null> {
     try {
-      return await this.jsm.streams.info(this.streamName);
+      // A cluster's stream answers once it has a leader (it may have lost or not yet elected one).
+      return await whileLeaderless(() => this.jsm.streams.info(this.streamName));
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
       throw unavailable(`cannot read stream ${this.streamName}`, error);
@@ -861,10 +903,10 @@ const PROBE_LAST_MSG_ID = 'cairn-duplicate-probe';
 /** JetStream's "wrong last msg ID" (10070): what a probe of an event not stored gets. */
 const STREAM_WRONG_LAST_MSG_ID = 10070;
 
-function unavailable(what: string, error: unknown): CairnError {
+function unavailable(what: string, error: unknown, hint = ''): CairnError {
   if (isCairnError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new CairnError('E_UNAVAILABLE', `${what}: ${message}`, { cause: message });
+  return new CairnError('E_UNAVAILABLE', `${what}: ${message}${hint}`, { cause: message });
 }
 
 /** A message's chain seq: from its `Cairn-Chain-Seq` header when it has one, else from its body; null when neither says. */
@@ -913,3 +955,5 @@ interface BatchItem {
 const MAX_BATCH = 1000;
 /** JetStream's "atomic publish batch contains duplicate message id" (10201). */
 const BATCH_HOLDS_DUPLICATE = 10201;
+/** JetStream's "atomic publish batch is incomplete" (10176): a commit whose earlier messages the leader never had. */
+const BATCH_INCOMPLETE = 10176;

@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import { DEFAULT_NATS_REPLICAS } from '@cairn/config';
 import type { EvidenceLogConfig } from '@cairn/config';
 
 export interface EvidenceLogOptions {
@@ -8,7 +9,7 @@ export interface EvidenceLogOptions {
   subjectPrefix: string;
   /** JetStream's duplicate window for message ids; default 10 minutes. */
   duplicateWindowMs?: number;
-  /** Stream replicas when the stream is created; default 1. */
+  /** Stream replicas (CAIRN_NATS_REPLICAS): the stream is created with them, and one with others is refused; default 1. */
   replicas?: number;
   /** Connection name shown by the server (only for connections the log opens itself). */
   name?: string;
@@ -45,7 +46,7 @@ export function resolveEvidenceLogOptions(options: EvidenceLogOptions): Resolved
     stream: options.stream,
     subjectPrefix: options.subjectPrefix,
     duplicateWindowMs: options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS,
-    replicas: options.replicas ?? 1,
+    replicas: options.replicas ?? DEFAULT_NATS_REPLICAS,
     name: options.name ?? DEFAULT_CONNECTION_NAME,
     maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     headCacheSize: options.headCacheSize ?? DEFAULT_HEAD_CACHE_SIZE,
@@ -70,6 +71,7 @@ export function evidenceLogOptionsFromConfig(
   overrides: Omit<EvidenceLogOptions, 'servers' | 'stream' | 'subjectPrefix'> = {},
 ): EvidenceLogOptions {
   return {
+    replicas: config.CAIRN_NATS_REPLICAS,
     ...overrides,
     servers: config.CAIRN_NATS_URL,
     stream: config.CAIRN_EVIDENCE_STREAM,

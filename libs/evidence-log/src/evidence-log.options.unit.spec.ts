@@ -41,6 +41,11 @@ describe('resolveEvidenceLogOptions', () => {
 });
 
 describe('evidenceLogOptionsFromConfig', () => {
+  it('takes the replicas from CAIRN_NATS_REPLICAS (1 when unset)', () => {
+    expect(evidenceLogOptionsFromConfig(loadConfig(EvidenceLogConfigSchema, {})).replicas).toBe(1);
+    expect(evidenceLogOptionsFromConfig(loadConfig(EvidenceLogConfigSchema, { CAIRN_NATS_REPLICAS: '3' })).replicas).toBe(3);
+  });
+
   it('maps the validated configuration, defaults included', () => {
     const config = loadConfig(EvidenceLogConfigSchema, { CAIRN_EVIDENCE_STREAM: 'EV_TEST' });
     expect(evidenceLogOptionsFromConfig(config, { replicas: 3 })).toEqual({

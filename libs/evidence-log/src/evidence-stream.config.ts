@@ -1,3 +1,4 @@
+import { replicasProblem } from '@cairn/config';
 import { nanos } from '@nats-io/transport-node';
 import type { StreamConfig } from '@nats-io/jetstream';
 import { MAX_RECEIPT_BYTES } from './evidence-log.options.js';
@@ -118,9 +119,9 @@ export function evidenceStreamProblems(
   if (config.no_ack === true) problems.push('no_ack is on: appends need acknowledgements');
   if (config.sealed === true) problems.push('sealed is on: the stream takes no appends');
   if (config.mirror !== undefined) problems.push('mirror is set: a mirror takes no appends');
-  if (typeof config.num_replicas === 'number' && config.num_replicas < options.replicas) {
-    problems.push(`num_replicas is ${config.num_replicas}, fewer than the ${options.replicas} asked for`);
-  }
+  const replicas = replicasProblem(options.stream, config.num_replicas, options.replicas);
+  if (replicas !== null) problems.push(replicas);
+  if (config.persist_mode === 'async') problems.push('persist_mode is async: appends would be acknowledged before they are written');
   if (created) {
     if (config.duplicate_window !== nanos(options.duplicateWindowMs)) {
       problems.push(`duplicate_window is ${String(config.duplicate_window)}, not the ${nanos(options.duplicateWindowMs)} asked for`);

@@ -64,11 +64,24 @@ describe('evidenceStreamProblems', () => {
     ['no_ack', { no_ack: true }],
     ['sealed', { sealed: true }],
     ['num_replicas', { num_replicas: 0 }],
+    ['persist_mode', { persist_mode: 'async' }],
     ['allow_atomic', { allow_atomic: false }],
   ])('names %s when it could lose or refuse evidence', (field, overrides) => {
     const problems = evidenceStreamProblems(asStored(overrides), options, false);
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain(field);
+  });
+
+  it('refuses a stream whose replicas differ from CAIRN_NATS_REPLICAS, either way, naming both and how to reconcile them', () => {
+    expect(evidenceStreamProblems(asStored({ num_replicas: 3 }), options, false)).toEqual([
+      'num_replicas is 3, not the 1 CAIRN_NATS_REPLICAS asks for (scale it with `nats stream edit EVIDENCE --replicas 1`, or set CAIRN_NATS_REPLICAS=3)',
+    ]);
+    const three = resolveEvidenceLogOptions({ servers: 'nats://127.0.0.1:4222', stream: 'EVIDENCE', subjectPrefix: 'cairn.evidence', replicas: 3 });
+    expect(evidenceStreamConfig(three).num_replicas).toBe(3);
+    expect(evidenceStreamProblems({ ...evidenceStreamConfig(three), num_replicas: 1 }, three, false)).toEqual([
+      'num_replicas is 1, not the 3 CAIRN_NATS_REPLICAS asks for (scale it with `nats stream edit EVIDENCE --replicas 3`, or set CAIRN_NATS_REPLICAS=1)',
+    ]);
+    expect(evidenceStreamProblems({ ...evidenceStreamConfig(three) }, three, true)).toEqual([]);
   });
 
   it('treats a missing deny flag (a server that dropped it) as off', () => {

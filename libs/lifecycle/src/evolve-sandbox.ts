@@ -117,7 +117,8 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'sandbox.exec.started':
       return stayIn(state, ['READY'], { lastActivityAt: receipt.ts });
     case 'sandbox.exec.completed': {
-      const limit = receipt.error_code !== undefined && LIMIT_CODES.includes(receipt.error_code) ? receipt.error_code : null;
+      // A cap seen (limits_hit) ends the sandbox; E_TIMEOUT alone is the exec's own deadline, which it survives.
+      const limit = receipt.error_code !== undefined && LIMIT_CODES.includes(receipt.error_code) && receipt.limits_hit.some((kind) => kind !== 'output_bytes') ? receipt.error_code : null;
       return stayIn(state, ['READY'], { lastActivityAt: receipt.ts, operations: view.operations + 1, ...(limit === null ? {} : { errorCode: limit }) });
     }
     case 'sandbox.file.written':
@@ -133,6 +134,10 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'sandbox.destroyed':
       if (state === 'FAILED') return { kind: 'stay' }; // the teardown of a failed session
       return moveFrom(state, ['READY'], 'DESTROYED', { destroyReason: destroyReasonOf(receipt.reason, view) });
+    case 'run.cancelled':
+      // Deleted before any sandbox was created (intake): nothing was started, or what a runtime
+      // was starting meanwhile is refused its `sandbox.created` and destroyed off the record.
+      return moveFrom(state, ['PENDING'], 'DESTROYED', { destroyReason: 'deleted' });
     case 'run.sealed':
       return sealOutcome(view, receipt);
     case 'egress.denied':
@@ -153,7 +158,6 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'grade.failed':
     case 'run.rolled_back':
     case 'run.cancel_requested':
-    case 'run.cancelled':
     case 'admin.tenant_created':
     case 'admin.key_created':
     case 'admin.key_rotated':

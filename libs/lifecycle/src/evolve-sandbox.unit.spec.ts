@@ -16,9 +16,9 @@ const S = {
   allow: () => ({ ...FIELDS.policy('allow'), caps: { wall_seconds: 60, memory_mib: 256, pids: 64, disk_mib: 256, cpus: 1 }, image: 'cairn/sandbox-busybox:1@sha256:' + SHA('b') }),
   created: () => ({ ...FIELDS.sandboxCreated(), container_name: 'cairn-sbx_fixture1-1', image_digest: 'sha256:' + SHA('b') }),
   execStarted: () => ({ exec_id: 'x1', argv: ['echo', 'hi'], workdir: '/work', env_names: [] }),
-  execCompleted: (error_code?: string) => {
+  execCompleted: (error_code?: string, limits_hit: string[] = []) => {
     const { step_index: _i, stage: _s, tool: _t, artifact_hashes: _a, ...process } = FIELDS.stepCompleted(error_code === undefined ? 0 : null, error_code);
-    return { ...process, exec_id: 'x1', argv: ['echo', 'hi'] };
+    return { ...process, limits_hit, exec_id: 'x1', argv: ['echo', 'hi'] };
   },
   written: () => ({ path: '/work/a.txt', sha256: SHA('c'), bytes: 3 }),
   read: () => ({ path: '/work/a.txt', sha256: SHA('c'), bytes: 3 }),
@@ -36,6 +36,31 @@ function ready(): RunChain {
 }
 
 describe('evolveSandbox', () => {
+  it('given a delete before any sandbox was created (run.cancelled, placed or not), then it is DESTROYED (deleted) and sealed SEALED; after sandbox.created the same receipt is unknown', () => {
+    for (const placed of [false, true]) {
+      const chain = new RunChain('sbx_fixture1');
+      chain.add('sandbox.requested', S.requested());
+      chain.add('policy.decided', S.allow());
+      if (placed) chain.add('run.scheduled', FIELDS.scheduled());
+      chain.add('run.cancelled', { cancelled_by: 'key:k1' });
+      const view = foldSandbox(chain.receipts)!;
+      expect(view).toMatchObject({ state: 'DESTROYED', destroyReason: 'deleted', errorCode: null });
+      expect(sandboxAwaitsSeal(view)).toBe(true);
+      expect(sandboxFinalState(view)).toBe('SEALED');
+    }
+    const created = ready();
+    created.add('run.cancelled', { cancelled_by: 'key:k1' });
+    expect(foldSandbox(created.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+
+  it('given no worker with room (run.failed E_CAPACITY naming what ran out), then it is FAILED with that code, nothing to tear down', () => {
+    const chain = new RunChain('sbx_fixture1');
+    chain.add('sandbox.requested', S.requested());
+    chain.add('policy.decided', S.allow());
+    chain.add('run.failed', { error_code: 'E_CAPACITY', message: 'memory ran out', resource: 'memory' });
+    expect(foldSandbox(chain.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_CAPACITY', destroyReason: 'failed' });
+  });
+
   it('folds a session from request to seal: PENDING → READY → DESTROYED, counting operations', () => {
     const chain = new RunChain('sbx_fixture1');
     chain.add('sandbox.requested', S.requested());
@@ -69,9 +94,14 @@ describe('evolveSandbox', () => {
     }
     const limit = ready();
     limit.add('sandbox.exec.started', S.execStarted());
-    limit.add('sandbox.exec.completed', S.execCompleted('E_MEM_LIMIT'));
+    limit.add('sandbox.exec.completed', S.execCompleted('E_MEM_LIMIT', ['memory']));
     limit.add('sandbox.destroyed', S.destroyed('limit'));
     expect(foldSandbox(limit.receipts)).toMatchObject({ state: 'DESTROYED', destroyReason: 'limit', errorCode: 'E_MEM_LIMIT', operations: 1 });
+    // The exec's own timeout (E_TIMEOUT, no cap in limits_hit, output cut or not) leaves it READY, without an error.
+    const own = ready();
+    own.add('sandbox.exec.started', S.execStarted());
+    own.add('sandbox.exec.completed', S.execCompleted('E_TIMEOUT', ['output_bytes']));
+    expect(foldSandbox(own.receipts)).toMatchObject({ state: 'READY', errorCode: null, operations: 1 });
     const lost = ready();
     lost.add('run.failed', FIELDS.failed('E_WORKER_LOST'));
     lost.add('sandbox.destroyed', S.destroyed('worker_lost'));

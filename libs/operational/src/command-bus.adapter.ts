@@ -1,3 +1,4 @@
+import { CONSUMER_PULL_EXPIRES_MS, replicasHint, whileLeaderless } from '@cairn/config';
 import { CairnError, COMMAND_SCHEMAS, CommandReplySchema, inputIssues, isCairnError } from '@cairn/contracts';
 import type { CommandOk, CommandPayload, CommandReply, CommandVerb, ErrorBody, ErrorCode } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
@@ -83,11 +84,14 @@ export class CommandBus {
     let info = await this.streamInfo();
     if (info === null) {
       try {
-        info = await this.jsm.streams.add(commandStreamConfig(this.options));
+        info = await whileLeaderless(() => this.jsm.streams.add(commandStreamConfig(this.options)));
       } catch (error) {
         // Another process may have created it first: then check theirs like any existing stream.
         info = await this.streamInfo();
-        if (info === null) throw asUnavailable(`cannot create stream ${this.streamName}`, error);
+        if (info === null) {
+          const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, this.options.replicas);
+          throw asUnavailable(`cannot create stream ${this.streamName}`, error, hint);
+        }
       }
     }
     const problems = commandStreamProblems(info.config, this.options);
@@ -98,7 +102,7 @@ export class CommandBus {
 
   private async streamInfo(): Promise<StreamInfo | null> {
     try {
-      return await this.jsm.streams.info(this.streamName);
+      return await whileLeaderless(() => this.jsm.streams.info(this.streamName));
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
       throw asUnavailable(`cannot read stream ${this.streamName}`, error);
@@ -194,14 +198,14 @@ export class CommandBus {
     const maxDeliver = options.maxDeliver ?? 5;
     const ackWaitMs = options.ackWaitMs ?? 30_000;
     await this.ensureConsumer(durable, this.subjectFor(verb), ackWaitMs, concurrency);
-    const consumer = await unavailableOnError(`cannot open consumer ${durable}`, () => this.js.consumers.get(this.streamName, durable));
-    const messages = await unavailableOnError(`cannot consume ${durable}`, () => consumer.consume({ max_messages: concurrency * 2 }));
+    const consumer = await unavailableOnError(`cannot open consumer ${durable}`, () => whileLeaderless(() => this.js.consumers.get(this.streamName, durable)));
+    const messages = await unavailableOnError(`cannot consume ${durable}`, () => consumer.consume({ max_messages: concurrency * 2, expires: CONSUMER_PULL_EXPIRES_MS }));
     return new ServingLoop(verb, messages, concurrency, (msg) => this.handleOne(verb, msg, handler, maxDeliver), options.onError);
   }
 
   private async ensureConsumer(durable: string, subject: string, ackWaitMs: number, concurrency: number): Promise<void> {
     try {
-      const info = await this.jsm.consumers.info(this.streamName, durable);
+      const info = await whileLeaderless(() => this.jsm.consumers.info(this.streamName, durable));
       if (info.config.filter_subject !== subject) {
         throw new CairnError('E_CONFLICT', `consumer ${durable} on ${this.streamName} takes ${String(info.config.filter_subject)}, not ${subject}`);
       }
@@ -209,7 +213,7 @@ export class CommandBus {
       if (isCairnError(error)) throw error;
       if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw asUnavailable(`cannot read consumer ${durable}`, error);
       await unavailableOnError(`cannot create consumer ${durable}`, () =>
-        this.jsm.consumers.add(this.streamName, {
+        whileLeaderless(() => this.jsm.consumers.add(this.streamName, {
           durable_name: durable,
           filter_subject: subject,
           ack_policy: AckPolicy.Explicit,
@@ -217,7 +221,7 @@ export class CommandBus {
           ack_wait: nanos(ackWaitMs),
           max_ack_pending: concurrency * 4,
           max_deliver: -1,
-        }),
+        })),
       );
     }
   }
@@ -329,9 +333,9 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function asUnavailable(what: string, error: unknown): CairnError {
+function asUnavailable(what: string, error: unknown, hint = ''): CairnError {
   if (isCairnError(error)) return error;
-  return new CairnError('E_UNAVAILABLE', `${what}: ${errorMessage(error)}`);
+  return new CairnError('E_UNAVAILABLE', `${what}: ${errorMessage(error)}${hint}`);
 }
 
 async function unavailableOnError<T>(what: string, fn: () => Promise<T>): Promise<T> {

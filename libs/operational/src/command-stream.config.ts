@@ -1,3 +1,4 @@
+import { DEFAULT_NATS_REPLICAS, replicasProblem } from '@cairn/config';
 import { CairnError } from '@cairn/contracts';
 import type { CommandVerb } from '@cairn/contracts';
 import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
@@ -15,6 +16,8 @@ export interface CommandBusOptions {
   maxBytes?: number;
   /** How long a message id is remembered for dedupe; default 2 minutes. */
   duplicateWindowMs?: number;
+  /** Stream replicas (CAIRN_NATS_REPLICAS); a stream with others is refused. Default 1. */
+  replicas?: number;
 }
 
 export type ResolvedCommandBusOptions = Required<CommandBusOptions>;
@@ -35,6 +38,7 @@ export function resolveCommandBusOptions(options: CommandBusOptions = {}): Resol
     maxAgeMs: options.maxAgeMs ?? DAY_MS,
     maxBytes: options.maxBytes ?? 256 * 1024 * 1024,
     duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
+    replicas: options.replicas ?? DEFAULT_NATS_REPLICAS,
   };
   const problems: string[] = [];
   if (!STREAM_NAME.test(resolved.stream)) problems.push('stream: a JetStream stream name ([A-Za-z0-9_-], at most 64)');
@@ -44,6 +48,7 @@ export function resolveCommandBusOptions(options: CommandBusOptions = {}): Resol
   if (!Number.isSafeInteger(resolved.duplicateWindowMs) || resolved.duplicateWindowMs < 1000 || resolved.duplicateWindowMs > resolved.maxAgeMs) {
     problems.push('duplicateWindowMs: at least 1 s and at most maxAgeMs');
   }
+  if (!Number.isInteger(resolved.replicas) || resolved.replicas < 1 || resolved.replicas > 5) problems.push('replicas: 1 to 5');
   if (problems.length > 0) throw new CairnError('E_INPUT', `invalid command bus options: ${problems.join('; ')}`, { problems });
   return resolved;
 }
@@ -68,7 +73,7 @@ export function commandStreamConfig(options: ResolvedCommandBusOptions): Partial
     max_bytes: options.maxBytes,
     max_msg_size: MAX_COMMAND_BYTES,
     duplicate_window: nanos(options.duplicateWindowMs),
-    num_replicas: 1,
+    num_replicas: options.replicas,
   };
 }
 
@@ -79,5 +84,8 @@ export function commandStreamProblems(existing: Partial<StreamConfig>, options: 
   if (existing.retention !== RetentionPolicy.Workqueue) problems.push(`retention is ${String(existing.retention)}, not workqueue`);
   if (!(existing.subjects ?? []).includes(wanted)) problems.push(`subjects do not include ${wanted}`);
   if (existing.max_age === undefined || existing.max_age === 0) problems.push('max_age is unlimited: commands must expire');
+  const replicas = replicasProblem(options.stream, existing.num_replicas, options.replicas);
+  if (replicas !== null) problems.push(replicas);
+  if (existing.persist_mode === 'async') problems.push('persist_mode is async: a command would be acknowledged before it is written');
   return problems;
 }

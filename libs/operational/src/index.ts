@@ -10,13 +10,15 @@ export {
   resolveCommandBusOptions,
 } from './command-stream.config.js';
 export type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
-export { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
+export { bucketStreamName, isolatedStackStreams, openBucket } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';
 export type { LeaseRecord, LeaseStoreOptions, RenewRefusal } from './lease-store.adapter.js';
 export { commandBusOptionsFromConfig, OperationalConfigSchema } from './operational.config.js';
+export { PlacementQueue, QueueEntrySchema } from './placement-queue.adapter.js';
+export type { PlacementQueueOptions, QueueEntry } from './placement-queue.adapter.js';
 export type { OperationalConfig } from './operational.config.js';
-export { liveImageDigests, LocalImageDigestSchema, LocalImageTagSchema, RegisteredWorkerSchema, ReservationSchema } from './worker-record.schema.js';
+export { liveImageDigests, LocalImageDigestSchema, LocalImageTagSchema, RegisteredWorkerSchema, ReservationSchema, withLeasedReservations } from './worker-record.schema.js';
 export type { RegisteredWorker } from './worker-record.schema.js';
 export { DEFAULT_WORKERS_BUCKET, WorkerRegistry } from './worker-registry.adapter.js';
 export type { WorkerRegistryOptions } from './worker-registry.adapter.js';

@@ -1,4 +1,4 @@
-import { approvalsBucketFor, isolatedNames } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, queueBucketFor, replicasHint, replicasProblem, whileLeaderless } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -19,17 +19,34 @@ export interface BucketLimits {
 
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** Opens the bucket, creating it with `limits` when it does not exist (an existing one keeps its own). */
-export async function openBucket(nc: NatsConnection, name: string, limits: BucketLimits): Promise<KV> {
+/**
+ * Opens the bucket, creating it with `limits` and `replicas` (CAIRN_NATS_REPLICAS) when it does not
+ * exist; an existing one keeps its own limits, but one with other replicas is refused (E_UNAVAILABLE,
+ * naming the setting), as the streams are.
+ */
+export async function openBucket(nc: NatsConnection, name: string, limits: BucketLimits, replicas: number = DEFAULT_NATS_REPLICAS): Promise<KV> {
   if (!BUCKET_NAME.test(name)) throw new CairnError('E_INPUT', `invalid bucket name ${JSON.stringify(name)}: [A-Za-z0-9_-], at most 64`);
-  return kvCall(`cannot open the KV bucket ${name}`, () =>
-    new Kvm(nc).create(name, {
-      history: limits.history,
-      ttl: limits.ttlMs,
-      max_bytes: limits.maxBytes,
-      maxValueSize: limits.maxValueBytes,
-    }),
-  );
+  const kv = await kvCall(`cannot open the KV bucket ${name}`, async () => {
+    try {
+      // A cluster's bucket answers once its stream has a leader (just made, or after losing one).
+      return await whileLeaderless(() =>
+        new Kvm(nc).create(name, {
+          history: limits.history,
+          ttl: limits.ttlMs,
+          max_bytes: limits.maxBytes,
+          maxValueSize: limits.maxValueBytes,
+          replicas,
+        }),
+      );
+    } catch (error) {
+      const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, replicas);
+      throw hint === '' ? error : new CairnError('E_UNAVAILABLE', `cannot create the KV bucket ${name}: ${error instanceof Error ? error.message : String(error)}${hint}`);
+    }
+  });
+  const status = await kvCall(`cannot read the KV bucket ${name}`, () => whileLeaderless(() => kv.status()));
+  const problem = replicasProblem(bucketStreamName(name), status.replicas, replicas);
+  if (problem !== null) throw new CairnError('E_UNAVAILABLE', `KV bucket ${name}: ${problem}`, { bucket: name });
+  return kv;
 }
 
 /** The JetStream stream behind a KV bucket (tests delete it to clean up). */
@@ -39,7 +56,7 @@ export function bucketStreamName(bucket: string): string {
 
 /**
  * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
- * streams, and those behind its worker, lease and approval buckets: what a teardown deletes.
+ * streams, and those behind its worker, lease, approval and queue buckets: what a teardown deletes.
  */
 export function isolatedStackStreams(stackId: string): string[] {
   const names = isolatedNames(stackId);
@@ -49,6 +66,7 @@ export function isolatedStackStreams(stackId: string): string[] {
     bucketStreamName(names.CAIRN_WORKERS_BUCKET),
     bucketStreamName(names.CAIRN_LEASES_BUCKET),
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
+    bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),
   ];
 }
 

@@ -29,6 +29,8 @@ const _isLease = (record: LeaseRecord): Lease => record;
 export interface LeaseStoreOptions extends Partial<BucketLimits> {
   /** Default `cairn_leases`. */
   bucket?: string;
+  /** The bucket's replicas (CAIRN_NATS_REPLICAS); default 1. */
+  replicas?: number;
 }
 
 export const DEFAULT_LEASES_BUCKET = 'cairn_leases';
@@ -67,7 +69,7 @@ export class LeaseStore {
     if (options.history !== undefined) limits.history = options.history;
     if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
     if (options.maxValueBytes !== undefined) limits.maxValueBytes = options.maxValueBytes;
-    return new LeaseStore(await openBucket(nc, bucket, limits), bucket, keyLister(nc, bucket, 'leases'));
+    return new LeaseStore(await openBucket(nc, bucket, limits, options.replicas), bucket, keyLister(nc, bucket, 'leases'));
   }
 
   /** Writes the run's lease, replacing any other. */

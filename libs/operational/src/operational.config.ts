@@ -1,3 +1,4 @@
+import { NatsReplicasSchema } from '@cairn/config';
 import { z } from 'zod';
 import { DEFAULT_COMMAND_STREAM, DEFAULT_COMMAND_SUBJECT_PREFIX } from './command-stream.config.js';
 import type { CommandBusOptions } from './command-stream.config.js';
@@ -10,13 +11,17 @@ const subjectPrefix = z.string().regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/, 'dot-sep
 
 /** Where the command bus and the operational buckets live; extend an app's config schema with it. */
 export const OperationalConfigSchema = z.object({
+  /** The replicas of the command stream and the buckets: the same setting as the evidence log's. */
+  CAIRN_NATS_REPLICAS: NatsReplicasSchema,
   CAIRN_COMMAND_STREAM: streamName.default(DEFAULT_COMMAND_STREAM),
   CAIRN_COMMAND_SUBJECT_PREFIX: subjectPrefix.default(DEFAULT_COMMAND_SUBJECT_PREFIX),
   CAIRN_WORKERS_BUCKET: bucketName.default(DEFAULT_WORKERS_BUCKET),
   CAIRN_LEASES_BUCKET: bucketName.default(DEFAULT_LEASES_BUCKET),
+  /** The scheduler's placement queue; absent: `<CAIRN_LEASES_BUCKET>_queue`, isolated wherever the leases are. */
+  CAIRN_QUEUE_BUCKET: bucketName.optional(),
 });
 export type OperationalConfig = z.infer<typeof OperationalConfigSchema>;
 
 export function commandBusOptionsFromConfig(config: OperationalConfig): CommandBusOptions {
-  return { stream: config.CAIRN_COMMAND_STREAM, subjectPrefix: config.CAIRN_COMMAND_SUBJECT_PREFIX };
+  return { stream: config.CAIRN_COMMAND_STREAM, subjectPrefix: config.CAIRN_COMMAND_SUBJECT_PREFIX, replicas: config.CAIRN_NATS_REPLICAS };
 }

@@ -12,6 +12,7 @@ export const ReservationSchema = z.strictObject({
   memoryMiB: z.number().int().min(0),
   cpus: z.number().min(0),
   diskMiB: z.number().int().min(0),
+  pids: z.number().int().min(0).optional(),
 }) satisfies z.ZodType<Reservation>;
 
 /** `@cairn/scheduling`'s `WorkerRecord` as stored in the `cairn_workers` bucket, plus the worker's local images. */
@@ -22,6 +23,10 @@ export const RegisteredWorkerSchema = z.strictObject({
     memoryMiB: z.number().int().min(0),
     cpus: z.number().min(0).max(4096),
     diskMiB: z.number().int().min(0),
+    /** Optional: records written before capacity counted processes and CPU shares read as before. */
+    pids: z.number().int().min(0).optional(),
+    cpuOversubscription: z.number().min(1).max(1024).optional(),
+    runCpuOversubscription: z.number().min(1).max(1024).optional(),
   }),
   isolation: z.array(z.enum(['docker'])).max(8),
   draining: z.boolean(),
@@ -54,4 +59,20 @@ export function liveImageDigests(workers: readonly RegisteredWorker[], now: numb
   const digests: Record<string, string> = {};
   for (const [tag, digest] of [...seen].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) if (digest !== null) digests[tag] = digest;
   return digests;
+}
+
+/**
+ * The workers as placement must see them: every run the lease store holds on each (a run scheduled
+ * a moment ago is not in its worker's heartbeat yet), plus what the worker reports in flight — but
+ * only runs that still hold a lease. A heartbeat is up to one interval old, and the runtime deletes
+ * a run's lease when the run ends, so a report without a lease is a run that has finished: counting
+ * it would keep its capacity taken until the next heartbeat and make new runs back off.
+ */
+export function withLeasedReservations(workers: readonly RegisteredWorker[], leases: readonly { run_id: string; worker_id: string; reservation: Reservation }[]): RegisteredWorker[] {
+  const leased = new Set(leases.map((lease) => lease.run_id));
+  return workers.map((worker) => {
+    const held = new Map<string, Reservation>(worker.inFlight.filter((r) => leased.has(r.runId)).map((r) => [r.runId, r]));
+    for (const lease of leases) if (lease.worker_id === worker.workerId) held.set(lease.run_id, lease.reservation);
+    return { ...worker, inFlight: [...held.values()] };
+  });
 }

@@ -10,6 +10,8 @@ import type { RegisteredWorker } from './worker-record.schema.js';
 export interface WorkerRegistryOptions extends Partial<BucketLimits> {
   /** Default `cairn_workers`. */
   bucket?: string;
+  /** The bucket's replicas (CAIRN_NATS_REPLICAS); default 1. */
+  replicas?: number;
 }
 
 export const DEFAULT_WORKERS_BUCKET = 'cairn_workers';
@@ -36,7 +38,7 @@ export class WorkerRegistry {
 
   static async open(nc: NatsConnection, options: WorkerRegistryOptions = {}): Promise<WorkerRegistry> {
     const bucket = options.bucket ?? DEFAULT_WORKERS_BUCKET;
-    const kv = await openBucket(nc, bucket, { ...DEFAULT_LIMITS, ...definedLimits(options) });
+    const kv = await openBucket(nc, bucket, { ...DEFAULT_LIMITS, ...definedLimits(options) }, options.replicas);
     return new WorkerRegistry(kv, bucket, keyLister(nc, bucket, 'workers'));
   }
 

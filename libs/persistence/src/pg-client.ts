@@ -18,10 +18,10 @@ export async function withPgClient<T>(dataSource: DataSource, work: (client: pg.
 
 export interface TransactionOptions {
   /**
-   * false: COMMIT returns before the WAL reaches the disk (`synchronous_commit = off`, this
-   * transaction only). An OS crash can then lose the last few transactions whole — never half of
-   * one — which only state rebuilt from the log may accept (a projection and its position move
-   * together, so the projector applies the lost ones again).
+   * true: COMMIT returns once the WAL is on disk (`synchronous_commit = on`, this transaction only),
+   * whatever the server's default — for a commit something is acknowledged after (the projector acks
+   * the stream messages it covers). false: it returns before (`off`): an OS crash, or a stop with
+   * `-m immediate`, can then lose the last few transactions whole. Unset: the server's setting.
    */
   synchronousCommit?: boolean;
   /**
@@ -34,7 +34,8 @@ export interface TransactionOptions {
 /** BEGIN … COMMIT around `work`; any error rolls back and is rethrown. */
 export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>, options: TransactionOptions = {}): Promise<T> {
   // One simple-protocol query: the statements before `work` cost one round trip, not three.
-  const opening = ['BEGIN', ...(options.synchronousCommit === false ? ['SET LOCAL synchronous_commit = off'] : []), ...(options.first === undefined ? [] : [options.first])];
+  const sync = options.synchronousCommit === undefined ? [] : [`SET LOCAL synchronous_commit = ${options.synchronousCommit ? 'on' : 'off'}`];
+  const opening = ['BEGIN', ...sync, ...(options.first === undefined ? [] : [options.first])];
   try {
     await client.query(opening.join('; '));
   } catch (error) {

@@ -221,13 +221,14 @@ describe('the append-only trigger on evidence_events', () => {
 });
 
 describe('inTransaction', () => {
-  it('commits without waiting for the disk only when asked (projections), and only for that transaction', async () => {
+  it('waits for the disk, or not, only when asked, and only for that transaction', async () => {
     const setting = (options?: { synchronousCommit?: boolean }) =>
       withPgClient(dataSource, (client) =>
         inTransaction(client, async () => (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit, options),
       );
     const serverDefault = await setting();
     expect(await setting({ synchronousCommit: false })).toBe('off');
+    expect(await setting({ synchronousCommit: true })).toBe('on');
     // SET LOCAL ends with its transaction: the pooled connection is back at the server's setting.
     expect(await setting()).toBe(serverDefault);
   });

@@ -56,11 +56,15 @@ export class ProjectionWriter {
     return rows[0]?.last ?? 0;
   }
 
+  /**
+   * Applies the batch in one transaction and resolves once its commit is on disk: the caller
+   * acknowledges what it covers, and a message JetStream counts as acknowledged is never delivered
+   * again, so a commit a crash could still take back would leave a hole behind the position
+   * (docs/adr/0014-durable-by-default.md). The projections' lock is taken first, with BEGIN, in one round trip.
+   */
   applyBatch(messages: readonly RawEvidenceMessage[]): Promise<BatchResult> {
-    // Rebuildable from the log, with its position in the same transaction: no need to wait for the disk.
-    // The projections' lock is taken first, with BEGIN, in one round trip.
     return withPgClient(this.dataSource, (client) =>
-      inTransaction(client, () => this.applyInTransaction(client, messages), { synchronousCommit: false, first: PROJECTION_LOCK_SQL }),
+      inTransaction(client, () => this.applyInTransaction(client, messages), { synchronousCommit: true, first: PROJECTION_LOCK_SQL }),
     );
   }
 

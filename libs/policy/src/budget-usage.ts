@@ -8,11 +8,15 @@ import type { JobRunUsage } from './job-budget.js';
  */
 export interface RunUsageRecord {
   runId: string;
+  /** An interactive sandbox session (`sbx_…`) rather than a run; absent: a run. */
+  kind?: 'run' | 'sandbox';
   /** The RunSpec's `job`, or null. */
   job: string | null;
   state: RunState;
   /** The CPUs policy granted; null when it granted none (denied, or not decided yet). */
   cpus: number | null;
+  /** The memory a worker reserves for it (granted memory plus tmpfs), MiB; null when nothing was granted. */
+  memoryMiB?: number | null;
   /** When its sandbox was created; null when none was. */
   startedAt: string | null;
   /** When its sandbox was recorded gone; null while it is open or when its teardown was never recorded. */
@@ -25,6 +29,10 @@ export interface RunUsageRecord {
 export interface TenantUsage {
   /** Runs admitted and not yet executed: undecided, held, scheduled or running. */
   concurrentRuns: number;
+  /** Of those, interactive sandbox sessions (asked for and not ended). */
+  concurrentSandboxes?: number;
+  /** Memory reserved by all of them (granted memory plus tmpfs), MiB. */
+  memoryMiB?: number;
   /** Granted CPUs × sandbox seconds in the last 24 hours. */
   cpuSecondsToday: number;
 }
@@ -68,6 +76,8 @@ function sandboxInterval(record: RunUsageRecord, nowMs: number): [number, number
 export function summariseUsage(records: readonly RunUsageRecord[], job: string | undefined, nowMs: number): BudgetUsage {
   const jobRuns: JobRunUsage[] = [];
   let concurrentRuns = 0;
+  let concurrentSandboxes = 0;
+  let memoryMiB = 0;
   let cpuMs = 0;
   const dayStart = nowMs - DAY_MS;
   for (const record of records) {
@@ -77,11 +87,15 @@ export function summariseUsage(records: readonly RunUsageRecord[], job: string |
       const seconds = record.startedAt === null ? 0 : interval === null ? Number.NaN : Math.ceil((interval[1] - interval[0]) / 1000);
       jobRuns.push({ runId: record.runId, seconds });
     }
-    if (CONCURRENT.has(record.state)) concurrentRuns += 1;
+    if (CONCURRENT.has(record.state)) {
+      concurrentRuns += 1;
+      if (record.kind === 'sandbox') concurrentSandboxes += 1;
+      memoryMiB += record.memoryMiB ?? 0;
+    }
     if (interval !== null && record.cpus !== null) {
       const overlap = Math.min(interval[1], nowMs) - Math.max(interval[0], dayStart);
       if (overlap > 0) cpuMs += overlap * record.cpus;
     }
   }
-  return { jobRuns, tenant: { concurrentRuns, cpuSecondsToday: Math.ceil(cpuMs / 1000) } };
+  return { jobRuns, tenant: { concurrentRuns, concurrentSandboxes, memoryMiB, cpuSecondsToday: Math.ceil(cpuMs / 1000) } };
 }

@@ -117,3 +117,45 @@ describe('policyDecidedFields: steps held for approval', () => {
     expect(policyDecidedFields(decide(spec({ steps: [{ argv: ['deploy'], apply: true }] }), { policy }))).not.toHaveProperty('step_approvals');
   });
 });
+
+describe('decidePolicy: sandbox and memory quotas', () => {
+  const SANDBOXES = policyWith((p) => {
+    p.budgets.tenantConcurrentRuns = 2;
+    p.budgets.tenantConcurrentSandboxes = 3;
+    p.budgets.tenantMemoryMiB = 2048;
+  });
+  const small = spec({ caps: { memoryMiB: 128, diskMiB: 64 } });
+
+  it('given its own sandbox quota, when a sandbox is decided, then sandboxes count there and not against the runs in flight', () => {
+    const usage = { concurrentRuns: 4, concurrentSandboxes: 2, memoryMiB: 600, cpuSecondsToday: 0 };
+    expect(decide(small, { policy: SANDBOXES, tenantUsage: usage, kind: 'sandbox' }).decision).toBe('allow');
+    // The same usage refuses a run: two runs (4 in flight less 2 sandboxes) are the 2 allowed.
+    const run = decide(small, { policy: SANDBOXES, tenantUsage: usage, kind: 'run' });
+    expect(run).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET' });
+    expect(run.reasons.join(' ')).toContain('run 3 in flight of the 2 allowed');
+    const full = decide(small, { policy: SANDBOXES, tenantUsage: { ...usage, concurrentSandboxes: 3, concurrentRuns: 3 }, kind: 'sandbox' });
+    expect(full).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET' });
+    expect(full.reasons.join(' ')).toContain('sandbox 4 open of the 3 allowed');
+  });
+
+  it('given a memory quota, when what is in flight plus this one (memory and tmpfs) would pass it, then it is denied E_BUDGET naming the figures', () => {
+    const usage = { concurrentRuns: 1, concurrentSandboxes: 1, memoryMiB: 1900, cpuSecondsToday: 0 };
+    const denied = decide(small, { policy: SANDBOXES, tenantUsage: usage, kind: 'sandbox' });
+    expect(denied).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET' });
+    expect(denied.reasons.join(' ')).toContain('1900 MiB of memory in flight, and 192 MiB more would pass the 2048 MiB allowed');
+    expect(decide(small, { policy: SANDBOXES, tenantUsage: { ...usage, memoryMiB: 1856 }, kind: 'sandbox' }).decision).toBe('allow');
+  });
+
+  it('given no sandbox quota, when a sandbox is decided, then it counts as a run in flight (as before)', () => {
+    const runsOnly = policyWith((p) => (p.budgets.tenantConcurrentRuns = 2));
+    const denied = decide(small, { policy: runsOnly, tenantUsage: { concurrentRuns: 2, concurrentSandboxes: 2, memoryMiB: 0, cpuSecondsToday: 0 }, kind: 'sandbox' });
+    expect(denied).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET' });
+  });
+
+  it('given a sandbox or memory quota that is not a positive integer, when validated, then it is refused naming the field', () => {
+    const zero = validatePolicy(policyWith((p) => (p.budgets.tenantConcurrentSandboxes = 0)));
+    expect(!zero.ok && zero.issues.map((i) => i.path)).toContain('budgets.tenantConcurrentSandboxes');
+    const half = validatePolicy(policyWith((p) => (p.budgets.tenantMemoryMiB = 0.5)));
+    expect(!half.ok && half.issues.map((i) => i.path)).toContain('budgets.tenantMemoryMiB');
+  });
+});

@@ -45,6 +45,8 @@ export interface PolicyContext {
    * quota: without it the quota cannot be checked, and an unchecked quota is refused.
    */
   tenantUsage?: TenantUsage;
+  /** What is decided: a run (the default) or an interactive sandbox session, for the tenant's quotas. */
+  kind?: 'run' | 'sandbox';
   /** Ids of approvals already granted (see `ApprovalRequirement.id`). */
   grantedApprovals?: readonly string[];
 }
@@ -144,7 +146,7 @@ export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOu
     if (context.tenantUsage === undefined) {
       overBudget.push("tenant: the tenant's usage is unknown, so its quotas cannot be checked");
     } else {
-      const quota = checkTenantBudget(context.tenantUsage, policy.budgets);
+      const quota = checkTenantBudget(context.tenantUsage, policy.budgets, { kind: context.kind ?? 'run', memoryMiB: caps.memory_mib + caps.disk_mib });
       if (!quota.ok) overBudget.push(...quota.reasons);
       else if (quota.remaining_cpu_seconds !== null && caps.cpus > 0) runSeconds.push(Math.floor(quota.remaining_cpu_seconds / caps.cpus));
     }

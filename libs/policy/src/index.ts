@@ -55,4 +55,4 @@ export type {
 } from '@cairn/contracts';
 export { policyVersion } from './policy-version.js';
 export { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
-export type { TenantBudgetCheck } from './tenant-budget.js';
+export type { QuotaRequest, TenantBudgetCheck } from './tenant-budget.js';

@@ -18,13 +18,14 @@ import {
   type SandboxDriver,
   type SandboxFileIn,
   type SandboxFileOut,
+  type SandboxCaps,
   type SandboxHandle,
   type SandboxSpec,
   type SandboxSpecInput,
 } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { readFile, rmdir } from 'node:fs/promises';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -188,6 +189,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly probeMode: ProbeMode;
   private readonly sandboxes = new Map<string, SandboxState>();
   private readonly pool: WarmPoolBook<WarmSandbox>;
+  /** Whether the worker has room for the pool to hold sandboxes of these caps (beside its placed work); default always. */
+  private poolRoom: (held: readonly SandboxCaps[]) => boolean = () => true;
   /** Names of warm sandboxes being created: reconcile must not take them for strays. */
   private readonly warmingNames = new Set<string>();
   /** Warm sandboxes being handed to a run (container id → its chain). */
@@ -335,7 +338,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     const stdout = new BoundedBuffer(request.maxOutputBytes);
     const stderr = new BoundedBuffer(request.maxOutputBytes);
     const onOutput = request.onOutput;
-    const outcome = await this.runStep(handle, request, (stream, chunk) => {
+    // The caller's own deadline kills the program's session over the agent (or its docker exec),
+    // as a cancelled transfer is killed: the sandbox lives on. The cap's deadline stays the cap.
+    const interrupt = request.interruptAfterMs === undefined ? null : new AbortController();
+    const timer = interrupt === null ? null : setTimeout(() => interrupt.abort(), request.interruptAfterMs);
+    const outcome = await this.runStep(handle, interrupt === null ? request : { ...request, cancel: interrupt.signal }, (stream, chunk) => {
       (stream === 'stdout' ? stdout : stderr).push(chunk);
       if (onOutput === undefined) return;
       try {
@@ -343,7 +350,10 @@ export class DockerSandboxDriver implements SandboxDriver {
       } catch {
         // The caller's listener failing must not break the step; what is kept is still returned.
       }
+    }).finally(() => {
+      if (timer !== null) clearTimeout(timer);
     });
+    const interrupted = interrupt !== null && interrupt.signal.aborted && outcome.limitHit === null && outcome.teardown === null;
     return {
       ...outcome,
       stdout: stdout.bytes(),
@@ -351,6 +361,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       stdoutBytes: stdout.total,
       stderrBytes: stderr.total,
       truncated: stdout.truncated || stderr.truncated,
+      ...(interrupted ? { interrupted: true } : {}),
     };
   }
 
@@ -548,6 +559,24 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
+   * How the pool stays within its worker's capacity: `room` says whether the worker, beside what is
+   * placed on it, has room for idle sandboxes of these caps. A refill that would not fit is not
+   * made; `trimPool` gives back what no longer fits.
+   */
+  setPoolRoom(room: (held: readonly SandboxCaps[]) => boolean): void {
+    this.poolRoom = room;
+  }
+
+  /** Destroys idle warm sandboxes (least recently run profile first) until what is left fits (see `setPoolRoom`). */
+  trimPool(): void {
+    while (this.pool.size > 0 && !this.poolRoom(this.pool.holding())) {
+      const evicted = this.pool.evictOne();
+      if (evicted === null) break;
+      void this.discardWarm(evicted);
+    }
+  }
+
+  /**
    * Stops warming and destroys every idle warm sandbox; `create` starts fresh ones from now on.
    * Then removes the workers' agent socket directories it made that are empty by now (a shutdown
    * after its last sandbox leaves nothing under the socket root; a reconcile sweeps what is left).
@@ -648,6 +677,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (this.warmer !== null || this.poolClosed) return;
     this.warmer = (async () => {
       for (let recipe = this.pool.nextToWarm(); recipe !== null && !this.poolClosed; recipe = this.pool.nextToWarm()) {
+        if (!this.poolRoom([...this.pool.holding(), recipe.caps])) {
+          // The worker's placed work leaves no room for another idle one: warm again after the next run.
+          this.pool.warmed(recipe.poolId, null);
+          break;
+        }
         const name = poolContainerName(recipe.poolId, randomBytes(6).toString('hex'));
         this.warmingNames.add(name);
         try {
@@ -779,13 +813,16 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (command.stdin !== undefined) stream.end(Buffer.from(command.stdin));
     else stream.end();
     // Cut: nothing more is read, and the command (left blocked on its output otherwise) is killed.
+    // The kill is awaited before the step returns: a caller told "cut" finds nothing still running.
+    let killing: Promise<void> = Promise.resolve();
     onAbort(command.cancel, () => {
       stream.destroy();
-      void this.killExec(exec, container.id);
+      killing = this.killExec(exec, container.id);
     });
 
     const caps = this.watchCaps(state, watch, budget, command.timeoutMs, elapsed, () => stream.destroy());
     await ended;
+    await killing;
     await caps.settle();
     const { stopping, stop } = caps;
 
@@ -999,10 +1036,14 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (!Number.isInteger(pid) || pid <= 1) return;
     const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
     if (!cgroup.includes(containerId)) return;
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Gone already, or not ours to signal (not root): its stream is cut all the same.
+    // The command and what it started (its children, theirs, and its process group), as the agent
+    // kills a command's session: a `sleep &` must not outlive its command's kill.
+    for (const target of [pid, ...(await descendantsOf(pid))]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // Gone already, or not ours to signal (not root): its stream is cut all the same.
+      }
     }
   }
 
@@ -1167,6 +1208,28 @@ class OutputBudget {
 }
 
 /** Calls `listener` once when `signal` aborts (at once if it has). */
+/** Every process below `pid` (by parent, on the host's /proc), and those of its process group. */
+async function descendantsOf(pid: number): Promise<number[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const procs: { pid: number; ppid: number; pgrp: number }[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid pgrp …: the comm may hold spaces and parentheses, so read after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields.length > 2) procs.push({ pid: Number(entry), ppid: Number(fields[1]), pgrp: Number(fields[2]) });
+  }
+  const found = new Set<number>();
+  let frontier = [pid];
+  while (frontier.length > 0) {
+    const next = procs.filter((p) => frontier.includes(p.ppid) && !found.has(p.pid)).map((p) => p.pid);
+    for (const child of next) found.add(child);
+    frontier = next;
+  }
+  for (const p of procs) if (p.pgrp === pid && p.pid !== pid) found.add(p.pid);
+  return [...found];
+}
+
 function onAbort(signal: AbortSignal | undefined, listener: () => void): void {
   if (signal === undefined) return;
   if (signal.aborted) listener();
@@ -1188,6 +1251,8 @@ function checkExecRequest(handle: SandboxHandle, request: ExecRequest): void {
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) bad('timeoutMs must be a positive integer');
   // I-6: a step's time may be lower than the sandbox's cap, never higher; refused, not clamped.
   if (timeoutMs > handle.caps.wallSeconds * 1000) bad(`timeoutMs ${timeoutMs} is over the sandbox's cap of ${handle.caps.wallSeconds} s`);
+  const interruptAfter = request.interruptAfterMs;
+  if (interruptAfter !== undefined && (!Number.isInteger(interruptAfter) || interruptAfter < 1 || interruptAfter >= timeoutMs)) bad('interruptAfterMs must be a positive integer below timeoutMs');
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0 || maxOutputBytes > MAX_OUTPUT_BYTES) bad('maxOutputBytes must be a non-negative integer');
   const budget = request.stopAfterOutputBytes;
   if (budget !== undefined && (!Number.isSafeInteger(budget) || budget < 0)) bad('stopAfterOutputBytes must be a non-negative integer');

@@ -115,6 +115,27 @@ export class WarmPoolBook<T> {
     return true;
   }
 
+  /** The caps of every idle sandbox, one entry each: what the pool holds of its worker's capacity. */
+  holding(): SandboxCaps[] {
+    const caps: SandboxCaps[] = [];
+    for (const [poolId, entries] of this.idle) {
+      const recipe = this.recent.find((r) => r.poolId === poolId);
+      if (recipe !== undefined) for (let i = 0; i < entries.length; i++) caps.push(recipe.caps);
+    }
+    return caps;
+  }
+
+  /** Takes one idle sandbox out (of the least recently run profile that has one), for the caller to destroy; null when none. */
+  evictOne(): T | null {
+    for (let i = this.recent.length - 1; i >= 0; i--) {
+      const recipe = this.recent[i];
+      const entries = recipe === undefined ? undefined : this.idle.get(recipe.poolId);
+      const entry = entries?.pop();
+      if (entry !== undefined) return entry.item;
+    }
+    return null;
+  }
+
   holds(predicate: (item: T) => boolean): boolean {
     for (const entries of this.idle.values()) if (entries.some((e) => predicate(e.item))) return true;
     return false;

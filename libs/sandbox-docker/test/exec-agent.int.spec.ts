@@ -18,7 +18,12 @@ const driver = new DockerSandboxDriver({ docker: fx.docker, execAgent: { binary:
 const plain = new DockerSandboxDriver({ docker: fx.docker, execAgent: null });
 let sandbox: SandboxHandle;
 
-const run = (on: DockerSandboxDriver, handle: SandboxHandle, argv: string[], extra: { stdin?: Uint8Array; env?: Record<string, string>; workdir?: string; timeoutMs?: number } = {}) =>
+const run = (
+  on: DockerSandboxDriver,
+  handle: SandboxHandle,
+  argv: string[],
+  extra: { stdin?: Uint8Array; env?: Record<string, string>; workdir?: string; timeoutMs?: number; interruptAfterMs?: number } = {},
+) =>
   on.exec(handle, { argv, timeoutMs: extra.timeoutMs ?? 20_000, maxOutputBytes: 1 << 20, ...extra });
 
 beforeAll(async () => {
@@ -77,6 +82,30 @@ describe('the exec agent', () => {
     // Stdin the command never reads is taken off the connection, and the agent serves on.
     expect((await run(driver, sandbox, ['true'], { stdin: big })).exitCode).toBe(0);
     expect(text((await run(driver, sandbox, ['echo', 'still here'])).stdout)).toBe('still here\n');
+  });
+
+  it("kills the program's session at the caller's own deadline (interruptAfterMs) and keeps the sandbox, over the agent and docker exec", async () => {
+    for (const [how, on] of [
+      ['agent', driver],
+      ['docker exec', plain],
+    ] as const) {
+      const kept = await on.create(fx.spec());
+      try {
+        const started = Date.now();
+        const result = await run(on, kept, ['sh', '-c', 'echo begun; sleep 30 & sleep 31; :'], { interruptAfterMs: 500 });
+        expect(result, how).toMatchObject({ interrupted: true, limitHit: null, teardown: null });
+        expect(Date.now() - started, how).toBeLessThan(10_000);
+        expect(text(result.stdout), how).toBe('begun\n');
+        const left = await run(on, kept, ['sh', '-c', 'ps -o args | grep "sleep 3[01]" || echo none']);
+        expect(text(left.stdout), how).toBe('none\n');
+        expect(await fx.engineKnows(kept.id), how).toBe(true);
+        // Not interrupted when it ends first; refused when not below the deadline.
+        expect((await run(on, kept, ['true'], { interruptAfterMs: 5000 })).interrupted, how).toBeUndefined();
+        await expect(run(on, kept, ['true'], { timeoutMs: 1000, interruptAfterMs: 1000 })).rejects.toMatchObject({ code: 'E_INPUT' });
+      } finally {
+        await on.destroy(kept);
+      }
+    }
   });
 
   it('stops a step at its deadline by destroying the sandbox, as over docker exec', async () => {

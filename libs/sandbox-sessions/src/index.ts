@@ -1,4 +1,5 @@
 export type {
+  CreateOptions,
   CreateSandboxInput,
   ExecCommand,
   ExecLimitHit,
@@ -10,5 +11,5 @@ export type {
   SandboxReady,
   SandboxSessions,
 } from './sandbox-sessions.port.js';
-export { openSandboxSessions } from './sandbox-sessions.nats.js';
+export { CAPACITY_RETRY_AFTER_SECONDS, openSandboxSessions } from './sandbox-sessions.nats.js';
 export type { SandboxSessionsConfig, SandboxSessionsDeps } from './sandbox-sessions.nats.js';

@@ -10,6 +10,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, nuid } from '@nats-io/transport-node';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type {
+  CreateOptions,
   CreateSandboxInput,
   ExecCommand,
   ExecLimitHit,
@@ -58,7 +59,9 @@ interface LiveTarget extends KnownSandbox {
 
 const LIMIT_CODES: readonly string[] = ['E_TIMEOUT', 'E_MEM_LIMIT', 'E_PROC_LIMIT', 'E_DISK_LIMIT'];
 /** Receipts after which a sandbox takes no operation. */
-const ENDING_TYPES: ReadonlySet<string> = new Set(['sandbox.destroyed', 'run.sealed', 'run.failed', 'sandbox.expired']);
+const ENDING_TYPES: ReadonlySet<string> = new Set(['sandbox.destroyed', 'run.sealed', 'run.failed', 'run.cancelled', 'sandbox.expired']);
+/** What an `E_CAPACITY` answer suggests waiting before the next try (`Retry-After`). */
+export const CAPACITY_RETRY_AFTER_SECONDS = 5;
 const DEFAULT_EXEC_TIMEOUT_SECONDS = 600;
 
 /**
@@ -96,7 +99,7 @@ class NatsSandboxSessions implements SandboxSessions {
     this.abandonedWatchMs = deps.config?.abandonedWatchMs ?? 600_000;
   }
 
-  async create(input: CreateSandboxInput, timeoutMs: number): Promise<SandboxReady> {
+  async create(input: CreateSandboxInput, timeoutMs: number, options: CreateOptions = {}): Promise<SandboxReady> {
     const deadline = Date.now() + timeoutMs;
     const keySha = input.idempotencyKey === undefined ? undefined : sha256Hex(input.idempotencyKey);
     const msgId = keySha === undefined ? `sbx-${nuid.next()}` : sha256Hex(`sandbox:${input.tenant}:${input.idempotencyKey}`);
@@ -115,43 +118,66 @@ class NatsSandboxSessions implements SandboxSessions {
     );
     if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
     const sandboxId = reply.run_id;
-    const ready = await this.waitForReady(sandboxId, input, Math.max(0, deadline - Date.now()));
+    const ready = await this.waitForReady(sandboxId, input, Math.max(0, deadline - Date.now()), options.signal);
     return { sandboxId, duplicate: reply.duplicate, ...ready };
   }
 
   /**
    * Follows the chain from seq 1 (stored receipts only) until the sandbox is ready or ended. What
    * the chain said of its placement is remembered, so the first operation need not read it again.
-   * A sandbox that is not ready in time, asked for without an idempotency key, is not left to its
-   * idle limit: once it is ready, it is deleted.
+   * A sandbox not ready in time, or whose caller went away (`signal`), is deleted on the record
+   * before the error is thrown (docs/adr/0015): an answer that is an error leaves nothing behind.
    */
-  private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number): Promise<Pick<SandboxReady, 'seq' | 'receipts'>> {
+  private async waitForReady(sandboxId: string, input: CreateSandboxInput, timeoutMs: number, signal?: AbortSignal): Promise<Pick<SandboxReady, 'seq' | 'receipts'>> {
     // An object, so the compiler does not narrow what the callback sets.
-    const placement: { workerId: string | null } = { workerId: null };
+    const placement: { workerId: string | null; decided: boolean } = { workerId: null, decided: false };
     const receipts: EvidenceReceipt[] = [];
-    const outcome = await this.followChain(sandboxId, timeoutMs, (receipt) => {
-      receipts.push(receipt);
-      if (receipt.type === 'run.scheduled') placement.workerId = receipt.worker_id;
-      return readinessOf(receipt);
-    });
+    const outcome = await this.followChain(
+      sandboxId,
+      timeoutMs,
+      (receipt) => {
+        receipts.push(receipt);
+        if (receipt.type === 'run.scheduled') placement.workerId = receipt.worker_id;
+        if (receipt.type === 'policy.decided') placement.decided = true;
+        return readinessOf(receipt);
+      },
+      undefined,
+      signal,
+    );
     if (outcome === null) {
-      // Under an idempotency key the caller may come back for it (a retry answers the same
-      // sandbox), so it is left to its idle limit; without one nobody will.
-      if (input.idempotencyKey === undefined) this.destroyOnceReady(sandboxId, input);
-      // Not ready in time: without a placement no runtime took it; with one, it did not start.
-      const code: ErrorCode = placement.workerId !== null ? 'E_SANDBOX_START' : 'E_RUNTIME_ABSENT';
-      throw new CairnError(code, `sandbox ${sandboxId} was not ready within ${timeoutMs} ms`, { sandboxId });
+      const abandoned = signal?.aborted === true;
+      await this.endUnanswered(sandboxId, input);
+      if (abandoned) throw new CairnError('E_UNAVAILABLE', `the create of ${sandboxId} was abandoned by its caller: the sandbox is deleted`, { sandboxId });
+      // Placed and not started: the runtime did not create it; never placed: a service did not answer.
+      if (placement.workerId !== null) {
+        throw new CairnError('E_SANDBOX_START', `sandbox ${sandboxId} was placed on worker ${placement.workerId} but not ready within ${timeoutMs} ms: it is deleted`, { sandboxId });
+      }
+      const stage = placement.decided ? 'placed by the scheduler' : 'decided by policy';
+      throw new CairnError('E_UNAVAILABLE', `sandbox ${sandboxId} was not ${stage} within ${timeoutMs} ms: it is deleted`, { sandboxId });
     }
-    if (!outcome.ok) throw new CairnError(outcome.code, outcome.message, { sandboxId });
+    if (!outcome.ok) throw new CairnError(outcome.code, outcome.message, { ...outcome.details, sandboxId });
     const requested = receipts.find((r): r is EvidenceReceiptOf<'sandbox.requested'> => r.type === 'sandbox.requested');
     if (placement.workerId !== null && requested !== undefined) this.known.set(sandboxId, { tenant: input.tenant, workerId: placement.workerId, holder: holderOf(requested) });
     return { seq: outcome.seq, receipts };
   }
 
   /**
-   * The caller gave up on a sandbox still starting: keep following its chain (for at most
-   * `abandonedWatchMs`) and delete it on the record the moment it is ready, so nothing nobody will
-   * use holds a worker slot until its idle limit. An ending before that needs nothing.
+   * A sandbox nobody will be told of: deleted on the record now — through intake while it is
+   * PENDING (so it is never placed, or never started), by its worker once READY. Should that fail
+   * (a service down), its chain is watched and it is deleted the moment it is ready.
+   */
+  private async endUnanswered(sandboxId: string, input: CreateSandboxInput): Promise<void> {
+    try {
+      await this.destroy(sandboxId, input.tenant, input.requestedBy);
+    } catch {
+      this.destroyOnceReady(sandboxId, input);
+    }
+  }
+
+  /**
+   * The last resort of `endUnanswered`: keep following the chain (for at most `abandonedWatchMs`)
+   * and delete it on the record the moment it is ready, so nothing nobody will use holds a worker
+   * slot until its idle limit. An ending before that needs nothing.
    */
   private destroyOnceReady(sandboxId: string, input: CreateSandboxInput): void {
     if (this.closed) return;
@@ -166,16 +192,25 @@ class NatsSandboxSessions implements SandboxSessions {
    * An ordered consumer on the chain's subjects from its first receipt: `decide` sees each stored
    * receipt in order until it returns an answer. null when `timeoutMs` passes first.
    */
-  private async followChain<T>(chainId: string, timeoutMs: number, decide: (receipt: EvidenceReceipt) => T | null, stopped?: () => boolean): Promise<T | null> {
+  private async followChain<T>(
+    chainId: string,
+    timeoutMs: number,
+    decide: (receipt: EvidenceReceipt) => T | null,
+    stopped?: () => boolean,
+    signal?: AbortSignal,
+  ): Promise<T | null> {
+    const aborted = (): boolean => signal?.aborted === true;
+    if (aborted()) return null;
     const subject = this.deps.log.chainSubjects(chainId);
     const consumer = await this.js.consumers.get(this.deps.log.streamName, { filter_subjects: subject });
     const messages = await consumer.consume({ max_messages: 64 });
     const timer = setTimeout(() => void messages.close(), timeoutMs);
     const closing = () => void messages.close();
     if (stopped !== undefined) this.closers.add(closing);
+    signal?.addEventListener('abort', closing, { once: true });
     try {
       for await (const msg of messages) {
-        if (stopped?.() === true) return null;
+        if (stopped?.() === true || aborted()) return null;
         const parsed = parseEvidenceReceipt(msg.json());
         if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `an invalid receipt on ${chainId}: ${parsed.message}`, { sandboxId: chainId });
         const answer = decide(parsed.receipt);
@@ -185,6 +220,7 @@ class NatsSandboxSessions implements SandboxSessions {
     } finally {
       clearTimeout(timer);
       this.closers.delete(closing);
+      signal?.removeEventListener('abort', closing);
       await messages.close();
     }
   }
@@ -303,11 +339,17 @@ class NatsSandboxSessions implements SandboxSessions {
   }
 
   async destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void> {
-    const { view } = await this.viewOf(sandboxId, tenant);
-    if (view.state !== 'READY' && view.state !== 'PENDING') return; // ended already: nothing to do
-    if (view.workerId === null) {
-      throw new CairnError('E_CONFLICT', `sandbox ${sandboxId} is not placed on a worker yet; delete it once it is ready`, { sandboxId, state: view.state });
+    let { view } = await this.viewOf(sandboxId, tenant);
+    if (view.state === 'PENDING') {
+      // Not created yet: intake ends it at once (`run.cancelled`); the scheduler never places it and
+      // a runtime starting it finds its `sandbox.created` refused, and destroys what it started.
+      const reply = await this.deps.bus.send('cancel', { tenant, run_id: sandboxId, requested_by: requestedBy }, { msgId: `sbx-delete-${sandboxId}`, timeoutMs: this.commandTimeoutMs });
+      if (reply.ok) return;
+      if (reply.error.code !== 'E_CONFLICT' || reply.error.details?.['state'] !== 'READY') throw new CairnError(reply.error.code, reply.error.message, { ...reply.error.details, sandboxId });
+      // Created meanwhile: its worker deletes it.
+      ({ view } = await this.viewOf(sandboxId, tenant));
     }
+    if (view.state !== 'READY' || view.workerId === null) return; // ended already: nothing to do
     try {
       const { receipt } = await this.runOp({ tenant: view.tenant, workerId: view.workerId, holder: null }, sandboxId, tenant, { kind: 'destroy', requested_by: requestedBy }, this.opGraceMs);
       expectReceipt(receipt, 'sandbox.destroyed', sandboxId);
@@ -473,7 +515,7 @@ function checkHolder(target: KnownSandbox, caller: SandboxCaller, sandboxId: str
   throw new CairnError('E_FORBIDDEN', `sandbox ${sandboxId} mounts secrets: only the key that created it, or an admin key, may operate on it`, { sandboxId });
 }
 
-type Readiness = { ok: true; seq: number } | { ok: false; code: ErrorCode; message: string };
+type Readiness = { ok: true; seq: number } | { ok: false; code: ErrorCode; message: string; details?: Record<string, unknown> };
 
 /** What one receipt of a new sandbox's chain says about its start; null while it is still starting. */
 function readinessOf(receipt: EvidenceReceipt): Readiness | null {
@@ -484,7 +526,12 @@ function readinessOf(receipt: EvidenceReceipt): Readiness | null {
       if (receipt.decision === 'allow') return null;
       return { ok: false, code: receipt.error_code ?? 'E_POLICY_DENIED', message: `policy refused the sandbox: ${receipt.reasons.join('; ') || receipt.decision}` };
     case 'run.failed':
+      if (receipt.error_code === 'E_CAPACITY') {
+        return { ok: false, code: 'E_CAPACITY', message: receipt.message, details: { ...(receipt.resource === undefined ? {} : { resource: receipt.resource }), retryAfterSeconds: CAPACITY_RETRY_AFTER_SECONDS } };
+      }
       return { ok: false, code: receipt.error_code, message: receipt.message };
+    case 'run.cancelled':
+      return { ok: false, code: 'E_CONFLICT', message: 'the sandbox was deleted before it was ready' };
     case 'sandbox.destroyed':
     case 'run.sealed':
       return { ok: false, code: 'E_SANDBOX_START', message: `the sandbox ended before it was ready (${receipt.type})` };

@@ -84,9 +84,22 @@ export interface SandboxCaller {
 
 export type OutputStream = 'stdout' | 'stderr';
 
+export interface CreateOptions {
+  /**
+   * The caller went away (an HTTP client disconnected): the create stops waiting and the sandbox
+   * is deleted on the record, whatever state it reached, so nothing is left for nobody.
+   */
+  signal?: AbortSignal;
+}
+
 export interface SandboxSessions {
-  /** Appends through intake/policy/scheduler/runtime; resolves once sandbox.created is on the chain. */
-  create(input: CreateSandboxInput, timeoutMs: number): Promise<SandboxReady>;
+  /**
+   * Appends through intake/policy/scheduler/runtime; resolves once sandbox.created is on the chain.
+   * A create that is not answered with a ready sandbox — refused, failed, not ready within
+   * `timeoutMs`, or abandoned through `options.signal` — leaves nothing behind: the sandbox is
+   * ended on the record before the error is thrown, and never comes alive later.
+   */
+  create(input: CreateSandboxInput, timeoutMs: number, options?: CreateOptions): Promise<SandboxReady>;
   /**
    * The operations on a sandbox that mounts secrets are its creator's (or an admin key's) alone:
    * another caller is E_FORBIDDEN, since what it runs or reads there could carry the values out.
@@ -94,7 +107,10 @@ export interface SandboxSessions {
   exec(sandboxId: string, caller: SandboxCaller | string, command: ExecCommand, onOutput?: (stream: OutputStream, chunk: Uint8Array) => void): Promise<ExecOutcome>;
   writeFile(sandboxId: string, caller: SandboxCaller | string, path: string, content: Uint8Array, mode?: number): Promise<FileWritten>;
   readFile(sandboxId: string, caller: SandboxCaller | string, path: string): Promise<FileRead>;
-  /** Idempotent: a destroyed sandbox resolves. */
+  /**
+   * Idempotent: a destroyed sandbox resolves. A PENDING one (not created yet: deciding, queued or
+   * starting) is deleted at once, through intake; a READY one by its worker.
+   */
   destroy(sandboxId: string, tenant: string, requestedBy: string): Promise<void>;
   /** Stops the subscriptions this instance holds (not the NATS connection, which the caller owns). */
   close(): Promise<void>;

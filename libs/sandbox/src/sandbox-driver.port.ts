@@ -58,6 +58,12 @@ export interface ExecRequest {
   stdin?: Uint8Array;
   /** Wall time of this step; at most the sandbox's `caps.wallSeconds`. */
   timeoutMs: number;
+  /**
+   * The caller's own deadline, shorter than `timeoutMs` (a session's exec): when it passes first,
+   * the program and everything in its session are killed and the sandbox lives on — not a cap, so
+   * `limitHit` stays null and the result says `interrupted`. Absent: only `timeoutMs`, a cap.
+   */
+  interruptAfterMs?: number;
   /** Kept from each of stdout and stderr; the rest is counted and dropped. */
   maxOutputBytes: number;
   /**
@@ -101,6 +107,8 @@ export interface ExecResult {
   outputBudgetHit: boolean;
   /** Set when a limit or the output budget ended the step: the sandbox was destroyed before `exec` returned. */
   teardown: DestroyResult | null;
+  /** `interruptAfterMs` passed before the program ended: it was killed with its session, the sandbox kept. */
+  interrupted?: boolean;
 }
 
 export interface SandboxDriver {

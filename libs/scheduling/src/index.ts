@@ -1,15 +1,23 @@
 export { grantLease, isExpired, leaseId, onLeaseExpired, renewLease } from './lease.js';
 export type { ExpiredLeaseRun, Lease, LeaseExpiry, LeaseRenewal } from './lease.js';
+export { planQueue, queueOrder, queuePositions } from './placement-queue.js';
+export type { PlanOptions, QueuedRequest, QueuePlan, WaitingFor } from './placement-queue.js';
 export {
   admitRun,
+  cpuShares,
   DEFAULT_STALE_AFTER_MS,
   eligibleWorkers,
   fits,
   freeCapacity,
+  isSessionId,
+  liveWorkers,
+  neverFits,
   placeRun,
+  placement,
   recordHeartbeat,
   releaseRun,
   reservationFor,
+  shortfall,
   workerStatus,
 } from './worker-registry.js';
 export type {
@@ -17,6 +25,7 @@ export type {
   FreeCapacity,
   Heartbeat,
   Isolation,
+  Placement,
   PlacementRequest,
   PlaceOptions,
   Reservation,

@@ -28,6 +28,7 @@ import type {
   ListDeliveriesQuery,
   PolicyInForce,
   ProofBundle,
+  SealKeys,
   SecretDeleted,
   SecretGrants,
   SecretList,
@@ -200,7 +201,7 @@ export class Webhooks {
   }
 }
 
-/** The operator's views: the stack's health, its workers, the policy in force. */
+/** The operator's views: the stack's health, its workers, the policy in force, the seal keys. */
 export class Operator {
   constructor(private readonly http: Transport) {}
 
@@ -218,6 +219,15 @@ export class Operator {
   async policy(): Promise<PolicyInForce> {
     const { method, path } = route('getPolicy');
     return this.http.json(method, path, API_COMPONENTS.PolicyInForce);
+  }
+
+  /**
+   * The deployment's seal verification keys (`<name>+<key id>+<base64>`), the current one first (a
+   * public route). Pin one (`cairn verify --key`) rather than trusting what is fetched at verification time.
+   */
+  async sealKeys(signal?: AbortSignal): Promise<SealKeys> {
+    const { method, path } = route('getSealKeys');
+    return this.http.json(method, path, API_COMPONENTS.SealKeys, signalOf(signal));
   }
 
   /** This API's own OpenAPI 3.1 document. */

@@ -99,6 +99,7 @@ export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   streamSandboxEvents: 'sandboxes.follow',
   getSandboxBundle: 'sandboxes.bundle',
   health: 'operator.health',
+  getSealKeys: 'operator.sealKeys',
   openApi: 'operator.openApi',
 };
 
@@ -140,6 +141,7 @@ export type {
   OutputStream,
   PolicyInForce,
   ProofBundle,
+  QueueSpot,
   Receipt,
   Run,
   RunArtifacts,
@@ -150,6 +152,7 @@ export type {
   SandboxList,
   SandboxSpec,
   SandboxState,
+  SealKeys,
   Secret,
   SecretGrants,
   SecretList,

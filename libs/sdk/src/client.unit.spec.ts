@@ -117,7 +117,7 @@ describe('errors', () => {
     const { cairn, asked } = canned(() => json({}));
     await expect(cairn.runs.get('not a run')).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(cairn.runs.submit({ name: 'x', steps: [{ argv: 'echo hi' }] })).rejects.toMatchObject({ code: 'E_INPUT', details: { issues: [{ path: 'steps[0].argv' }] } });
-    await expect(cairn.sandboxes.exec('sbx_a', { argv: ['ls'], workdir: '/etc' })).rejects.toMatchObject({ code: 'E_INPUT' });
+    await expect(cairn.sandboxes.exec('sbx_a', { argv: ['ls'], workdir: '/proc/self' })).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(cairn.sandboxes.readFile('sbx_a', '/work/../etc/passwd')).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(cairn.secrets.put('lower', 'a value long enough')).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(cairn.keys.create({ scopes: [] })).rejects.toMatchObject({ code: 'E_INPUT' });
@@ -163,6 +163,19 @@ describe('Retry-After', () => {
     const far = canned(() => json({ code: 'E_RATE_LIMITED', message: 'later' }, 429, { 'retry-after': '3600' }));
     await expect(far.cairn.runs.get('run_a1')).rejects.toMatchObject({ code: 'E_RATE_LIMITED' });
     expect(far.asked.length).toBe(1);
+  });
+
+  it('surfaces a 503 E_CAPACITY create as it came: at once without a key, after `retries` more tries with one', async () => {
+    const full = () => json({ code: 'E_CAPACITY', message: 'no worker has room', details: { resource: 'memory', retryAfterSeconds: 0 } }, 503, { 'retry-after': '0' });
+    const once = canned(() => full());
+    await expect(once.cairn.sandboxes.create({})).rejects.toMatchObject({ code: 'E_CAPACITY', details: { resource: 'memory', status: 503 } });
+    expect(once.asked.length).toBe(1);
+    const keyed = canned(() => full());
+    await expect(keyed.cairn.sandboxes.create({ waitSeconds: 0 }, { idempotencyKey: 'k-2' })).rejects.toMatchObject({ code: 'E_CAPACITY', details: { resource: 'memory' } });
+    expect(keyed.asked.length).toBe(3);
+    const off = canned(() => full(), { retries: 0 });
+    await expect(off.cairn.sandboxes.create({}, { idempotencyKey: 'k-3' })).rejects.toMatchObject({ code: 'E_CAPACITY' });
+    expect(off.asked.length).toBe(1);
   });
 });
 

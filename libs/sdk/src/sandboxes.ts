@@ -10,6 +10,7 @@ import {
   parseSandboxSpec,
   SandboxFilePathSchema,
   SandboxIdSchema,
+  SandboxReadPathSchema,
 } from '@cairn/contracts';
 import type { EventPage, ExecRequest, ExecResult, ExecStreamLine, FileWrittenAnswer, ListSandboxesQuery, OutputStream, ProofBundle, Receipt, Sandbox, SandboxList, SandboxSpec } from '@cairn/contracts';
 import { fromBase64, sha256Hex } from './bytes.js';
@@ -28,7 +29,7 @@ export type ExecSummary = Omit<Extract<ExecStreamLine, { type: 'result' }>, 'typ
 /** An exec as the SDK takes it: an argv array (never a shell string), or the whole request. */
 export type ExecInput = readonly string[] | ExecRequest;
 
-/** `POST /v1/sandboxes` waits (at most a minute) for the sandbox to be READY. */
+/** `POST /v1/sandboxes` waits (at most a minute past `waitSeconds`) for the sandbox to be READY. */
 const CREATE_TIMEOUT_MS = 120_000;
 const FILE_TIMEOUT_MS = 120_000;
 
@@ -40,6 +41,10 @@ function sandboxId(id: string): string {
 
 function filePath(path: string): string {
   return checked(SandboxFilePathSchema, path, `sandbox path ${JSON.stringify(path.slice(0, 200))}`);
+}
+
+function readPath(path: string): string {
+  return checked(SandboxReadPathSchema, path, `sandbox path ${JSON.stringify(path.slice(0, 200))}`);
 }
 
 function execRequest(input: ExecInput): ExecRequest {
@@ -63,7 +68,9 @@ export class Sandboxes {
     parseSandboxSpec(spec);
     const headers: Record<string, string> = options.idempotencyKey === undefined ? {} : { 'idempotency-key': checked(IdempotencyKeySchema, options.idempotencyKey, 'Idempotency-Key') };
     const { method, path } = route('createSandbox');
-    const view = await this.http.json(method, path, API_COMPONENTS.Sandbox, { json: spec, headers, timeoutMs: CREATE_TIMEOUT_MS, ...signalOf(options.signal) });
+    // A create may wait in the placement queue for room as long as its spec says (waitSeconds).
+    const timeoutMs = CREATE_TIMEOUT_MS + (spec.waitSeconds ?? 0) * 1000;
+    const view = await this.http.json(method, path, API_COMPONENTS.Sandbox, { json: spec, headers, timeoutMs, ...signalOf(options.signal) });
     return new SandboxSession(this, view);
   }
 
@@ -134,10 +141,10 @@ export class Sandboxes {
     return written;
   }
 
-  /** Reads a file of a READY sandbox (its read is a receipt too), checked against the sha256 the gateway recorded. */
+  /** Reads a file of a READY sandbox, any absolute path (its read is a receipt too), checked against the sha256 the gateway recorded. */
   async readFile(id: string, path: string, options: ReadOptions = {}): Promise<Bytes> {
     const { path: route_ } = route('getSandboxFile', { id: sandboxId(id) });
-    return readBytes(this.http, `${route_}?${new URLSearchParams({ path: filePath(path) }).toString()}`, { maxBytes: MAX_SANDBOX_FILE_BYTES, ...options });
+    return readBytes(this.http, `${route_}?${new URLSearchParams({ path: readPath(path) }).toString()}`, { maxBytes: MAX_SANDBOX_FILE_BYTES, ...options });
   }
 
   /** An exec's stdout or stderr as its receipt records it, also after the sandbox is gone. */

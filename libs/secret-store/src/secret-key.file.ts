@@ -18,24 +18,24 @@ function errnoCode(error: unknown): string | undefined {
 }
 
 /** E_INPUT unless `path` is a regular file (not a link) that only its owner may read or write. */
-async function checkKeyFileMode(path: string): Promise<void> {
+export async function checkKeyFileMode(path: string, what = 'secret key file'): Promise<void> {
   let stats;
   try {
     stats = await lstat(path);
   } catch (error) {
-    throw new CairnError('E_INPUT', `the secret key file ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
+    throw new CairnError('E_INPUT', `the ${what} ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
   }
-  if (!stats.isFile()) throw new CairnError('E_INPUT', `the secret key file ${path} is not a regular file`, { path });
+  if (!stats.isFile()) throw new CairnError('E_INPUT', `the ${what} ${path} is not a regular file`, { path });
   const mode = stats.mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw new CairnError(
       'E_INPUT',
-      `the secret key file ${path} has mode 0${mode.toString(8)}: it must be readable by its owner only (chmod 600 ${path})`,
+      `the ${what} ${path} has mode 0${mode.toString(8)}: it must be readable by its owner only (chmod 600 ${path})`,
       { path, mode: `0${mode.toString(8)}` },
     );
   }
   if (typeof process.getuid === 'function' && stats.uid !== process.getuid()) {
-    throw new CairnError('E_INPUT', `the secret key file ${path} belongs to uid ${stats.uid}, not to this process's user`, { path });
+    throw new CairnError('E_INPUT', `the ${what} ${path} belongs to uid ${stats.uid}, not to this process's user`, { path });
   }
 }
 

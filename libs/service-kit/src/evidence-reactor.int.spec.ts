@@ -77,6 +77,37 @@ describe('EvidenceReactor on the real JetStream', () => {
     expect(handler.calls).toBe(2);
   });
 
+  it('handles one chain one receipt at a time even across types (subjects name the type), other chains alongside', async () => {
+    const active = new Map<string, number>();
+    const overlaps: string[] = [];
+    const seen: string[] = [];
+    const handler: ReactorHandler = {
+      types: new Set(['run.cancelled', 'run.failed']),
+      async handle(ctx: ReactionContext) {
+        const chain = ctx.chainId;
+        if ((active.get(chain) ?? 0) > 0) overlaps.push(`${chain}:${ctx.receipt.type}`);
+        active.set(chain, (active.get(chain) ?? 0) + 1);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        active.set(chain, active.get(chain)! - 1);
+        seen.push(`${chain}:${ctx.receipt.type}`);
+      },
+    };
+    const a = 'run_' + uniqueName('order').toLowerCase();
+    const b = 'run_' + uniqueName('other').toLowerCase();
+    for (const chain of [a, b]) {
+      await cancel(chain);
+      await log.append(chain, { type: 'run.failed', actor: 'runtime', tenant: 'default', causation: null, fields: { error_code: 'E_INTERNAL', message: 'second type' } });
+    }
+    const reactor = new EvidenceReactor({ service: 'grader', durable: uniqueName('d'), nc, log, handler, logger, concurrency: 8 });
+    await reactor.start();
+    await until(() => Promise.resolve(seen.length === 4));
+    await reactor.stop();
+    expect(overlaps).toEqual([]);
+    // In chain order within each chain.
+    expect(seen.filter((s) => s.startsWith(a))).toEqual([`${a}:run.cancelled`, `${a}:run.failed`]);
+    expect(seen.filter((s) => s.startsWith(b))).toEqual([`${b}:run.cancelled`, `${b}:run.failed`]);
+  });
+
   it('stores a reaction once when the same receipt is handled again by a fresh consumer', async () => {
     const chain = 'run_' + uniqueName('again').toLowerCase();
     await cancel(chain);

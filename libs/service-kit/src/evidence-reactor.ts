@@ -1,6 +1,7 @@
+import { CONSUMER_PULL_EXPIRES_MS, whileLeaderless } from '@cairn/config';
 import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
-import { EvidenceLog, isSubjectType, KeyedSerialQueue, typeSubjects } from '@cairn/evidence-log';
+import { EvidenceLog, isSubjectType, KeyedSerialQueue, parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
@@ -70,7 +71,8 @@ export class EvidenceReactor {
   async start(): Promise<void> {
     const { nc, log, durable, concurrency, ackWaitMs } = this.options;
     const jsm = await jetstreamManager(nc);
-    await ensureDurable(jsm, log.streamName, {
+    // In a cluster a consumer answers once it has a leader: just made, or after losing one.
+    await whileLeaderless(() => ensureDurable(jsm, log.streamName, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
@@ -78,9 +80,9 @@ export class EvidenceReactor {
       ack_wait: nanos(ackWaitMs),
       max_ack_pending: concurrency * 4,
       max_deliver: -1,
-    });
-    const consumer = await jsm.jetstream().consumers.get(log.streamName, durable);
-    this.messages = await consumer.consume({ max_messages: concurrency * 2 });
+    }));
+    const consumer = await whileLeaderless(() => jsm.jetstream().consumers.get(log.streamName, durable));
+    this.messages = await consumer.consume({ max_messages: concurrency * 2, expires: CONSUMER_PULL_EXPIRES_MS });
     this.loop = this.run(this.messages);
   }
 
@@ -98,7 +100,9 @@ export class EvidenceReactor {
       // In delivery order, before anything waits: the log can then serve this chain's reads from memory.
       this.options.log.observe(msg.subject, msg.seq, msg.data, msg.headers?.get('Cairn-Chain-Seq'));
       while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight);
-      const task = this.perChain.run(msg.subject, () => this.process(msg));
+      // One chain at a time, whatever the type: its subject also names the type (ADR 0013).
+      const chain = parseEvidenceSubject(this.options.log.subjectPrefix, msg.subject)?.chainId ?? msg.subject;
+      const task = this.perChain.run(chain, () => this.process(msg));
       this.inFlight.add(task);
       void task.finally(() => this.inFlight.delete(task));
     }

@@ -1,28 +1,60 @@
 import { escapeLineSeparators } from '@cairn/evidence';
 import type { LoggerService } from '@nestjs/common';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 /** What a logger does to a line's fields before writing them. */
 export type LogFilter = (fields: Record<string, unknown>) => Record<string, unknown>;
-const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40, fatal: 50 };
+/** Fields every line carries from the ambient context: the trace's ids once tracing is on. */
+export type LogContext = () => { trace_id?: string; span_id?: string } | undefined;
+
+let logContext: LogContext | null = null;
 
 /**
- * One JSON object per line on stderr (stdout stays free for data and protocols), U+2028/U+2029
- * escaped like every JSON Lines line Cairn writes (`jsonLine`). Fields are
- * whatever the caller passes — never secrets: callers log ids, codes and counts, not payloads.
+ * Sets where every logger finds the current trace context (`trace_id`, `span_id` on each line);
+ * `null` turns it off. One per process: tracing installs it at boot.
+ */
+export function setLogContext(context: LogContext | null): void {
+  logContext = context;
+}
+
+/**
+ * One JSON object per line on stderr (stdout stays free for data and protocols), written by pino:
+ * `level` (its name), `ts` (ISO 8601), `service`, the caller's fields, `msg`, and `trace_id`/`span_id`
+ * when a trace context is set. U+2028/U+2029 are escaped like every JSON Lines line Cairn writes
+ * (`jsonLine`). Fields are whatever the caller passes — never secrets: callers log ids, codes and
+ * counts, not payloads — and pass through the logger's filter before pino sees them.
  */
 export class JsonLogger implements LoggerService {
+  private readonly pino: Logger;
+
   constructor(
     private readonly service: string,
     private readonly minLevel: LogLevel = 'info',
     private readonly sink: (line: string) => void = (line) => process.stderr.write(line),
     private readonly filter: LogFilter | null = null,
-  ) {}
+    shared?: Logger,
+  ) {
+    this.pino =
+      shared ??
+      pino(
+        {
+          level: minLevel,
+          base: { service },
+          messageKey: 'msg',
+          timestamp: () => `,"ts":"${new Date().toISOString()}"`,
+          formatters: { level: (label) => ({ level: label }) },
+          mixin: () => logContext?.() ?? {},
+        },
+        // A plain synchronous stream: the line is written (or handed to the sink) before write() returns.
+        { write: (line: string) => sink(escapeLineSeparators(line)) },
+      );
+  }
 
   write(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
-    if (RANK[level] < RANK[this.minLevel]) return;
-    const record = { ts: new Date().toISOString(), level, service: this.service, msg, ...(this.filter === null ? fields : this.filter(fields)) };
-    this.sink(`${escapeLineSeparators(safeStringify(record))}\n`);
+    if (!this.pino.isLevelEnabled(level)) return;
+    this.pino[level](this.filter === null ? fields : this.filter(fields), msg);
   }
 
   /**
@@ -31,7 +63,7 @@ export class JsonLogger implements LoggerService {
    */
   filtered(filter: LogFilter): JsonLogger {
     const outer = this.filter;
-    return new JsonLogger(this.service, this.minLevel, this.sink, outer === null ? filter : (fields) => outer(filter(fields)));
+    return new JsonLogger(this.service, this.minLevel, this.sink, outer === null ? filter : (fields) => outer(filter(fields)), this.pino);
   }
 
   debug(message: unknown, ...rest: unknown[]): void {

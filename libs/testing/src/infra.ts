@@ -25,23 +25,26 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates an empty database of the test's own; `drop()` removes it (and ends its sessions). */
-export async function createTestDatabase(prefix = 'cairn_test'): Promise<TestDatabase> {
+/**
+ * Creates an empty database of the test's own; `drop()` removes it (and ends its sessions). On the
+ * machine's server, or on the one `serverUrl` names (a test's own, `startOwnPostgres`).
+ */
+export async function createTestDatabase(prefix = 'cairn_test', serverUrl: string = testDatabaseUrl()): Promise<TestDatabase> {
   const name = uniqueName(prefix).toLowerCase();
-  const admin = new pg.Client({ connectionString: testDatabaseUrl() });
+  const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE "${name}"`);
   } finally {
     await admin.end();
   }
-  const url = new URL(testDatabaseUrl());
+  const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
     name,
     url: url.toString(),
     async drop() {
-      const client = new pg.Client({ connectionString: testDatabaseUrl() });
+      const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);

@@ -46,6 +46,8 @@ export interface BenchStack {
   workerId: string;
   /** A worker id of the bench's own raw containers, so teardown finds them too. */
   rawWorkerId: string;
+  /** The CAIRN_* variables the stack was started with (home, stack id, NATS, database, …): what its CLI needs. */
+  env: Record<string, string>;
   /** The stack's database (for counting its PostgreSQL backends). */
   databaseUrl: string;
   /** The NATS server the stack uses. */
@@ -96,7 +98,7 @@ export async function startBenchStack(name: string, settings: Record<string, str
     const up = await runCli(['up', '--no-setup', '--json'], env);
     if (up.code !== 0) throw new Error(`cairn up failed: ${up.stdout}${up.stderr}`);
     const { url, apiKey } = JSON.parse(up.stdout) as { url: string; apiKey: string };
-    return { url, apiKey, home, stackId, workerId, rawWorkerId, databaseUrl: database.url, natsUrl, close };
+    return { url, apiKey, home, stackId, workerId, rawWorkerId, env, databaseUrl: database.url, natsUrl, close };
   } catch (error) {
     await close();
     throw error;

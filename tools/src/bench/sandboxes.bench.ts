@@ -4,6 +4,7 @@ import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedCont
 import type Docker from 'dockerode';
 import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
 import { median, percentile } from './runs.bench.js';
+import { formatDensityBench, leftBehind, runDensityBench } from './sandboxes-density.bench.js';
 
 /*
  * Interactive sandbox sessions through Cairn (REST) beside the same hardened container driven
@@ -291,7 +292,18 @@ export async function runSandboxesBench(options: SandboxesBenchOptions = {}): Pr
   }
 }
 
-if (isEntryModule(import.meta.url)) {
+if (isEntryModule(import.meta.url) && process.argv.includes('--density')) {
+  const ceiling = countFromEnv('BENCH_DENSITY_MAX');
+  runDensityBench({ progress: (line) => process.stderr.write(`[bench:sandboxes --density] ${line}\n`), ...(ceiling === undefined ? {} : { ceiling }) })
+    .then((result) => {
+      process.stdout.write(`${formatDensityBench(result)}\n`);
+      if (leftBehind(result) !== 0) process.exitCode = 1;
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`density bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    });
+} else if (isEntryModule(import.meta.url)) {
   const sessions = countFromEnv('BENCH_SESSIONS');
   const execs = countFromEnv('BENCH_EXECS');
   runSandboxesBench({

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { open, rename, rm, stat as statAsync } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { CairnError, EnvNameSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES, SANDBOX_STATES, SandboxStateSchema, SecretNameSchema } from '@cairn/contracts';
+import { CairnError, EnvNameSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES, MAX_SANDBOX_WAIT_SECONDS, SANDBOX_STATES, SandboxStateSchema, SecretNameSchema } from '@cairn/contracts';
 import type { ExecRequest, Sandbox, SandboxSpec, SandboxState } from '@cairn/contracts';
 import type { ExecSummary, Sandboxes } from '@cairn/sdk';
 import type { Command } from 'commander';
 import type { CommandContext } from '../command-context.js';
 import { EXIT_FAILED, usageError } from '../exit-codes.js';
 import type { Output } from '../output.js';
-import { formatTable } from '../run-report.js';
+import { formatQueueSpot, formatTable } from '../run-report.js';
 import { readBoundedRegularFile } from '../run-spec.reader.js';
 import { checkSandboxSpec, parseExecRequest, parseSandboxFilePath, parseSandboxId, sha256Hex } from '../sandbox-input.js';
 import { resolveTarget } from '../stack/stack-target.js';
@@ -73,7 +73,9 @@ export interface CreateOptions {
   ttl?: string;
   idle?: string;
   memory?: string;
+  disk?: string;
   cpus?: string;
+  wait?: string;
   secret?: string[];
 }
 
@@ -81,11 +83,13 @@ export interface CreateOptions {
 export function sandboxSpecOf(options: CreateOptions): SandboxSpec {
   const caps: Record<string, number> = {};
   if (options.memory !== undefined) caps.memoryMiB = parsePositiveInt(options.memory, '--memory', 1_048_576);
+  if (options.disk !== undefined) caps.diskMiB = parsePositiveInt(options.disk, '--disk', 16_777_216);
   if (options.cpus !== undefined) caps.cpus = parseCpus(options.cpus);
   const spec: Record<string, unknown> = {};
   if (options.image !== undefined) spec.image = options.image;
   if (options.ttl !== undefined) spec.ttlSeconds = parsePositiveInt(options.ttl, '--ttl', 86_400);
   if (options.idle !== undefined) spec.idleSeconds = parsePositiveInt(options.idle, '--idle', 86_400);
+  if (options.wait !== undefined) spec.waitSeconds = parsePositiveInt(options.wait, '--wait', MAX_SANDBOX_WAIT_SECONDS);
   if (Object.keys(caps).length > 0) spec.caps = caps;
   if (options.secret !== undefined && options.secret.length > 0) spec.secrets = options.secret;
   return checkSandboxSpec(spec);
@@ -149,6 +153,7 @@ export function formatSandboxDetails(sandbox: Sandbox): string {
     ['expires', sandbox.expiresAt ?? '-'],
     ['active', `${sandbox.lastActivityAt ?? '-'}${sandbox.idleSeconds == null ? '' : `  (idle limit ${sandbox.idleSeconds} s)`}`],
     ['ops', String(sandbox.operations ?? '-')],
+    ...(sandbox.queue === undefined ? [] : ([['queued', formatQueueSpot(sandbox.queue)]] as [string, string][])),
     ['chain', `${sandbox.headSeq ?? '-'} receipts  head ${sandbox.headHash ?? '-'}${sandbox.sealed === true ? '  sealed' : ''}`],
   ];
   return rows.map(([key, value]) => `${key.padEnd(9)}${value}`).join('\n');
@@ -156,9 +161,10 @@ export function formatSandboxDetails(sandbox: Sandbox): string {
 
 export function formatSandboxTable(items: readonly Sandbox[]): string {
   if (items.length === 0) return 'no sandboxes';
+  const state = (s: Sandbox) => (s.queue !== undefined ? `${s.state}(queued ${s.queue.position}/${s.queue.length})` : s.destroyReason == null ? s.state : `${s.state}(${s.destroyReason})`);
   return formatTable(
     ['SANDBOX', 'STATE', 'OPS', 'CREATED', 'EXPIRES', 'IMAGE'],
-    items.map((s) => [s.id, s.destroyReason == null ? s.state : `${s.state}(${s.destroyReason})`, String(s.operations ?? '-'), s.createdAt, s.expiresAt ?? '-', s.image ?? '-']),
+    items.map((s) => [s.id, state(s), String(s.operations ?? '-'), s.createdAt, s.expiresAt ?? '-', s.image ?? '-']),
   );
 }
 
@@ -253,10 +259,18 @@ export function registerSandboxCommand(program: Command, context: CommandContext
     .option('--ttl <seconds>', 'destroy it after this long (default: the operator\'s TTL; at most 86400)')
     .option('--idle <seconds>', 'destroy it after this long without an operation (default: the operator\'s idle limit)')
     .option('--memory <mib>', 'memory cap in MiB')
+    .option('--disk <mib>', 'disk (tmpfs) cap in MiB: it lives in memory, so the worker reserves memory + disk')
     .option('--cpus <n>', 'CPU cap, e.g. 0.5')
+    .option('--wait <seconds>', `when no worker has room, wait this long in the queue (at most ${MAX_SANDBOX_WAIT_SECONDS}) instead of being refused at once`)
     .option('--secret <name>', 'a secret of the tenant\'s store, at /run/secrets/NAME (repeatable)', parseSecretList)
     .option('--idempotency-key <key>', 'the creation key (default: a random one); the same key and spec give the same sandbox')
-    .addHelpText('after', '\nPolicy judges image, caps and secrets: a refusal is E_POLICY_DENIED, nothing runs.\n--json prints the sandbox view { ok, id, state, image, caps, expiresAt, … }.\nExit status: 0 READY, 1 refused or failed to start, 2 bad options (E_INPUT).')
+    .addHelpText(
+      'after',
+      '\nPolicy judges image, caps and secrets: a refusal is E_POLICY_DENIED, nothing runs.\n' +
+        'No worker with room is E_CAPACITY at once, naming what ran out (memory, slots, cpu, …) — or, with --wait, a place in the queue\n' +
+        '(`cairn sandbox ls` shows it); no runtime at all is E_RUNTIME_ABSENT. A create that fails (or is interrupted) leaves nothing behind.\n' +
+        '--json prints the sandbox view { ok, id, state, image, caps, expiresAt, … }.\nExit status: 0 READY, 1 refused or failed to start, 2 bad options (E_INPUT).',
+    )
     .action(async (options: CreateOptions & { idempotencyKey?: string }, command: Command) => {
       const output = context.output(command);
       const spec = sandboxSpecOf(options);

@@ -7,6 +7,8 @@ import type { CommandContext } from '../command-context.js';
 import type { Output } from '../output.js';
 import { formatScore } from '../run-report.js';
 import { verifyBundleDocument, verifyFile } from '../verify-file.js';
+import { checkSeal, formatSealCheck, trustedKeys } from '../verify-seal.js';
+import type { NoteVerifier } from '@cairn/transparency';
 import type { BundleClaims, EvidenceFileFormat, FileVerification } from '../verify-file.js';
 
 type Verified = Extract<ChainVerification, { ok: true }>;
@@ -61,21 +63,30 @@ export function isRunReference(target: string): boolean {
   return ChainIdSchema.safeParse(target).success && !existsSync(target);
 }
 
-function report(output: Output, checked: FileVerification, from?: string): void {
+async function report(output: Output, checked: FileVerification, trusted: readonly NoteVerifier[], from?: string): Promise<void> {
   if (!checked.verification.ok) throw chainBrokenError(checked.verification);
-  const { human, machine } = formatVerified(checked.verification, checked.format, output, from);
-  if (checked.claims === undefined) {
-    output.result(human, machine);
-    return;
-  }
-  checkBundleClaims(checked.verification, checked.claims);
+  const verified = formatVerified(checked.verification, checked.format, output, from);
+  if (checked.claims !== undefined) checkBundleClaims(checked.verification, checked.claims);
+  const seal = await checkSeal(checked.last, trusted);
+  // The seal line only when there is something to say about a signature.
+  const sealLine = seal.status === 'not_sealed' && trusted.length === 0 ? null : formatSealCheck(seal);
+  let human = verified.human;
+  let machine = verified.machine;
   // A bare bundle (receipts only) reads like a chain file; one with a verdict or grade shows them.
-  if (from === undefined && checked.claims.verdict === null && checked.claims.grade === null) {
-    output.result(human, machine);
-    return;
+  if (checked.claims !== undefined && !(from === undefined && checked.claims.verdict === null && checked.claims.grade === null)) {
+    const claims = formatClaims(checked.claims);
+    human = `${human}\n${claims.human}`;
+    machine = { ...machine, ...claims.machine };
   }
-  const claims = formatClaims(checked.claims);
-  output.result(`${human}\n${claims.human}`, { ...machine, ...claims.machine });
+  if (sealLine !== null) {
+    human = `${human}\n${sealLine.human}`;
+    machine = { ...machine, ...sealLine.machine };
+  }
+  output.result(human, machine);
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 export function registerVerifyCommand(program: Command, context: CommandContext): void {
@@ -84,18 +95,23 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .description('verify a run (its proof bundle fetched from the stack), a chain file (JSON Lines) or a proof bundle offline: recompute every hash from genesis')
     .argument('<run-id | file>', 'a run id (run_…), sandbox id (sbx_…) or admin chain (adm_<tenant>), a chain file (.jsonl, one receipt per line) or a proof bundle (.json, format cairn.bundle/v1)')
     .option('-o, --output <file>', 'with a run id: also save the fetched proof bundle to this file (verify it again later, offline)')
+    .option('--key <verifier-key>', "a trusted seal key (<name>+<key id>+<base64>, from GET /.well-known/cairn/keys): the seal's signature must verify with it (repeatable)", collect, [])
+    .option('--trust-file <file>', 'a file of trusted seal keys, one a line (repeatable)', collect, [])
     .addHelpText(
       'after',
       '\nA run id fetches GET /v1/runs/<id>/bundle (a sandbox id GET /v1/sandboxes/<id>/bundle, adm_<tenant> GET /v1/tenants/<tenant>/bundle) from the stack (CAIRN_HOME, or CAIRN_URL + CAIRN_API_KEY), then checks it\n' +
         'locally like a file: the server is not trusted. A file is checked with no server contacted.\n' +
         'Prints the head hash, and for a bundle its verdict and grade.\n' +
+        'With --key or --trust-file the seal must carry an Ed25519 signature by one of those keys over its chain, head, digest and state\n' +
+        '(E_CHAIN_BROKEN: seal_unsigned, seal_key_unknown, seal_signature_invalid, not_sealed); without them a signature is shown, not checked.\n' +
         'Exit status: 0 when the chain verifies, 1 when it is broken (E_CHAIN_BROKEN with the first bad seq) or the run\n' +
         'is unknown (E_NOT_FOUND), 2 when the file cannot be read.',
     )
-    .action(async (target: string, options: { output?: string }, command: Command) => {
+    .action(async (target: string, options: { output?: string; key: string[]; trustFile: string[] }, command: Command) => {
       const output = context.output(command);
+      const trusted = await trustedKeys(options.key, options.trustFile);
       if (!isRunReference(target)) {
-        report(output, await verifyFile(target));
+        await report(output, await verifyFile(target), trusted);
         return;
       }
       const { resolveTarget } = await import('../stack/stack-target.js');
@@ -115,6 +131,6 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
       if (checked.verification.ok && checked.verification.chainId !== target) {
         throw new CairnError('E_CHAIN_BROKEN', `asked for ${target}, the gateway sent the chain of ${checked.verification.chainId ?? '?'}`, { reason: 'run_id_mismatch' });
       }
-      report(output, checked, client.url);
+      await report(output, checked, trusted, client.url);
     });
 }

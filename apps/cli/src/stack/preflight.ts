@@ -38,10 +38,18 @@ async function checkDocker(socket: string): Promise<PrerequisiteProblem | null> 
   }
 }
 
-async function checkNats(url: string): Promise<PrerequisiteProblem | null> {
+async function checkNats(url: string, replicas: number): Promise<PrerequisiteProblem | null> {
   try {
     const nc = await connectNats({ servers: url, name: 'cairn-up', timeout: CHECK_TIMEOUT_MS, maxReconnectAttempts: 0 });
+    // A server outside a cluster refuses every stream of more than one replica: say so before anything starts.
+    const cluster = nc.info?.cluster;
     await nc.close();
+    if (replicas > 1 && (cluster === undefined || cluster === '')) {
+      return {
+        what: 'nats',
+        message: `CAIRN_NATS_REPLICAS is ${replicas}, but the NATS server at ${redactUrl(url)} (CAIRN_NATS_URL) is not part of a cluster: start a cluster of at least ${replicas} nodes (deploy/nats/cluster/) or set CAIRN_NATS_REPLICAS=1`,
+      };
+    }
     return null;
   } catch (error) {
     if (isCairnError(error) && error.details?.['minimum'] !== undefined) return { what: 'nats', message: `${error.message} (CAIRN_NATS_URL ${redactUrl(url)})` };
@@ -64,10 +72,10 @@ async function checkPostgres(url: string): Promise<PrerequisiteProblem | null> {
 
 /** Checks the Docker engine, NATS and PostgreSQL the stack is configured for, all at once. */
 export async function checkPrerequisites(config: Record<string, string>): Promise<PrerequisiteProblem[]> {
-  const nats = loadConfig(EvidenceLogConfigSchema, config).CAIRN_NATS_URL;
+  const nats = loadConfig(EvidenceLogConfigSchema, config);
   const database = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
   const socket = config.CAIRN_DOCKER_SOCKET ?? DEFAULT_DOCKER_SOCKET;
-  const problems = await Promise.all([checkDocker(socket), checkNats(nats), checkPostgres(database)]);
+  const problems = await Promise.all([checkDocker(socket), checkNats(nats.CAIRN_NATS_URL, nats.CAIRN_NATS_REPLICAS), checkPostgres(database)]);
   return problems.filter((p): p is PrerequisiteProblem => p !== null);
 }
 

@@ -24,6 +24,10 @@ export function isStackService(name: string): name is StackService {
 /** The secret store's key file under the state directory (made by `cairn up` when absent). */
 export const SECRETS_KEY_FILE = 'secrets.key';
 
+/** The seal signing key (mode 0600, read by the grader) and its public keys file (served by the gateway), under the state directory. */
+export const SEAL_KEY_FILE = 'seal.key';
+export const SEAL_PUBLIC_KEYS_FILE = 'seal-keys.pub';
+
 /** The gateway's port when nothing else is asked for. */
 export const DEFAULT_GATEWAY_PORT = 7420;
 
@@ -86,10 +90,13 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
   config.CAIRN_ARTIFACT_DIR = resolve(location.home, config.CAIRN_ARTIFACT_DIR ?? 'artifacts');
   // A path, not a secret: the file (mode 0600) holds the key that seals the secret store's values.
   config.CAIRN_SECRETS_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_KEY_FILE ?? SECRETS_KEY_FILE);
+  // Paths, not keys: the grader reads the private key at boot, the gateway only the public keys file.
+  config.CAIRN_SEAL_KEY_FILE = resolve(location.home, config.CAIRN_SEAL_KEY_FILE ?? SEAL_KEY_FILE);
+  config.CAIRN_SEAL_PUBLIC_KEYS_FILE = resolve(location.home, config.CAIRN_SEAL_PUBLIC_KEYS_FILE ?? SEAL_PUBLIC_KEYS_FILE);
   config.CAIRN_GATEWAY_PORT = String(gatewayPort);
   if (mcpPort !== undefined) config.CAIRN_MCP_PORT = String(mcpPort);
   return config;
 }
 
 /** The evidence-log variables of a stack, for commands that read the log (`export`, `projections`). */
-export const EVIDENCE_VARIABLES = ['CAIRN_NATS_URL', 'CAIRN_EVIDENCE_STREAM', 'CAIRN_EVIDENCE_SUBJECT_PREFIX', 'CAIRN_DATABASE_URL'] as const;
+export const EVIDENCE_VARIABLES = ['CAIRN_NATS_URL', 'CAIRN_NATS_REPLICAS', 'CAIRN_EVIDENCE_STREAM', 'CAIRN_EVIDENCE_SUBJECT_PREFIX', 'CAIRN_DATABASE_URL'] as const;

@@ -20,6 +20,8 @@ describe('the stack configuration', () => {
       CAIRN_STACK_ID: 's1',
       CAIRN_LEASE_TTL_MS: '4000',
       CAIRN_EVIDENCE_STREAM: 'MINE',
+      CAIRN_NATS_URL: 'nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222',
+      CAIRN_NATS_REPLICAS: '3',
       CAIRN_API_KEY: 'cairn_abcdefgh_secret',
       CAIRN_URL: 'http://elsewhere',
       PATH: '/bin',
@@ -29,6 +31,9 @@ describe('the stack configuration', () => {
       CAIRN_STACK_ID: 's1',
       CAIRN_LEASE_TTL_MS: '4000',
       CAIRN_EVIDENCE_STREAM: 'MINE',
+      // A cluster: every service gets all its servers and the one replicas setting.
+      CAIRN_NATS_URL: 'nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222',
+      CAIRN_NATS_REPLICAS: '3',
       CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_S1',
       CAIRN_HOME: '/srv/cairn',
       CAIRN_ARTIFACT_DIR: '/srv/cairn/artifacts',
@@ -41,7 +46,7 @@ describe('the stack configuration', () => {
 
   it('keeps the services’ default names for the default stack', () => {
     const config = stackServiceConfig({}, { home: '/h', stackId: 'default' }, 7410);
-    expect(Object.keys(config).sort()).toEqual(['CAIRN_ARTIFACT_DIR', 'CAIRN_GATEWAY_PORT', 'CAIRN_HOME', 'CAIRN_SECRETS_KEY_FILE']);
+    expect(Object.keys(config).sort()).toEqual(['CAIRN_ARTIFACT_DIR', 'CAIRN_GATEWAY_PORT', 'CAIRN_HOME', 'CAIRN_SEAL_KEY_FILE', 'CAIRN_SEAL_PUBLIC_KEYS_FILE', 'CAIRN_SECRETS_KEY_FILE']);
     // The key file's path (never its content) under the state directory, unless one is given.
     expect(config.CAIRN_SECRETS_KEY_FILE).toBe('/h/secrets.key');
     expect(stackServiceConfig({ CAIRN_SECRETS_KEY_FILE: '/etc/cairn/k' }, { home: '/h', stackId: 'default' }, 7410).CAIRN_SECRETS_KEY_FILE).toBe('/etc/cairn/k');

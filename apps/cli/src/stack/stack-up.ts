@@ -221,6 +221,11 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const secretsKeyFile = config.CAIRN_SECRETS_KEY_FILE ?? `${location.home}/secrets.key`;
   const { created } = await ensureSecretKeyFile(secretsKeyFile);
   options.progress(created ? `secret key file created: ${secretsKeyFile}` : `secret key file ${secretsKeyFile}`);
+  // The seal signing key: made (mode 0600) when absent, its public key listed first in the public keys file.
+  const { ensureSealKeyFile } = await import('@cairn/secret-store');
+  const sealKeyFile = config.CAIRN_SEAL_KEY_FILE ?? `${location.home}/seal.key`;
+  const seal = await ensureSealKeyFile(sealKeyFile, config.CAIRN_SEAL_PUBLIC_KEYS_FILE ?? `${location.home}/seal-keys.pub`, `cairn/${location.stackId}`);
+  options.progress(seal.created ? `seal key created: ${seal.verifierKey}` : `seal key ${seal.verifierKey}`);
   const stack: StackFile = {
     version: 1,
     stackId: location.stackId,

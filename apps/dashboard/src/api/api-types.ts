@@ -5,7 +5,7 @@
 import type { KeyCreated, KeyList, KeyView, TenantList } from '@cairn/contracts';
 
 export { RUN_STATES } from '@cairn/contracts';
-export type { PolicyInForce, Run, RunList, RunState, Sandbox, SandboxList, TenantList, Worker, WorkerList } from '@cairn/contracts';
+export type { PolicyInForce, QueueSpot, Run, RunList, RunState, Sandbox, SandboxList, TenantList, Worker, WorkerList } from '@cairn/contracts';
 export type { ApprovalRequest as Approval } from '@cairn/contracts';
 
 export type ApiKey = KeyView;

@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import { api } from '../api/api-client.js';
+import { errorText, queueText } from '../api/error-codes.js';
 import type { Run } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
 import { ApprovalActions } from '../components/approval-actions.js';
@@ -90,8 +91,17 @@ export function RunPage({ runId }: { runId: string }) {
             )}
           </Card>
           <Card label="Error" tone={run.errorCode === null ? undefined : 'bad'}>
-            {run.errorCode ?? <span className="muted">none</span>}
+            {run.errorCode === null ? <span className="muted">none</span> : <span title={errorText(run.errorCode)}>{run.errorCode}</span>}
           </Card>
+          {run.queue === undefined ? null : (
+            <Card label="Queued" tone="warn">
+              <span data-queue-position={run.queue.position}>{queueText(run.queue)}</span>
+              <span className="small muted">
+                {' '}
+                since <Time iso={run.queue.since} />
+              </span>
+            </Card>
+          )}
           <Card label="Receipts">{receipts.length}</Card>
           <Card label="Tenant">{run.tenant}</Card>
           <Card label="Created">

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { KeyboardEvent } from 'react';
 import { api } from '../api/api-client.js';
+import { errorText, queueText } from '../api/error-codes.js';
 import type { RunFilter } from '../api/api-client.js';
 import { RUN_STATES } from '../api/api-types.js';
 import type { Run } from '../api/api-types.js';
@@ -183,8 +184,9 @@ function RunsTable({ runs }: { runs: Run[] }) {
               <code className="small muted">{run.runId}</code>
             </td>
             <td>
-              <StatePill state={run.state} title={run.errorCode ?? undefined} />
+              <StatePill state={run.state} title={errorText(run.errorCode) ?? run.errorCode ?? undefined} />
               {run.errorCode === null ? null : <code className="small error-code">{run.errorCode}</code>}
+              {run.queue === undefined ? null : <span className="small muted queue-spot">{queueText(run.queue)}</span>}
             </td>
             <td>{run.verdict === null ? <span className="muted">—</span> : <StatePill state={run.verdict} />}</td>
             <td>{grade(run)}</td>

@@ -1,5 +1,6 @@
 import { useMemo } from 'react';
 import { api } from '../api/api-client.js';
+import { errorText, queueText } from '../api/error-codes.js';
 import type { Sandbox } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
 import { ChainBadge } from '../components/chain-badge.js';
@@ -52,8 +53,13 @@ export function SandboxPage({ sandboxId }: { sandboxId: string }) {
             {sandbox.state === 'DESTROYED' ? (sandbox.destroyReason ?? '—') : <Time iso={sandbox.expiresAt} />}
           </Card>
           <Card label="Error" tone={sandbox.errorCode === null ? undefined : 'bad'}>
-            {sandbox.errorCode ?? <span className="muted">none</span>}
+            {sandbox.errorCode === null ? <span className="muted">none</span> : <span title={errorText(sandbox.errorCode)}>{sandbox.errorCode}</span>}
           </Card>
+          {sandbox.queue === undefined ? null : (
+            <Card label="Queued" tone="warn">
+              {queueText(sandbox.queue)}
+            </Card>
+          )}
         </div>
       )}
 

@@ -1,4 +1,5 @@
 import { api, ApiError } from '../api/api-client.js';
+import { errorText, queueText } from '../api/error-codes.js';
 import { EmptyState, ErrorBanner, PageHeader, StatePill, Time } from '../components/ui.js';
 import { Link } from '../router.js';
 import { useAsync, useInterval } from '../use-async.js';
@@ -55,8 +56,9 @@ export function SandboxesPage() {
                   </Link>
                 </td>
                 <td>
-                  <StatePill state={sandbox.state} />
+                  <StatePill state={sandbox.state} title={errorText(sandbox.errorCode)} />
                   {sandbox.errorCode === null ? null : <code className="small error-code">{sandbox.errorCode}</code>}
+                  {sandbox.queue === undefined ? null : <span className="small muted queue-spot">{queueText(sandbox.queue)}</span>}
                 </td>
                 <td>{sandbox.image === null ? <span className="muted">—</span> : <code className="small">{sandbox.image}</code>}</td>
                 <td>{sandbox.workerId === null ? <span className="muted">—</span> : <code className="small">{sandbox.workerId}</code>}</td>

@@ -6,7 +6,7 @@ function mebibytes(value: number): string {
 }
 import { useAsync, useInterval } from '../use-async.js';
 
-/** The runtime workers registered now: health, draining, slots in use, capacity, heartbeat. */
+/** The runtime workers registered now: health, draining, slots in use, what is reserved of each capacity, heartbeat. */
 export function WorkersPage() {
   const workers = useAsync(() => api.workers(), []);
   useInterval(workers.reload, 5000);
@@ -39,6 +39,9 @@ export function WorkersPage() {
               <th scope="col" className="num">
                 Disk
               </th>
+              <th scope="col" className="num">
+                Processes
+              </th>
               <th scope="col">Heartbeat</th>
               <th scope="col">Images</th>
             </tr>
@@ -61,9 +64,18 @@ export function WorkersPage() {
                     </span>
                   </div>
                 </td>
-                <td className="num">{mebibytes(worker.capacity.memoryMiB)}</td>
-                <td className="num">{worker.capacity.cpus}</td>
-                <td className="num">{mebibytes(worker.capacity.diskMiB)}</td>
+                <td className="num" title="reserved by its runs and sandboxes (memory caps plus tmpfs) of what it offers">
+                  {mebibytes(worker.reserved.memoryMiB)} / {mebibytes(worker.capacity.memoryMiB)}
+                </td>
+                <td className="num" title={`CPU caps admitted: ${worker.capacity.cpuOversubscription ?? 1}× its CPUs (runs alone ${worker.capacity.runCpuOversubscription ?? worker.capacity.cpuOversubscription ?? 1}×)`}>
+                  {worker.reserved.cpus} / {worker.capacity.cpus} × {worker.capacity.cpuOversubscription ?? 1}
+                </td>
+                <td className="num">
+                  {mebibytes(worker.reserved.diskMiB)} / {mebibytes(worker.capacity.diskMiB)}
+                </td>
+                <td className="num">
+                  {worker.reserved.pids} / {worker.capacity.pids ?? '∞'}
+                </td>
                 <td>
                   <Time iso={worker.lastHeartbeatAt} />
                 </td>

@@ -32,8 +32,8 @@ export class CairnExceptionFilter implements ExceptionFilter {
       if (!reply.raw.writableEnded) reply.raw.end();
       return;
     }
-    // A rate limit says when to come back (RFC 9110 §10.2.3), in whole seconds.
-    const retryAfter = body.code === 'E_RATE_LIMITED' ? body.details?.retryAfterSeconds : undefined;
+    // A rate limit and a full fleet say when to come back (RFC 9110 §10.2.3), in whole seconds.
+    const retryAfter = body.code === 'E_RATE_LIMITED' || body.code === 'E_CAPACITY' ? body.details?.retryAfterSeconds : undefined;
     if (typeof retryAfter === 'number' && Number.isInteger(retryAfter) && retryAfter > 0) void reply.header('retry-after', String(retryAfter));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }

@@ -107,7 +107,7 @@ function successResponse(route: ApiRoute): Record<string, unknown> {
 }
 
 const RETRY_AFTER = {
-  description: "Seconds until this key's token bucket holds a request again (CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND, _BURST).",
+  description: "Seconds until this key's token bucket holds a request again (CAIRN_GATEWAY_RATE_LIMIT_PER_SECOND, _BURST), or (E_CAPACITY) until trying again is worth it.",
   schema: { type: 'integer', minimum: 1 },
 };
 
@@ -125,7 +125,7 @@ function errorResponses(route: ApiRoute): Record<string, unknown> {
       String(status),
       {
         description: [...set].sort().join(', '),
-        ...(set.has('E_RATE_LIMITED') && route.scope !== null ? { headers: { 'Retry-After': RETRY_AFTER } } : {}),
+        ...((set.has('E_RATE_LIMITED') && route.scope !== null) || set.has('E_CAPACITY') ? { headers: { 'Retry-After': RETRY_AFTER } } : {}),
         content: { 'application/json': { schema: ref('Error') } },
       },
     ]),

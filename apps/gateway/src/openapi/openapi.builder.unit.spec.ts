@@ -34,6 +34,7 @@ describe('the OpenAPI document', () => {
     }
     expect(Object.keys(doc.paths).sort()).toEqual(
       [
+        '/.well-known/cairn/keys',
         '/openapi.json',
         '/v1/health',
         '/v1/keys',

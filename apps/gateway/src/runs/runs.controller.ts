@@ -12,6 +12,7 @@ import { buildProofBundle } from './proof-bundle.builder.js';
 import { RunCommands } from './run-commands.service.js';
 import { RunEventStreams } from './run-event-streams.service.js';
 import { RunReadsRepository } from './run-reads.repository.js';
+import { QueueSpots } from '../workers/queue-spots.js';
 
 const RUN_ID = { schema: RunIdSchema };
 const DEFAULT_RUNS_PAGE = 50;
@@ -29,6 +30,7 @@ export class RunsController {
     private readonly reads: RunReadsRepository,
     private readonly commands: RunCommands,
     private readonly streams: RunEventStreams,
+    private readonly queue: QueueSpots,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
@@ -50,19 +52,22 @@ export class RunsController {
   }
 
   @ApiRoute(API_ROUTES.listRuns)
-  list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListRunsQuerySchema }) query: ListRunsQuery): Promise<RunList> {
-    return this.reads.listRuns(principal.tenant, {
+  async list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListRunsQuerySchema }) query: ListRunsQuery): Promise<RunList> {
+    const page = await this.reads.listRuns(principal.tenant, {
       limit: query.limit ?? DEFAULT_RUNS_PAGE,
       cursor: query.cursor,
       state: query.state,
       createdAfter: query.createdAfter,
       createdBefore: query.createdBefore,
     });
+    return { ...page, items: await this.queue.withEach(page.items, (run) => run.runId) };
   }
 
   @ApiRoute(API_ROUTES.getRun)
-  get(@CurrentPrincipal() principal: Principal, @Param('id', RUN_ID) runId: string): Promise<Run> {
-    return this.reads.getRun(principal.tenant, runId);
+  async get(@CurrentPrincipal() principal: Principal, @Param('id', RUN_ID) runId: string): Promise<Run> {
+    const run = await this.reads.getRun(principal.tenant, runId);
+    // Waiting for room: where in line, and for what.
+    return run.state === 'SUBMITTED' ? this.queue.with(runId, run) : run;
   }
 
   @ApiRoute(API_ROUTES.listEvents)

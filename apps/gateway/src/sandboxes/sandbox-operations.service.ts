@@ -8,7 +8,7 @@ import type { Principal } from '../auth/api-key.store.js';
 import { sandboxFromView, SandboxReadsRepository } from './sandbox-reads.repository.js';
 import { GATEWAY_SANDBOX_SESSIONS } from './sandbox-sessions.token.js';
 
-/** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start). */
+/** How long a create waits for the sandbox to be ready (policy, scheduling, the container's start), past any `waitSeconds` in the queue. */
 export const CREATE_TIMEOUT_MS = 60_000;
 /** How long an answer waits for the projection to show what the operation appended. */
 const PROJECTION_WAIT_MS = 10_000;
@@ -66,7 +66,7 @@ export class SandboxOperations {
     private readonly reads: SandboxReadsRepository,
   ) {}
 
-  async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined): Promise<Sandbox> {
+  async create(principal: Principal, spec: SandboxSpec, idempotencyKey: string | undefined, signal?: AbortSignal): Promise<Sandbox> {
     const ready = await this.sessions.create(
       {
         tenant: principal.tenant,
@@ -75,7 +75,8 @@ export class SandboxOperations {
         spec,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       },
-      CREATE_TIMEOUT_MS,
+      CREATE_TIMEOUT_MS + (spec.waitSeconds ?? 0) * 1000,
+      signal === undefined ? {} : { signal },
     );
     // A create answered before may have been used and destroyed since: its view as it is now.
     if (ready.duplicate) return this.viewAt(principal.tenant, ready.sandboxId, ready.seq);
@@ -100,6 +101,7 @@ export class SandboxOperations {
           ...(request.env === undefined ? {} : { env: request.env }),
           ...(request.workdir === undefined ? {} : { workdir: request.workdir }),
           ...(request.stdin === undefined ? {} : { stdin: new TextEncoder().encode(request.stdin) }),
+          ...(request.stdinBase64 === undefined ? {} : { stdin: new Uint8Array(Buffer.from(request.stdinBase64, 'base64')) }),
           ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
         },
         onOutput,

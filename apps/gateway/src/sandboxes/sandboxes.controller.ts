@@ -12,6 +12,7 @@ import { RunReadsRepository } from '../runs/run-reads.repository.js';
 import { ExecStream } from './exec-stream.js';
 import { execResult, SandboxOperations } from './sandbox-operations.service.js';
 import { SandboxReadsRepository } from './sandbox-reads.repository.js';
+import { QueueSpots } from '../workers/queue-spots.js';
 
 const SANDBOX_ID = { schema: SandboxIdSchema };
 const DEFAULT_SANDBOXES_PAGE = 50;
@@ -41,6 +42,7 @@ export class SandboxesController {
     private readonly operations: SandboxOperations,
     private readonly chains: RunReadsRepository,
     private readonly streams: RunEventStreams,
+    private readonly queue: QueueSpots,
   ) {}
 
   @ApiRoute(API_ROUTES.createSandbox)
@@ -53,19 +55,32 @@ export class SandboxesController {
     const idempotencyKey = optionalIdempotencyKey(key);
     // Validated here: a bad spec is E_INPUT naming the field, and nothing is asked of anyone.
     const spec = parseSandboxSpec(body ?? {});
-    const sandbox = await this.operations.create(principal, spec, idempotencyKey);
+    // A client that goes away before the answer abandons the create: its sandbox is deleted, not stranded.
+    const abandoned = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableEnded) abandoned.abort();
+    };
+    reply.raw.once('close', onClose);
+    let sandbox: Sandbox;
+    try {
+      sandbox = await this.operations.create(principal, spec, idempotencyKey, abandoned.signal);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
     void reply.header('location', `/v1/sandboxes/${sandbox.id}`);
     return sandbox;
   }
 
   @ApiRoute(API_ROUTES.listSandboxes)
-  list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListSandboxesQuerySchema }) query: ListSandboxesQuery): Promise<SandboxList> {
-    return this.sandboxes.listSandboxes(principal.tenant, { limit: query.limit ?? DEFAULT_SANDBOXES_PAGE, cursor: query.cursor, state: query.state });
+  async list(@CurrentPrincipal() principal: Principal, @Query({ schema: ListSandboxesQuerySchema }) query: ListSandboxesQuery): Promise<SandboxList> {
+    const page = await this.sandboxes.listSandboxes(principal.tenant, { limit: query.limit ?? DEFAULT_SANDBOXES_PAGE, cursor: query.cursor, state: query.state });
+    return { ...page, items: await this.queue.withEach(page.items, (sandbox) => sandbox.id) };
   }
 
   @ApiRoute(API_ROUTES.getSandbox)
-  get(@CurrentPrincipal() principal: Principal, @Param('id', SANDBOX_ID) sandboxId: string): Promise<Sandbox> {
-    return this.sandboxes.getSandbox(principal.tenant, sandboxId);
+  async get(@CurrentPrincipal() principal: Principal, @Param('id', SANDBOX_ID) sandboxId: string): Promise<Sandbox> {
+    const sandbox = await this.sandboxes.getSandbox(principal.tenant, sandboxId);
+    return sandbox.state === 'PENDING' ? this.queue.with(sandboxId, sandbox) : sandbox;
   }
 
   @ApiRoute(API_ROUTES.deleteSandbox)

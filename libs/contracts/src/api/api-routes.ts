@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { ApiKeyIdSchema } from '../admin-events.schema.js';
 import { RunIdSchema, SandboxIdSchema, TenantIdSchema } from '../envelope.js';
 import { ErrorBodySchema } from '../error-codes.js';
+import { SealKeysSchema } from '../seal-signature.schema.js';
 import { SecretGranteeSchema } from '../principal.schema.js';
 import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
 import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
@@ -66,6 +67,7 @@ import {
   ProofBundleSchema,
   ReceiptSchema,
   RunListSchema,
+  QueueSpotSchema,
   RunSchema,
   StreamEventsQuerySchema,
   SubmitAcceptedSchema,
@@ -111,6 +113,7 @@ export const API_COMPONENTS = {
   DeliveryList: DeliveryListSchema,
   SandboxSpec: SandboxSpecSchema,
   Sandbox: SandboxSchema,
+  QueueSpot: QueueSpotSchema,
   SandboxList: SandboxListSchema,
   ExecRequest: ExecRequestSchema,
   ExecResult: ExecResultSchema,
@@ -118,6 +121,7 @@ export const API_COMPONENTS = {
   FileBytes: FileBytesSchema,
   FileWritten: FileWrittenSchema,
   Health: HealthSchema,
+  SealKeys: SealKeysSchema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
 export type ApiComponent = keyof typeof API_COMPONENTS;
@@ -567,7 +571,7 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/sandboxes',
     summary:
-      'Start an interactive sandbox session: the spec goes through policy, the scheduler and a runtime like a run, and the answer waits (at most 60 s) until the sandbox is READY. Every operation on it is a receipt on its own chain (`sbx_…`). An empty body asks for the defaults.',
+      'Start an interactive sandbox session: the spec goes through policy, the scheduler and a runtime like a run, and the answer waits until the sandbox is READY (at most 60 s past `waitSeconds`). No worker with room answers 503 E_CAPACITY at once, naming what ran out (`details.resource`), with Retry-After — unless `waitSeconds` asks to wait in the placement queue; no runtime at all is 503 E_RUNTIME_ABSENT. Any answer but a READY sandbox leaves nothing behind, and so does a client that disconnects first. Every operation on it is a receipt on its own chain (`sbx_…`). An empty body asks for the defaults.',
     scope: 'runs:write',
     status: 201,
     response: 'Sandbox',
@@ -576,7 +580,7 @@ export const API_ROUTES = {
       'Idempotency-Key': { schema: IdempotencyKeySchema, required: false, description: 'The same key with the same body answers the same sandbox; with another body 422.' },
     },
     responseHeaders: { Location: '/v1/sandboxes/<sandbox id>' },
-    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_POLICY_DENIED', 'E_BUDGET', 'E_SANDBOX_START', 'E_RUNTIME_ABSENT', 'E_TIMEOUT', 'E_UNAVAILABLE'],
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_POLICY_DENIED', 'E_BUDGET', 'E_CAPACITY', 'E_IMAGE_PULL', 'E_SANDBOX_START', 'E_RUNTIME_ABSENT', 'E_CONFLICT', 'E_TIMEOUT', 'E_UNAVAILABLE'],
   },
   listSandboxes: {
     operationId: 'listSandboxes',
@@ -605,7 +609,7 @@ export const API_ROUTES = {
     method: 'DELETE',
     path: '/v1/sandboxes/:id',
     summary:
-      'Destroy a sandbox (its chain is then sealed); answers its view, DESTROYED. A sandbox that has already ended answers its view as it is; one not yet placed on a worker is 409 E_CONFLICT.',
+      'Destroy a sandbox (its chain is then sealed); answers its view, DESTROYED. A PENDING one (deciding, queued, starting) is deleted at once, before any container is started for it (one a runtime was starting meanwhile is destroyed); a sandbox that has already ended answers its view as it is.',
     scope: 'runs:write',
     status: 200,
     response: 'Sandbox',
@@ -617,7 +621,7 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/sandboxes/:id/exec',
     summary:
-      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. A limit hit destroys the sandbox (`limitHit`, `sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT; one that mounts secrets takes commands only from the key that created it or an admin key (403 E_FORBIDDEN).",
+      "Run a command (an argv array, never a shell string) in a READY sandbox, after the operations before it. JSON: the result with stdout and stderr (at most 1 MiB each). With `Accept: application/x-ndjson`: `output` lines (base64 bytes) as the program writes, then one `result` line, or an `error` line if it fails after the stream began. `stdin` is UTF-8 text, `stdinBase64` bytes (at most 512 KiB); `workdir` any absolute directory outside /proc, /sys, /dev, /run and /var/run (default /work). The exec's own `timeoutSeconds`, shorter than the wall cap, kills the program and its session and keeps the sandbox (`limitHit: E_TIMEOUT`, `sandboxState: READY`); a cap hit destroys it (`sandboxState: DESTROYED`). A sandbox that is not READY is 409 E_CONFLICT; one that mounts secrets takes commands only from the key that created it or an admin key (403 E_FORBIDDEN).",
     scope: 'runs:write',
     status: 200,
     response: 'ExecResult',
@@ -631,7 +635,7 @@ export const API_ROUTES = {
     method: 'PUT',
     path: '/v1/sandboxes/:id/files',
     summary:
-      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT. A sandbox that mounts secrets takes files only from the key that created it or an admin key (403 E_FORBIDDEN).',
+      'Write a file in a READY sandbox: the body is its bytes (application/octet-stream, at most 16 MiB), `path` is under /work, /out or /tmp. A symlink anywhere on the path inside the sandbox is E_INPUT; a directory there E_INPUT (`details.reason: directory`); a file the sandbox user may not write (its mode) 403 E_FORBIDDEN (`details.reason: permission`). A sandbox that mounts secrets takes files only from the key that created it or an admin key (403 E_FORBIDDEN).',
     scope: 'runs:write',
     status: 200,
     response: 'FileWritten',
@@ -645,7 +649,7 @@ export const API_ROUTES = {
     method: 'GET',
     path: '/v1/sandboxes/:id/files',
     summary:
-      'Read a file of a READY sandbox as raw bytes (its read is a receipt too). Needs runs:write: the bytes may carry what the sandbox was given. A missing file is 404; a directory or a symlink E_INPUT. A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN).',
+      'Read a file of a READY sandbox as raw bytes (its read is a receipt too). Needs runs:write: the bytes may carry what the sandbox was given. `path` is any absolute path outside /proc, /sys, /dev, /run and /var/run (files of the image too; below /work, /out and /tmp no symlink on the way). A missing file is 404; a directory E_INPUT (`details.reason: directory`); a file the sandbox user may not read 403 E_FORBIDDEN (`details.reason: permission`). A sandbox that mounts secrets answers only the key that created it or an admin key (403 E_FORBIDDEN).',
     scope: 'runs:write',
     status: 200,
     response: 'bytes',
@@ -714,6 +718,17 @@ export const API_ROUTES = {
     status: 200,
     response: 'Health',
     errors: [],
+  },
+  getSealKeys: {
+    operationId: 'getSealKeys',
+    method: 'GET',
+    path: '/.well-known/cairn/keys',
+    summary:
+      "The deployment's seal verification keys (c2sp.org/signed-note verifier keys `<name>+<key id>+<base64>`), the current one first, then every retired one: each `run.sealed` carries an Ed25519 signature by one of them (docs/proofs.md). Public; pin one with `cairn verify --key` or a trust file rather than fetching it at verification time.",
+    scope: null,
+    status: 200,
+    response: 'SealKeys',
+    errors: ['E_INPUT'],
   },
   openApi: {
     operationId: 'openApi',

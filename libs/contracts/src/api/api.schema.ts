@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from '../envelope.js';
-import { ErrorCodeSchema } from '../error-codes.js';
+import { ErrorCodeSchema, QueueWaitSchema } from '../error-codes.js';
 import { WorkerIdSchema } from '../event-fields.schema.js';
 import { EvidenceReceiptSchema } from '../evidence-event.schema.js';
 import { RunStateSchema, VerdictSchema } from '../run-state.schema.js';
@@ -10,6 +10,19 @@ import { storableText } from '../text-rules.js';
  * The REST contract's shapes (camelCase; receipts stay snake_case, exactly as stored). Handlers
  * return these types, and the OpenAPI document is generated from the same schemas.
  */
+
+/**
+ * Where a run or sandbox create waits for a worker with room (the scheduler's placement queue): its
+ * place in line, how long the line is, what it waits for, since when, and (a sandbox create) until when.
+ */
+export const QueueSpotSchema = z.strictObject({
+  position: z.number().int().min(1),
+  length: z.number().int().min(1),
+  waitingFor: QueueWaitSchema,
+  since: TimestampSchema,
+  until: TimestampSchema.nullable(),
+});
+export type QueueSpot = z.infer<typeof QueueSpotSchema>;
 
 export const RunSchema = z.strictObject({
   runId: RunIdSchema,
@@ -26,6 +39,8 @@ export const RunSchema = z.strictObject({
   eventCount: z.number().int().min(0),
   headHash: Sha256HexSchema,
   sealed: z.boolean(),
+  /** Present while the run waits in the placement queue. */
+  queue: QueueSpotSchema.optional(),
 });
 export type Run = z.infer<typeof RunSchema>;
 
@@ -116,6 +131,19 @@ export const WorkerSchema = z.strictObject({
     memoryMiB: z.number().int().min(0),
     cpus: z.number().min(0),
     diskMiB: z.number().int().min(0),
+    /** The pids caps of its sandboxes together; absent: not bounded. */
+    pids: z.number().int().min(0).optional(),
+    /** CPU shares admitted per CPU (sessions and runs together), and for runs alone. */
+    cpuOversubscription: z.number().min(1).optional(),
+    runCpuOversubscription: z.number().min(1).optional(),
+  }),
+  /** What its runs and sandboxes hold now (leases, and what it reports): every slot is given back when they end. */
+  reserved: z.strictObject({
+    slots: z.number().int().min(0),
+    memoryMiB: z.number().int().min(0),
+    cpus: z.number().min(0),
+    diskMiB: z.number().int().min(0),
+    pids: z.number().int().min(0),
   }),
   lastHeartbeatAt: TimestampSchema,
   /** `name:tag` → `sha256:…` of the images the worker has locally. */

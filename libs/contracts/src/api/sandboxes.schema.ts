@@ -2,10 +2,11 @@ import { z } from 'zod';
 import { SandboxIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from '../envelope.js';
 import { CairnError, ErrorCodeSchema } from '../error-codes.js';
 import { ExecIdSchema, GrantedCapsSchema, WorkerIdSchema } from '../event-fields.schema.js';
-import { ArgvSchema, EnvSchema, ImageRefSchema, inputIssues, NetworkSpecSchema, sandboxPathSchema, WorkdirSchema } from '../run-spec.schema.js';
+import { AnySandboxPathSchema, ArgvSchema, EnvSchema, ImageRefSchema, inputIssues, NetworkSpecSchema, sandboxPathSchema } from '../run-spec.schema.js';
 import { SandboxStateSchema, SandboxDestroyReasonSchema } from '../run-state.schema.js';
 import { utf8ByteLength } from '../text-rules.js';
 import { MAX_EXEC_STDIN_BYTES, MAX_SANDBOX_FILE_BYTES } from '../sandbox-ops.schema.js';
+import { QueueSpotSchema } from './api.schema.js';
 
 /*
  * The REST shapes of interactive sandbox sessions (camelCase, like the rest of the API). The
@@ -40,6 +41,8 @@ export const SandboxSchema = z.strictObject({
   headSeq: z.number().int().min(0),
   headHash: Sha256HexSchema,
   sealed: z.boolean(),
+  /** Present while its create waits in the placement queue (`waitSeconds`). */
+  queue: QueueSpotSchema.optional(),
 });
 export type Sandbox = z.infer<typeof SandboxSchema>;
 
@@ -57,21 +60,38 @@ export const ListSandboxesQuerySchema = z.strictObject({
 });
 export type ListSandboxesQuery = z.infer<typeof ListSandboxesQuerySchema>;
 
-/** Where a file may be written or read: below /work, /out or /tmp, normalised (no `..`, no control characters). */
+/** Where a file may be written: below /work, /out or /tmp, normalised (no `..`, no control characters). */
 export const SandboxFilePathSchema = sandboxPathSchema(['/work', '/out', '/tmp'], false);
+/** What a file read may name: any absolute normalised path (the image's own files too; docs/sandboxes.md). */
+export const SandboxReadPathSchema = AnySandboxPathSchema;
 
-export const ExecRequestSchema = z.strictObject({
-  argv: ArgvSchema,
-  env: EnvSchema.optional(),
-  workdir: WorkdirSchema.optional(),
-  /** UTF-8 text handed to the program's stdin, then closed; at most 512 KiB of it. */
-  stdin: z
-    .string()
-    .refine((text) => utf8ByteLength(text) <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
-    .optional(),
-  /** Absent: the sandbox's remaining wall time. */
-  timeoutSeconds: z.number().int().positive().max(86_400).optional(),
-});
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+export const ExecRequestSchema = z
+  .strictObject({
+    argv: ArgvSchema,
+    env: EnvSchema.optional(),
+    /** Where the program starts: any absolute normalised directory of the sandbox; absent, /work. */
+    workdir: AnySandboxPathSchema.optional(),
+    /** UTF-8 text handed to the program's stdin, then closed; at most 512 KiB of it. */
+    stdin: z
+      .string()
+      .refine((text) => utf8ByteLength(text) <= MAX_EXEC_STDIN_BYTES, `at most ${MAX_EXEC_STDIN_BYTES} bytes of UTF-8`)
+      .optional(),
+    /** Bytes (base64) handed to the program's stdin instead of `stdin`, for what is not text (NUL, invalid UTF-8); at most 512 KiB decoded. */
+    stdinBase64: z
+      .string()
+      .max(Math.ceil(MAX_EXEC_STDIN_BYTES / 3) * 4)
+      .regex(BASE64, 'base64 (RFC 4648, padded)')
+      .optional(),
+    /**
+     * The exec's own deadline: past it the program and what it started in its session are killed,
+     * and the sandbox lives on (`errorCode` E_TIMEOUT). Absent, or not shorter than the sandbox's
+     * wall cap: the cap, whose hit destroys the sandbox.
+     */
+    timeoutSeconds: z.number().int().positive().max(86_400).optional(),
+  })
+  .refine((request) => request.stdin === undefined || request.stdinBase64 === undefined, { message: 'give stdin or stdinBase64, not both', path: ['stdinBase64'] });
 export type ExecRequest = z.infer<typeof ExecRequestSchema>;
 
 /** An exec body, or E_INPUT naming each field as a RunSpec's are named (`shell: unknown field`). */
@@ -94,7 +114,10 @@ const execResultFields = {
   /** More than 1 MiB was written to a stream: only its first 1 MiB is kept. */
   truncated: z.boolean(),
   durationMs: z.number().int().min(0),
-  /** A limit this exec hit; the sandbox is destroyed then. */
+  /**
+   * A limit this exec hit: a cap destroys the sandbox (`sandboxState` DESTROYED); E_TIMEOUT with the
+   * sandbox READY is the exec's own `timeoutSeconds`, which killed only the program and its session.
+   */
   limitHit: ExecLimitHitSchema.nullable(),
   errorCode: ErrorCodeSchema.nullable(),
   /** The seq of the `sandbox.exec.completed` receipt. */
@@ -131,7 +154,7 @@ export const FileModeSchema = z
 
 export const PutFileQuerySchema = z.strictObject({ path: SandboxFilePathSchema, mode: FileModeSchema.optional() });
 export type PutFileQuery = z.infer<typeof PutFileQuerySchema>;
-export const GetFileQuerySchema = z.strictObject({ path: SandboxFilePathSchema });
+export const GetFileQuerySchema = z.strictObject({ path: SandboxReadPathSchema });
 export type GetFileQuery = z.infer<typeof GetFileQuerySchema>;
 
 /** The raw bytes of a file (PUT body, GET answer): described for the API document only. */

@@ -1,0 +1,26 @@
+export { bytesEqual, concatBytes, fromBase64, fromHex, sha256, toBase64, toHex, utf8 } from './bytes.js';
+export type { Bytes } from './bytes.js';
+export { consistencyProof, HASH_SIZE, inclusionProof, leafHash, nodeHash, rootFromInclusionProof, rootHash, verifyConsistency, verifyInclusion } from './merkle.js';
+export {
+  describeKey,
+  ed25519KeyId,
+  formatNote,
+  formatSignerKey,
+  formatVerifierKey,
+  generateSigner,
+  isKeyName,
+  keyIdHex,
+  MAX_NOTE_SIGNATURES,
+  openNote,
+  parseNote,
+  parseSignerKey,
+  parseVerifierKey,
+  signerFromSeed,
+  signNote,
+  signNoteText,
+} from './note.js';
+export type { NoteCheck, NoteParse, NoteSignature, NoteSigner, NoteVerifier } from './note.js';
+export { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+export type { Checkpoint } from './checkpoint.js';
+export { SEAL_STATEMENT_HEADER, sealNote, sealOfReceipt, sealStatementText, signSealStatement, verifySealSignature } from './seal-statement.js';
+export type { SealOfReceipt, SealSignatureCheck, SealSignatureFields, SealStatement } from './seal-statement.js';

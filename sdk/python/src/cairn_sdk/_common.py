@@ -1,0 +1,185 @@
+"""What the sync and the async clients share: where the gateway is, the key, requests, errors, retries."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import cairn_error, error_from_body
+
+#: Cairn's own bounds, as the gateway enforces them (a request over them is refused before it is sent).
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_STDIN_BYTES = 512 * 1024
+#: Retries of a refusal that says when to come back (429/503 with Retry-After), and the longest wait honoured.
+DEFAULT_RETRIES = 3
+MAX_RETRY_AFTER_SECONDS = 30.0
+USER_AGENT = "cairn-sdk-python/0.1.0"
+
+_RETRYABLE_STATUS = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class Connection:
+    url: str
+    api_key: str
+
+
+def _stack_home() -> Path:
+    return Path(os.environ.get("CAIRN_HOME") or Path.home() / ".cairn")
+
+
+def resolve_connection(url: str | None, api_key: str | None) -> Connection:
+    """The arguments, else ``CAIRN_URL`` / ``CAIRN_API_KEY``, else the local stack ``cairn up`` started."""
+    url = url or os.environ.get("CAIRN_URL")
+    api_key = api_key or os.environ.get("CAIRN_API_KEY")
+    if url is None or api_key is None:
+        home = _stack_home()
+        try:
+            stack = json.loads((home / "stack.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            stack = None
+        if url is None and isinstance(stack, dict) and isinstance(stack.get("url"), str):
+            url = stack["url"]
+        if api_key is None:
+            key_file = Path(stack["keyFile"]) if isinstance(stack, dict) and isinstance(stack.get("keyFile"), str) else home / "api-key"
+            try:
+                api_key = key_file.read_text("utf-8").strip()
+            except OSError:
+                api_key = None
+    if url is None:
+        raise cairn_error("E_UNAVAILABLE", "no gateway: pass url=, set CAIRN_URL, or start a stack with `cairn up`")
+    if not api_key:
+        raise cairn_error("E_UNAUTHORIZED", "no API key: pass api_key=, set CAIRN_API_KEY, or start a stack with `cairn up`")
+    return Connection(url=url.rstrip("/"), api_key=api_key)
+
+
+def default_headers(api_key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}", "user-agent": USER_AGENT}
+
+
+def new_idempotency_key() -> str:
+    return f"py-{secrets.token_urlsafe(24)}"
+
+
+def segment(value: str) -> str:
+    """A path segment: ids are Cairn's own grammar, but nothing a caller passes may add a path."""
+    return quote(value, safe="")
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds a 429/503 asks the caller to wait (``Retry-After``: seconds), or None: not retryable."""
+    if response.status_code not in _RETRYABLE_STATUS:
+        return None
+    header = response.headers.get("retry-after")
+    if header is None or not re.fullmatch(r"\d{1,6}(\.\d+)?", header.strip()):
+        return None
+    return min(float(header), MAX_RETRY_AFTER_SECONDS)
+
+
+def raise_for_error(response: httpx.Response, body: bytes | None = None) -> None:
+    """Cairn's ``{code, message, details}`` as the exception of its code."""
+    if response.status_code < 400:
+        return
+    raw = body if body is not None else response.content
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = None
+    raise error_from_body(parsed, response.status_code)
+
+
+def exec_body(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None,
+    workdir: str | None,
+    stdin: str | bytes | None,
+    timeout: int | None,
+) -> dict[str, Any]:
+    if isinstance(argv, str):
+        raise cairn_error("E_INPUT", "argv must be a list of strings, not a shell string (I-3)", {"field": "argv"})
+    body: dict[str, Any] = {"argv": list(argv)}
+    if env is not None:
+        body["env"] = dict(env)
+    if workdir is not None:
+        body["workdir"] = workdir
+    if stdin is not None:
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+        if len(data) > MAX_STDIN_BYTES:
+            raise cairn_error("E_TOO_LARGE", f"stdin: at most {MAX_STDIN_BYTES} bytes", {"field": "stdin"})
+        # Always as bytes: text and binary alike reach the program exactly.
+        body["stdinBase64"] = base64.b64encode(data).decode("ascii")
+    if timeout is not None:
+        body["timeoutSeconds"] = int(timeout)
+    return body
+
+
+def file_query(path: str, mode: int | None = None) -> dict[str, str]:
+    query = {"path": path}
+    if mode is not None:
+        query["mode"] = format(mode, "04o")
+    return query
+
+
+def check_file_bytes(data: bytes) -> None:
+    if len(data) > MAX_FILE_BYTES:
+        raise cairn_error("E_TOO_LARGE", f"a file is at most {MAX_FILE_BYTES} bytes", {"bytes": len(data)})
+
+
+def checked_file(response: httpx.Response, path: str) -> bytes:
+    """A file's bytes, checked against the sha256 the gateway names (``X-Cairn-Sha256``)."""
+    import hashlib
+
+    content = response.content
+    named = response.headers.get("x-cairn-sha256")
+    if named is None or hashlib.sha256(content).hexdigest() != named:
+        raise cairn_error("E_CHAIN_BROKEN", f"the bytes of {path} do not match the sha256 the gateway named", {"path": path})
+    return content
+
+
+def sealed_at_or_before(view: Any, last: int) -> bool:
+    """A chain view (a run's or a sandbox's) says it is sealed, and ``last`` is its head: nothing more will come."""
+    if not isinstance(view, dict) or view.get("sealed") is not True:
+        return False
+    head = view.get("headSeq", view.get("eventCount"))
+    return isinstance(head, int) and last >= head
+
+
+class SseParser:
+    """Server-sent events, fed line by line: yields ``(id, event, data)`` for each event."""
+
+    def __init__(self) -> None:
+        self._id: str | None = None
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> tuple[str | None, str, str] | None:
+        if line == "":
+            if not self._data:
+                self._event = None
+                return None
+            event = (self._id, self._event or "message", "\n".join(self._data))
+            self._event = None
+            self._data = []
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "id":
+            self._id = value
+        elif name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None

@@ -1,0 +1,410 @@
+"""The synchronous client: ``Cairn(url, api_key)``, with ``runs``, ``sandboxes``, ``secrets`` and ``keys``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+from . import _common as c
+from .errors import CairnError, cairn_error, error_from_body
+from .jcs import parse_json
+from .models import (
+    ApprovalAccepted,
+    CancelAccepted,
+    EventPage,
+    ExecOutput,
+    ExecResult,
+    ExecStreamError,
+    ExecStreamResult,
+    FileWritten,
+    Health,
+    Key,
+    KeyCreated,
+    KeyList,
+    ProofBundle,
+    Receipt,
+    Run,
+    RunList,
+    Sandbox,
+    SandboxList,
+    SecretDeleted,
+    SecretGrants,
+    SecretList,
+    SecretStored,
+    SubmitAccepted,
+)
+from .verify import ChainVerification, verify_bundle
+
+OutputCallback = Callable[[str, bytes], None]
+
+
+class Cairn:
+    """A Cairn gateway. Without arguments: ``CAIRN_URL``/``CAIRN_API_KEY``, else the local stack."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        retries: int = c.DEFAULT_RETRIES,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        conn = c.resolve_connection(url, api_key)
+        self.url = conn.url
+        self._retries = retries
+        self._http = httpx.Client(base_url=conn.url, headers=c.default_headers(conn.api_key), timeout=timeout, transport=transport)
+        self.runs = Runs(self)
+        self.sandboxes = Sandboxes(self)
+        self.secrets = Secrets(self)
+        self.keys = Keys(self)
+
+    def __enter__(self) -> Cairn:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def health(self) -> Health:
+        return Health.model_validate(self.request("GET", "/v1/health").json())
+
+    def sandbox(self, spec: dict[str, Any] | None = None, *, idempotency_key: str | None = None, **fields: Any) -> SandboxSession:
+        """A new sandbox, destroyed when the ``with`` block ends: ``with client.sandbox(image=…) as sbx:``."""
+        return self.sandboxes.create(spec, idempotency_key=idempotency_key, **fields)
+
+    # -- the wire ------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request; a 429/503 that names ``Retry-After`` is tried again after it (up to ``retries`` times)."""
+        for attempt in range(self._retries + 1):
+            response = self._http.request(method, path, **kwargs)
+            wait = c.retry_after(response)
+            if wait is None or attempt == self._retries:
+                break
+            time.sleep(wait)
+        c.raise_for_error(response)
+        return response
+
+    def _stream(self, method: str, path: str, **kwargs: Any) -> Iterator[httpx.Response]:
+        for attempt in range(self._retries + 1):
+            with self._http.stream(method, path, **kwargs) as response:
+                wait = c.retry_after(response)
+                if wait is None or attempt == self._retries:
+                    if response.status_code >= 400:
+                        c.raise_for_error(response, response.read())
+                    yield response
+                    return
+            time.sleep(wait)
+
+    def _chain_events(self, base: str, chain_id: str, after: int, follow: bool) -> Iterator[Receipt]:
+        if not follow:
+            while True:
+                page = EventPage.model_validate(self.request("GET", f"{base}/events", params={"after": after, "limit": 1000}).json())
+                yield from page.items
+                if page.next_after is None:
+                    return
+                after = page.next_after
+        last = after
+        while True:
+            headers = {"accept": "text/event-stream"}
+            if last > 0:
+                headers["last-event-id"] = f"{chain_id}:{last}"
+            sealed = False
+            try:
+                for response in self._stream("GET", f"{base}/events/stream", headers=headers, timeout=httpx.Timeout(None, connect=30.0)):
+                    parser = c.SseParser()
+                    for line in response.iter_lines():
+                        event = parser.feed(line)
+                        if event is None or event[1] != "receipt":
+                            continue
+                        receipt = Receipt.model_validate(json.loads(event[2]))
+                        last = receipt.seq
+                        yield receipt
+                        if receipt.type == "run.sealed":
+                            sealed = True
+                            return
+            except (httpx.TransportError, httpx.StreamError):
+                # Dropped: resume after the last receipt seen (Last-Event-ID), as a browser would.
+                time.sleep(0.5)
+                continue
+            if sealed:
+                return
+            # The stream ended without the seal: the chain was sealed before `last`, or it is picked up again.
+            if c.sealed_at_or_before(self.request("GET", base).json(), last):
+                return
+            time.sleep(0.2)
+
+
+class Runs:
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def submit(self, spec: dict[str, Any], *, idempotency_key: str | None = None) -> SubmitAccepted:
+        """Submits a RunSpec. The same key and spec give the same run (a random key unless given)."""
+        key = idempotency_key or c.new_idempotency_key()
+        response = self._c.request("POST", "/v1/runs", json=spec, headers={"idempotency-key": key})
+        return SubmitAccepted.model_validate(response.json())
+
+    def get(self, run_id: str) -> Run:
+        return Run.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}").json())
+
+    def list(self, *, limit: int | None = None, state: str | None = None, cursor: str | None = None) -> RunList:
+        params = {k: v for k, v in {"limit": limit, "state": state, "cursor": cursor}.items() if v is not None}
+        return RunList.model_validate(self._c.request("GET", "/v1/runs", params=params).json())
+
+    def events(self, run_id: str, *, after: int = 0, follow: bool = True) -> Iterator[Receipt]:
+        """The run's receipts in chain order; ``follow`` keeps going (server-sent events, resumed) until ``run.sealed``."""
+        return self._c._chain_events(f"/v1/runs/{c.segment(run_id)}", run_id, after, follow)
+
+    def wait(self, run_id: str, *, timeout: float | None = None, on_receipt: Callable[[Receipt], None] | None = None) -> Run:
+        """Follows the run until it is sealed and returns its view as the projection holds it then."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for receipt in self.events(run_id):
+            if on_receipt is not None:
+                on_receipt(receipt)
+            if deadline is not None and time.monotonic() > deadline:
+                raise cairn_error("E_TIMEOUT", f"run {run_id} was not sealed within {timeout} s", {"runId": run_id})
+        while True:
+            run = self.get(run_id)
+            if run.sealed:
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                raise cairn_error("E_TIMEOUT", f"run {run_id} was not sealed within {timeout} s", {"runId": run_id})
+            time.sleep(0.1)
+
+    def bundle(self, run_id: str) -> ProofBundle:
+        return ProofBundle.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/bundle").json())
+
+    def verify(self, run_id: str) -> ChainVerification:
+        """Fetches the proof bundle and recomputes every hash here, trusting nothing the server says."""
+        return verify_bundle(parse_json(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/bundle").content))
+
+    def cancel(self, run_id: str, *, reason: str | None = None) -> CancelAccepted:
+        body = {} if reason is None else {"reason": reason}
+        return CancelAccepted.model_validate(self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/cancel", json=body).json())
+
+    def approve(self, run_id: str, *, reject: bool = False, comment: str | None = None, approval_id: str | None = None) -> ApprovalAccepted:
+        body: dict[str, Any] = {"decision": "reject" if reject else "approve"}
+        if comment is not None:
+            body["comment"] = comment
+        if approval_id is not None:
+            body["approvalId"] = approval_id
+        return ApprovalAccepted.model_validate(self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/approvals", json=body).json())
+
+
+class Sandboxes:
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def create(self, spec: dict[str, Any] | None = None, *, idempotency_key: str | None = None, **fields: Any) -> SandboxSession:
+        """Starts a sandbox (a SandboxSpec: ``image``, ``caps``, ``network``, ``secrets``, ``env``, ``files``, ``ttlSeconds``, ``idleSeconds``)."""
+        body = {**(spec or {}), **fields}
+        headers = {} if idempotency_key is None else {"idempotency-key": idempotency_key}
+        view = Sandbox.model_validate(self._c.request("POST", "/v1/sandboxes", json=body, headers=headers).json())
+        return SandboxSession(self._c, view)
+
+    def get(self, sandbox_id: str) -> Sandbox:
+        return Sandbox.model_validate(self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}").json())
+
+    def attach(self, sandbox_id: str) -> SandboxSession:
+        """A session object for a sandbox that exists (its view read now)."""
+        return SandboxSession(self._c, self.get(sandbox_id))
+
+    def list(self, *, limit: int | None = None, state: str | None = None, cursor: str | None = None) -> SandboxList:
+        params = {k: v for k, v in {"limit": limit, "state": state, "cursor": cursor}.items() if v is not None}
+        return SandboxList.model_validate(self._c.request("GET", "/v1/sandboxes", params=params).json())
+
+    def events(self, sandbox_id: str, *, after: int = 0, follow: bool = False) -> Iterator[Receipt]:
+        return self._c._chain_events(f"/v1/sandboxes/{c.segment(sandbox_id)}", sandbox_id, after, follow)
+
+    def bundle(self, sandbox_id: str) -> ProofBundle:
+        return ProofBundle.model_validate(self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}/bundle").json())
+
+    def verify(self, sandbox_id: str) -> ChainVerification:
+        return verify_bundle(parse_json(self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}/bundle").content))
+
+    def exec(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        stdin: str | bytes | None = None,
+        timeout: int | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        """Runs one program and waits. ``on_output(stream, bytes)`` hears its output as it is written (NDJSON)."""
+        body = c.exec_body(argv, env=env, workdir=workdir, stdin=stdin, timeout=timeout)
+        if on_output is None:
+            return ExecResult.model_validate(self._c.request("POST", f"/v1/sandboxes/{c.segment(sandbox_id)}/exec", json=body).json())
+        out: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
+        result: ExecStreamResult | None = None
+        for line in self._exec_lines(sandbox_id, body):
+            if isinstance(line, ExecOutput):
+                data = line.bytes
+                out[line.stream].append(data)
+                on_output(line.stream, data)
+            else:
+                result = line
+        assert result is not None
+        return ExecResult(**result.model_dump(exclude={"type"}), stdout=b"".join(out["stdout"]).decode("utf-8", "replace"), stderr=b"".join(out["stderr"]).decode("utf-8", "replace"))
+
+    def exec_stream(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        stdin: str | bytes | None = None,
+        timeout: int | None = None,
+    ) -> Iterator[ExecOutput | ExecStreamResult]:
+        """The exec's output lines as they come, then its result (an ``error`` line raises)."""
+        return self._exec_lines(sandbox_id, c.exec_body(argv, env=env, workdir=workdir, stdin=stdin, timeout=timeout))
+
+    def _exec_lines(self, sandbox_id: str, body: dict[str, Any]) -> Iterator[ExecOutput | ExecStreamResult]:
+        path = f"/v1/sandboxes/{c.segment(sandbox_id)}/exec"
+        for response in self._c._stream("POST", path, json=body, headers={"accept": "application/x-ndjson"}):
+            ended = False
+            for text in response.iter_lines():
+                if text == "":
+                    continue
+                line = json.loads(text)
+                if line.get("type") == "output":
+                    yield ExecOutput.model_validate(line)
+                elif line.get("type") == "result":
+                    ended = True
+                    yield ExecStreamResult.model_validate(line)
+                elif line.get("type") == "error":
+                    error = ExecStreamError.model_validate(line)
+                    raise error_from_body({"code": error.code, "message": error.message}, response.status_code)
+            if not ended:
+                raise cairn_error("E_UNAVAILABLE", f"the exec stream of {sandbox_id} ended without a result", {"sandboxId": sandbox_id})
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes | str, *, mode: int | None = None) -> FileWritten:
+        content = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        c.check_file_bytes(content)
+        response = self._c.request(
+            "PUT",
+            f"/v1/sandboxes/{c.segment(sandbox_id)}/files",
+            params=c.file_query(path, mode),
+            content=content,
+            headers={"content-type": "application/octet-stream"},
+        )
+        return FileWritten.model_validate(response.json())
+
+    def read_file(self, sandbox_id: str, path: str) -> bytes:
+        """A file's bytes, checked against the sha256 its receipt records."""
+        response = self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}/files", params={"path": path})
+        return c.checked_file(response, path)
+
+    def destroy(self, sandbox_id: str) -> Sandbox:
+        """Destroys it and seals its chain; idempotent (a destroyed sandbox answers its view)."""
+        return Sandbox.model_validate(self._c.request("DELETE", f"/v1/sandboxes/{c.segment(sandbox_id)}").json())
+
+
+class SandboxSession:
+    """One sandbox: ``exec``, ``write_file``, ``read_file``, ``destroy``; destroyed on leaving a ``with`` block."""
+
+    def __init__(self, client: Cairn, view: Sandbox) -> None:
+        self._c = client
+        self.view = view
+        self.id = view.id
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.destroy()
+
+    def __repr__(self) -> str:
+        return f"SandboxSession({self.id!r}, state={self.view.state!r})"
+
+    def exec(self, argv: list[str], **options: Any) -> ExecResult:
+        return self._c.sandboxes.exec(self.id, argv, **options)
+
+    def exec_stream(self, argv: list[str], **options: Any) -> Iterator[ExecOutput | ExecStreamResult]:
+        return self._c.sandboxes.exec_stream(self.id, argv, **options)
+
+    def write_file(self, path: str, data: bytes | str, *, mode: int | None = None) -> FileWritten:
+        return self._c.sandboxes.write_file(self.id, path, data, mode=mode)
+
+    def read_file(self, path: str) -> bytes:
+        return self._c.sandboxes.read_file(self.id, path)
+
+    def refresh(self) -> Sandbox:
+        self.view = self._c.sandboxes.get(self.id)
+        return self.view
+
+    def destroy(self) -> Sandbox:
+        self.view = self._c.sandboxes.destroy(self.id)
+        return self.view
+
+    def bundle(self) -> ProofBundle:
+        return self._c.sandboxes.bundle(self.id)
+
+    def verify(self) -> ChainVerification:
+        return self._c.sandboxes.verify(self.id)
+
+
+class Secrets:
+    """The tenant's secret store: write-only values, names and grants readable (docs/secrets.md)."""
+
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def set(self, name: str, value: str, *, grants: list[str] | tuple[str, ...] = ()) -> SecretStored:
+        """Stores ``value`` (never echoed back); granted to the setting key and to each of ``grants``."""
+        response = self._c.request(
+            "PUT", f"/v1/secrets/{c.segment(name)}", params=[("grant", g) for g in grants], content=value.encode("utf-8"), headers={"content-type": "text/plain; charset=utf-8"}
+        )
+        return SecretStored.model_validate(response.json())
+
+    def list(self) -> SecretList:
+        return SecretList.model_validate(self._c.request("GET", "/v1/secrets").json())
+
+    def delete(self, name: str) -> SecretDeleted:
+        return SecretDeleted.model_validate(self._c.request("DELETE", f"/v1/secrets/{c.segment(name)}").json())
+
+    def grants(self, name: str) -> SecretGrants:
+        return SecretGrants.model_validate(self._c.request("GET", f"/v1/secrets/{c.segment(name)}/grants").json())
+
+    def grant(self, name: str, *grantees: str) -> SecretGrants:
+        response = self._c.request("POST", f"/v1/secrets/{c.segment(name)}/grants", json={"grantees": list(grantees)})
+        return SecretGrants.model_validate(response.json())
+
+    def revoke(self, name: str, grantee: str) -> SecretGrants:
+        return SecretGrants.model_validate(self._c.request("DELETE", f"/v1/secrets/{c.segment(name)}/grants/{c.segment(grantee)}").json())
+
+
+class Keys:
+    """The tenant's API keys (an admin key; the operator, an admin key of tenant ``default``, may name another tenant)."""
+
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def create(self, scopes: list[str], *, expires_at: str | None = None, tenant: str | None = None, idempotency_key: str | None = None) -> KeyCreated:
+        """A new key; its whole secret is in this answer only (``.key``)."""
+        body: dict[str, Any] = {"scopes": list(scopes), **({} if expires_at is None else {"expiresAt": expires_at}), **({} if tenant is None else {"tenant": tenant})}
+        response = self._c.request("POST", "/v1/keys", json=body, headers={"idempotency-key": idempotency_key or c.new_idempotency_key()})
+        return KeyCreated.model_validate(response.json())
+
+    def list(self, *, tenant: str | None = None) -> KeyList:
+        return KeyList.model_validate(self._c.request("GET", "/v1/keys", params={} if tenant is None else {"tenant": tenant}).json())
+
+    def rotate(self, key_id: str, *, grace_seconds: int | None = None) -> KeyCreated:
+        """A new secret for the same key; the old one stops at once, or after ``grace_seconds``."""
+        response = self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/rotate", json={} if grace_seconds is None else {"graceSeconds": grace_seconds})
+        return KeyCreated.model_validate(response.json())
+
+    def revoke(self, key_id: str, *, reason: str | None = None) -> Key:
+        response = self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/revoke", json={} if reason is None else {"reason": reason})
+        return Key.model_validate(response.json())

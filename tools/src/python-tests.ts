@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_POLICY } from '@cairn/policy';
+import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
+import { uniqueName } from '@cairn/testing';
+import tar from 'tar-stream';
+import { isEntryModule, startBenchStack } from './bench/bench-stack.js';
+
+/*
+ * `npm run test:python`: the Python SDK's pytest suite (sdk/python/tests) against a real, isolated
+ * Cairn stack — `cairn up` with its own home, stack id, streams, buckets and database, as the
+ * end-to-end tests start theirs — then `cairn down` and everything it made removed. pytest finds
+ * the stack through CAIRN_URL / CAIRN_API_KEY and, for the CLI it calls (`cairn export`,
+ * `cairn verify`), the stack's own CAIRN_* variables. Its exit code is this script's.
+ */
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const PYTHON = `${REPO}.venv/bin/python`;
+
+/**
+ * Inspect's `bash()` tool runs `bash --login -c …`; the minimal image has busybox's shell only. The
+ * mock-model eval runs in an image of the test's own, built on it (offline, in a second): the same
+ * busybox, with `bash` starting its `ash`. It is removed at the end.
+ */
+const BASH_SHIM = '#!/bin/sh\n# Inspect\'s bash() tool runs `bash --login -c`: here that is busybox\'s ash.\nexec /bin/ash "$@"\n';
+
+async function buildInspectImage(tag: string): Promise<void> {
+  const docker = createDockerClient();
+  await ensureBusyboxImage({ docker });
+  const pack = tar.pack();
+  pack.entry({ name: 'Dockerfile', mode: 0o644 }, `FROM ${BUSYBOX_IMAGE_TAG}\nCOPY bash /bin/bash\n`);
+  pack.entry({ name: 'bash', mode: 0o755 }, BASH_SHIM);
+  pack.finalize();
+  const stream = await docker.buildImage(Readable.from(pack), { t: tag, rm: true, forcerm: true });
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
+      const failed = error ?? output.find((line) => line.error !== undefined)?.error;
+      if (failed) reject(failed instanceof Error ? failed : new Error(failed));
+      else resolve();
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(PYTHON)) {
+    process.stderr.write('[python] no .venv: run `bash tools/ensure-python.sh` first (npm run test:python does)\n');
+    return 1;
+  }
+  const started = performance.now();
+  const scratch = await mkdtemp(join(tmpdir(), 'cairn-pysdk-'));
+  const image = `cairn/inspect-busybox:${uniqueName('t').toLowerCase().replace(/[^a-z0-9_.-]/g, '-')}`;
+  await buildInspectImage(image);
+  // The default policy, with the eval's image allowed too.
+  const policyFile = join(scratch, 'policy.json');
+  await writeFile(policyFile, JSON.stringify({ ...DEFAULT_POLICY, images: { allow: [...DEFAULT_POLICY.images.allow, { name: image }] } }));
+  // Room for the Inspect checks' sandboxes (one per check) beside the SDK tests' own.
+  const stack = await startBenchStack('pysdk', { CAIRN_WORKER_SLOTS: '6', CAIRN_POLICY_FILE: policyFile }).catch(async (error: unknown) => {
+    await cleanUp(image, scratch);
+    throw error;
+  });
+  process.stderr.write(`[python] stack ${stack.stackId} at ${stack.url} (up in ${Math.round(performance.now() - started)} ms)\n`);
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      const args = process.argv.slice(2);
+      // pytest's temporary directories (the chains, the Inspect logs) go in the scratch, removed at the end.
+      const pytestArgs = ['-m', 'pytest', `--basetemp=${join(scratch, 'pytest')}`, ...(args.some((arg) => !arg.startsWith('-')) ? args : ['sdk/python/tests', '-v', ...args])];
+      const child = spawn(PYTHON, pytestArgs, {
+        cwd: REPO,
+        stdio: 'inherit',
+        env: { ...process.env, ...stack.env, CAIRN_URL: stack.url, CAIRN_API_KEY: stack.apiKey, CAIRN_TEST_INSPECT_IMAGE: image, NO_COLOR: '1' },
+      });
+      child.once('error', reject);
+      child.once('close', (code) => resolve(code ?? 1));
+    });
+  } finally {
+    await stack.close();
+    await cleanUp(image, scratch);
+    process.stderr.write(`[python] done in ${Math.round((performance.now() - started) / 1000)} s\n`);
+  }
+}
+
+async function cleanUp(image: string, scratch: string): Promise<void> {
+  await createDockerClient()
+    .getImage(image)
+    .remove({ force: true })
+    .catch(() => undefined);
+  await rm(scratch, { recursive: true, force: true });
+}
+
+if (isEntryModule(import.meta.url)) {
+  main().then(
+    (code) => (process.exitCode = code),
+    (error: unknown) => {
+      process.stderr.write(`[python] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
