@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { bucketStreamName, isolatedStackStreams } from './kv-bucket.js';
 
 describe('isolatedStackStreams', () => {
-  it('names every stream an isolated stack makes: evidence, commands, and the workers, leases and approvals buckets', () => {
+  it('names every stream an isolated stack makes: evidence, commands, and the workers, leases, approvals and placement queue buckets', () => {
     expect(isolatedStackStreams('e2e-7')).toEqual([
       'CAIRN_EVIDENCE_E2E_7',
       'CAIRN_COMMANDS_E2E_7',
       'KV_cairn_workers_e2e-7',
       'KV_cairn_leases_e2e-7',
       'KV_cairn_leases_e2e-7_approvals',
+      'KV_cairn_leases_e2e-7_queue',
     ]);
     expect(bucketStreamName('cairn_leases_x')).toBe('KV_cairn_leases_x');
   });

@@ -69,7 +69,24 @@ describe('sandbox request shapes', () => {
     ['/work/a\u0000b', false],
     ['/work//a', false],
     ['/workspace/a', false],
-  ])('a file path %s is %s', (path, ok) => {
+  ])('a file path to write %s is %s', (path, ok) => {
+    expect(PutFileQuerySchema.safeParse({ path }).success).toBe(ok);
+  });
+
+  it.each([
+    ['/work/a.txt', true],
+    ['/etc/os-release', true],
+    ['/usr/bin/env', true],
+    ['work/a.txt', false],
+    ['/', false],
+    ['/work/../etc/passwd', false],
+    ['/work//a', false],
+    ['/work/a\u0000b', false],
+    ['/proc/self/environ', false],
+    ['/sys/kernel', false],
+    ['/dev/null', false],
+    ['/run/secrets/TOKEN', false],
+  ])('a file path to read %s is %s', (path, ok) => {
     expect(GetFileQuerySchema.safeParse({ path }).success).toBe(ok);
   });
 
