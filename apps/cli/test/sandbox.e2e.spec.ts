@@ -228,14 +228,18 @@ describe('cairn sandbox exec: output streams live', () => {
 });
 
 describe('cairn sandbox: limits, tenancy and removal', () => {
-  it('a program past its time limit: the code is printed, the exit status is not 0, and the sandbox is destroyed', async () => {
+  it('a program past its --timeout: the code is printed, the exit status is not 0, and the sandbox lives on (only the program was killed)', async () => {
     const id = await create();
     const hit = await sbx(['exec', id, '--timeout', '1', '--', 'sleep', '30']);
     expect(hit.code).not.toBe(0);
     expect(hit.stderr).toContain('E_TIMEOUT');
     expect(hit.ms).toBeLessThan(20_000);
-    const shown = json<{ state: string; destroyReason: string }>(await sbx(['show', id, '--json']));
-    expect(shown).toMatchObject({ state: 'DESTROYED', destroyReason: 'limit' });
+    const shown = json<{ state: string; destroyReason: string | null }>(await sbx(['show', id, '--json']));
+    expect(shown).toMatchObject({ state: 'READY', destroyReason: null });
+    const next = await sbx(['exec', id, '--', 'echo', 'still here']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toBe('still here\n');
+    expect((await sbx(['rm', id])).code).toBe(0);
     await stack.expectCleanAndVerifiable(id);
   }, 120_000);
 
