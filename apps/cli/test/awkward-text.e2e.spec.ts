@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { awkwardName, awkwardText, foreignJson } from '@cairn/testing';
+import { formatVerifierKey, generateSigner } from '@cairn/transparency';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestStack } from './stack.harness.js';
 import type { RunOutcome, RunView } from './stack.harness.js';
@@ -82,6 +83,29 @@ describe('a run whose receipts hold U+2028, U+2029 and control characters', () =
     expect(byType('run.executed')).toMatchObject({ outputs_skipped: 1 });
   });
 
+  it("the exported file's seal verifies with the key the stack publishes (--key, --trust-file), and not with another of the same name", async () => {
+    const file = join(stack.home, `${outcome.runId}.signed.jsonl`);
+    expect((await stack.cairn(['export', outcome.runId, '-o', file])).code).toBe(0);
+    const published = await stack.api('/.well-known/cairn/keys');
+    expect(published.status).toBe(200);
+    const { keys } = (await published.json()) as { keys: { key: string; name: string; status: string }[] };
+    expect(keys.map((k) => k.status)).toEqual(['current']);
+    const trusted = keys[0]!.key;
+    const withKey = await stack.cairn(['verify', file, '--key', trusted, '--json']);
+    expect(withKey.code, withKey.stdout + withKey.stderr).toBe(0);
+    expect(JSON.parse(withKey.stdout)).toMatchObject({ ok: true, chainId: outcome.runId, seal: { signed: true, verified: true, key: trusted.split('+').slice(0, 2).join('+') } });
+    const trustFile = join(stack.home, 'trusted-keys');
+    await writeFile(trustFile, `${trusted}\n`);
+    expect((await stack.cairn(['verify', file, '--trust-file', trustFile, '--json'])).code).toBe(0);
+
+    // Same name, another key: its id differs, so the seal names a key nobody trusts.
+    const { signer } = await generateSigner(keys[0]!.name);
+    const other = await formatVerifierKey(signer.name, signer.publicKey);
+    const refused = await stack.cairn(['verify', file, '--key', other, '--json']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout + refused.stderr).toContain('seal_key_unknown');
+  });
+
   it('`cairn export` writes U+2028/U+2029 escaped, one receipt per line even for readline, and `cairn verify` takes the file', async () => {
     const file = join(stack.home, `${outcome.runId}.jsonl`);
     const exported = await stack.cairn(['export', outcome.runId, '-o', file]);
@@ -94,7 +118,9 @@ describe('a run whose receipts hold U+2028, U+2029 and control characters', () =
 
     const verified = await stack.cairn(['verify', file, '--json']);
     expect(verified.code, verified.stdout).toBe(0);
-    expect(JSON.parse(verified.stdout)).toEqual({ ok: true, chainId: outcome.runId, count: run.eventCount, headHash: run.headHash });
+    // Signed by the stack's seal key; no key was given to check it with (ADR 0017).
+    const seal = { signed: true, verified: false, key: expect.stringMatching(/^cairn\/.+\+[0-9a-f]{8}$/) as string };
+    expect(JSON.parse(verified.stdout)).toEqual({ ok: true, chainId: outcome.runId, count: run.eventCount, headHash: run.headHash, seal });
 
     // To stdout: the same bytes.
     const toStdout = await stack.cairn(['export', outcome.runId]);

@@ -20,7 +20,7 @@ export const SealSignatureSchema = z.strictObject({
 export type SealSignature = z.infer<typeof SealSignatureSchema>;
 
 /** `<name>+<hex key id>+base64(0x01 ‖ 32-byte Ed25519 public key)`, as golang.org/x/mod/sumdb/note writes a verifier key. */
-export const VerifierKeySchema = z.string().regex(/^[^\s+]{1,128}\+[0-9a-f]{8}\+[A-Za-z0-9+/]{43}=$/, 'a verifier key <name>+<hex id>+<base64 key>');
+export const VerifierKeySchema = z.string().regex(/^[^\s+]{1,128}\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/, 'a verifier key <name>+<hex id>+<base64 key>');
 
 export const SealKeySchema = z.strictObject({
   /** The verifier key, for `cairn verify --key` or a trust file. */
