@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { API_ROUTES, CancelAcceptedSchema, EventPageSchema, HealthSchema, ProofBundleSchema, RunListSchema, RunSchema, SubmitAcceptedSchema, WorkerListSchema } from '@cairn/contracts';
-import { loadConfig } from '@cairn/config';
+import { loadConfig, queueBucketFor } from '@cairn/config';
 import type { ApiKeyScope, Receipt, Run, RunSpec } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
-import { bucketStreamName, WorkerRegistry } from '@cairn/operational';
+import { bucketStreamName, LeaseStore, WorkerRegistry } from '@cairn/operational';
 import { checkSchemaMatchesEntities, migrate } from '@cairn/persistence';
 import { runLifecycleEvents } from '@cairn/persistence/testing';
 import { JsonLogger } from '@cairn/service-kit';
@@ -139,7 +139,7 @@ afterAll(async () => {
   await keysDb?.destroy();
   await log?.close();
   if (jsm !== undefined) {
-    for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, bucketStreamName(config.CAIRN_WORKERS_BUCKET)]) {
+    for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, ...[config.CAIRN_WORKERS_BUCKET, config.CAIRN_LEASES_BUCKET, queueBucketFor(config.CAIRN_LEASES_BUCKET)].map(bucketStreamName)]) {
       await jsm.streams.delete(stream).catch(() => false);
     }
   }
@@ -403,9 +403,20 @@ describe('the REST gateway, end to end', () => {
     expect((await http(base, 'POST', `/v1/runs/${live}/cancel`, { key: keys.writer, body: { colour: 'red' } })).status).toBe(400);
   });
 
-  it('lists the registered workers to an admin key', async () => {
+  it('lists the registered workers to an admin key, what they hold counted from their leases', async () => {
     const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
+    const leases = await LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET });
     const now = Date.now();
+    const held = { runId: 'run_x1', memoryMiB: 512, cpus: 1, diskMiB: 256, pids: 64 };
+    await leases.put({
+      lease_id: 'lease_x1',
+      run_id: 'run_x1',
+      worker_id: 'w-e2e',
+      attempt: 1,
+      granted_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 600_000).toISOString(),
+      reservation: held,
+    });
     await registry.register({
       workerId: 'w-e2e',
       capacity: { slots: 4, memoryMiB: 8192, cpus: 2, diskMiB: 10_240 },
@@ -413,7 +424,8 @@ describe('the REST gateway, end to end', () => {
       draining: false,
       healthy: true,
       lastHeartbeatAt: now,
-      inFlight: [{ runId: 'run_x1', memoryMiB: 512, cpus: 1, diskMiB: 256 }],
+      // run_x2 has no lease: what a worker reports without one holds nothing (ADR 0015).
+      inFlight: [held, { runId: 'run_x2', memoryMiB: 1024, cpus: 1, diskMiB: 256 }],
       images: { 'cairn/sandbox:1': `sha256:${'a'.repeat(64)}` },
     });
     const answer = await http(base, 'GET', '/v1/workers', { key: BOOTSTRAP_KEY });
@@ -426,10 +438,12 @@ describe('the REST gateway, end to end', () => {
         slots: 4,
         inFlight: 1,
         capacity: { slots: 4, memoryMiB: 8192, cpus: 2, diskMiB: 10_240 },
+        reserved: { slots: 1, memoryMiB: 512, cpus: 1, diskMiB: 256, pids: 64 },
         lastHeartbeatAt: new Date(now).toISOString(),
         images: { 'cairn/sandbox:1': `sha256:${'a'.repeat(64)}` },
       },
     ]);
+    await leases.delete('run_x1');
   });
 
   it('keeps keys out of the database and the logs: only hashes are stored, the bootstrap key works as admin of tenant default', async () => {
