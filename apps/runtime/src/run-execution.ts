@@ -217,6 +217,8 @@ export class RunExecution {
         },
         egress,
       );
+      // Only now, with a warm sandbox it claimed out of the pool, is what the pool holds beside this run known.
+      this.deps.engine.trimPool();
       this.sandboxStartedAt = Date.now();
     } catch (error) {
       await this.end({ kind: 'failed', code: createFailureCode(error), message: `the sandbox could not start: ${describe(error)}` }, performance.now() - startedAt);

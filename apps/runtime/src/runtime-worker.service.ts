@@ -135,14 +135,16 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);
     let finished = (): void => undefined;
     const done = new Promise<void>((resolve) => (finished = resolve));
+    // The room this takes is no longer the warm pool's: the caller trims the pool once its sandbox
+    // exists (`SandboxEngine.trimPool`), so a warm sandbox it claimed is not counted twice.
     this.active.set(runId, { reservation, done });
-    // The room this takes is no longer the warm pool's.
-    this.engine.trimPool();
     try {
       await work();
     } finally {
       this.active.delete(runId);
       finished();
+      // Its room is free again: the pool may fill up to its size within it.
+      this.engine.refillPool();
     }
   }
 

@@ -109,6 +109,11 @@ export class SandboxEngine {
     this.pooled.trimPool();
   }
 
+  /** Tops the warm pool up within the worker's room (placed work just ended). */
+  refillPool(): void {
+    this.pooled.refillPool();
+  }
+
   /** Destroys the idle warm sandboxes and warms no more (shutdown). */
   closePool(): Promise<void> {
     return this.pooled.closePool();

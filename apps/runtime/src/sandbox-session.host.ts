@@ -321,6 +321,8 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     });
     // The session holds its worker slot (heartbeats, reconcile) until it ends.
     void this.worker.track(ctx.chainId, caps, () => session.done);
+    // Its room is no longer the warm pool's (the sandbox it claimed, if any, is out of the pool by now).
+    this.engine.trimPool();
     this.logger.write('info', 'sandbox session started', { sandbox_id: ctx.chainId, container: handle.name, timings_ms: timings.laps });
   }
 

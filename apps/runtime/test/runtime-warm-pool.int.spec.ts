@@ -57,7 +57,8 @@ describe('the warm pool', () => {
 
   it('a second run of a profile claims a warm sandbox: recorded, hardened alike, gone afterwards, and the pool refills', async () => {
     workerId = world.newWorkerId('pool');
-    runtime = await world.startRuntime(workerId, { CAIRN_WARM_POOL_SIZE: '2' });
+    // The pool only holds what placement leaves (ADR 0015): room for two profiles of two beside a run.
+    runtime = await world.startRuntime(workerId, { CAIRN_WARM_POOL_SIZE: '2', CAIRN_WORKER_SLOTS: '5' });
     // Nothing is warmed before this worker has run anything.
     expect(await warmOf(workerId)).toEqual([]);
 
@@ -97,7 +98,7 @@ describe('the warm pool', () => {
   it('a restart reaps the warm sandboxes of the process before it', async () => {
     const before = (await warmOf(workerId)).map((c) => c.name).sort();
     expect(before).toHaveLength(4);
-    const restarted = await world.startRuntime(workerId, { CAIRN_WARM_POOL_SIZE: '2' });
+    const restarted = await world.startRuntime(workerId, { CAIRN_WARM_POOL_SIZE: '2', CAIRN_WORKER_SLOTS: '5' });
     try {
       expect([...restarted.app.get(RuntimeWorker).reconcileReport.reaped].sort()).toEqual(before);
       expect(await world.containersOf(workerId)).toEqual([]);
@@ -106,6 +107,34 @@ describe('the warm pool', () => {
       await runtime.stop();
     }
     expect(await world.containersOf(workerId)).toEqual([]);
+  });
+
+  it('the pool stays within what placement leaves: idle sandboxes and placed work together never exceed the slots, a claim is not counted twice, and it refills when work ends', async () => {
+    const id = world.newWorkerId('poolroom');
+    const service = await world.startRuntime(id, { CAIRN_WARM_POOL_SIZE: '2', CAIRN_WORKER_SLOTS: '2' });
+    try {
+      await runToEnd(id);
+      // Both slots free once the run ended: the pool fills to its size.
+      const warm = await until('two warm sandboxes', () => warmOf(id), (w) => w.length === 2 && w.every((c) => c.running));
+      // A run claiming one takes one slot and leaves the other to the pool: nothing else is given back.
+      const claimed = await runToEnd(id);
+      expect(claimed.created.container_name).toBe(`cairn-${claimed.runId}-1`);
+      const left = (await world.containersOf(id)).map((c) => c.id);
+      expect(warm.filter((c) => !left.includes(c.id))).toHaveLength(1);
+      await until('the pool refilled', () => warmOf(id), (w) => w.length === 2 && w.every((c) => c.running));
+      // A run of another profile starts its own sandbox: the pool gives a slot back for it.
+      const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sleep', '2'] }] }), { workerId: id, caps: { wall_seconds: 30, memory_mib: 48, pids: 32, disk_mib: 8, cpus: 0.5 } });
+      await world.waitForType(runId, ['step.started']);
+      const during = await until('one slot given back', () => world.containersOf(id), (cs) => cs.length <= 2);
+      expect(during.filter((c) => c.pool === undefined)).toHaveLength(1);
+      const chain = await world.waitForType(runId, ['run.executed', 'run.failed']);
+      expect(ofType(chain, 'run.executed')).toHaveLength(1);
+      // Its slot back: the pool fills both again (now with the profile most recently run first).
+      await until('two warm again', () => warmOf(id), (w) => w.length === 2 && w.every((c) => c.running));
+    } finally {
+      await service.stop();
+    }
+    expect(await world.containersOf(id)).toEqual([]);
   });
 
   it('a stopped runtime leaves no warm sandbox behind', async () => {

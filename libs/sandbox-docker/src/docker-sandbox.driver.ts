@@ -567,6 +567,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.poolRoom = room;
   }
 
+  /** Tops the pool up in the background, within the room `setPoolRoom` says is left (work just ended there). */
+  refillPool(): void {
+    if (this.pool.enabled) this.warm();
+  }
+
   /** Destroys idle warm sandboxes (least recently run profile first) until what is left fits (see `setPoolRoom`). */
   trimPool(): void {
     while (this.pool.size > 0 && !this.poolRoom(this.pool.holding())) {
