@@ -52,7 +52,7 @@ export function buildProgram(context: CommandContext): Command {
     .addHelpText(
       'after',
       '\nEnvironment: CAIRN_HOME (state dir, default ~/.cairn), CAIRN_URL + CAIRN_API_KEY (another gateway), CAIRN_STACK_ID,\n' +
-        'CAIRN_NATS_URL, CAIRN_NATS_REPLICAS, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX, CAIRN_DATABASE_URL (see README.md).\n' +
+        'CAIRN_NATS_URL, CAIRN_NATS_REPLICAS, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX, CAIRN_DATABASE_URL (see docs/configuration.md).\n' +
         'Exit status: 0 ok, 1 failed (e.g. a run ended ROLLBACK, E_CHAIN_BROKEN, E_UNAVAILABLE), 2 usage (E_INPUT).',
     );
   registerUpCommand(program, context);
