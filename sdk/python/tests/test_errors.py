@@ -42,6 +42,19 @@ def test_each_code_has_its_own_class() -> None:
 
 
 def test_a_code_from_a_newer_server_is_still_an_error() -> None:
-    error = error_from_body({"code": "E_CAPACITY", "message": "full"}, 503)
-    assert type(error) is CairnError and error.code == "E_CAPACITY" and str(error) == "E_CAPACITY: full"
+    error = error_from_body({"code": "E_FROM_A_NEWER_SERVER", "message": "new"}, 418)
+    assert type(error) is CairnError and error.code == "E_FROM_A_NEWER_SERVER" and str(error) == "E_FROM_A_NEWER_SERVER: new"
     assert error_from_body("<html>", 502).code == "E_INTERNAL"
+
+
+def test_a_full_fleet_says_what_ran_out_and_when_to_come_back() -> None:
+    body = {"code": "E_CAPACITY", "message": "no worker has room", "details": {"resource": "memory", "retryAfterSeconds": 5}}
+    error = error_from_body(body, 503)
+    assert type(error) is errors.Capacity and isinstance(error, CairnError)
+    assert (error.status, error.resource, error.retry_after) == (503, "memory", 5.0)
+    # The Retry-After header, when the answer had one, is what counts.
+    assert error_from_body(body, 503, retry_after=7).retry_after == 7
+    assert error_from_body({"code": "E_CAPACITY", "message": "m"}, 503).resource is None
+    limited = error_from_body({"code": "E_RATE_LIMITED", "message": "m", "details": {"retryAfterSeconds": 2}}, 429)
+    assert type(limited) is errors.RateLimited and limited.retry_after == 2.0
+    assert error_from_body({"code": "E_NOT_FOUND", "message": "m"}, 404).retry_after is None

@@ -79,10 +79,15 @@ def retry_after(response: httpx.Response) -> float | None:
     """Seconds a 429/503 asks the caller to wait (``Retry-After``: seconds), or None: not retryable."""
     if response.status_code not in _RETRYABLE_STATUS:
         return None
+    named = _retry_after_header(response)
+    return None if named is None else min(named, MAX_RETRY_AFTER_SECONDS)
+
+
+def _retry_after_header(response: httpx.Response) -> float | None:
     header = response.headers.get("retry-after")
     if header is None or not re.fullmatch(r"\d{1,6}(\.\d+)?", header.strip()):
         return None
-    return min(float(header), MAX_RETRY_AFTER_SECONDS)
+    return float(header)
 
 
 def raise_for_error(response: httpx.Response, body: bytes | None = None) -> None:
@@ -94,7 +99,7 @@ def raise_for_error(response: httpx.Response, body: bytes | None = None) -> None
         parsed = json.loads(raw) if raw else None
     except ValueError:
         parsed = None
-    raise error_from_body(parsed, response.status_code)
+    raise error_from_body(parsed, response.status_code, _retry_after_header(response))
 
 
 def exec_body(

@@ -12,6 +12,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 ErrorCode = Literal[
     "E_INPUT",
@@ -39,6 +40,7 @@ ErrorCode = Literal[
     "E_IDEMPOTENCY_MISMATCH",
     "E_TOO_LARGE",
     "E_RATE_LIMITED",
+    "E_CAPACITY",
     "E_UNAVAILABLE",
     "E_INTERNAL",
 ]
@@ -50,6 +52,7 @@ Verdict = Literal["SUPPORTS", "INCONCLUSIVE", "REJECTED"]
 SandboxState = Literal["PENDING", "READY", "DESTROYED", "REJECTED", "FAILED"]
 DestroyReason = Literal["deleted", "ttl", "idle", "limit", "worker_lost", "failed"]
 ExecLimitHit = Literal["E_TIMEOUT", "E_MEM_LIMIT", "E_PROC_LIMIT", "E_DISK_LIMIT"]
+QueueWait = Literal["slots", "memory", "disk", "pids", "cpu", "runtime", "image"]
 ApiKeyScope = Literal["admin", "approve", "runs:read", "runs:write", "secrets:use", "secrets:write"]
 
 
@@ -71,6 +74,16 @@ class SubmitAccepted(Model):
     duplicate: bool
 
 
+class QueueSpot(Model):
+    """Where work waiting in the placement queue stands: ``position`` of ``length``, what it waits for (docs/sandboxes.md)."""
+
+    position: int
+    length: int
+    waiting_for: QueueWait
+    since: str
+    until: str | None
+
+
 class Run(Model):
     run_id: str
     tenant: str
@@ -86,6 +99,8 @@ class Run(Model):
     event_count: int
     head_hash: str
     sealed: bool
+    # Absent on the wire unless it waits in the placement queue (None here then).
+    queue: QueueSpot | SkipJsonSchema[None] = None
 
     @property
     def final(self) -> bool:
@@ -189,6 +204,8 @@ class Sandbox(Model):
     head_seq: int
     head_hash: str
     sealed: bool
+    # Absent on the wire unless a create with waitSeconds waits in the placement queue.
+    queue: QueueSpot | SkipJsonSchema[None] = None
 
 
 class SandboxList(Model):
