@@ -168,6 +168,53 @@ class ProofBundle(Model):
     head_hash: str
 
 
+class RecordedStream(Model):
+    """A step's stdout or stderr as its ``step.completed`` records it: what was kept (``bytes``, None when
+    the store no longer holds it), what the program wrote (``written_bytes``), and whether it was cut."""
+
+    sha256: str
+    bytes: int | None
+    written_bytes: int
+    truncated: bool
+
+
+class StepOutputs(Model):
+    index: int
+    name: str | None
+    exit_code: int | None
+    stdout: RecordedStream
+    stderr: RecordedStream
+
+
+class ArtifactEntry(Model):
+    """A collected file: its recorded path, sha256 and size as stored (None when the store lacks it)."""
+
+    path: str
+    sha256: str
+    bytes: int | None
+
+
+class RunArtifacts(Model):
+    """What a run printed and wrote, as its chain records it (docs/outputs.md)."""
+
+    run_id: str
+    steps: list[StepOutputs]
+    items: list[ArtifactEntry]
+
+
+class SealKey(Model):
+    """A seal verification key, c2sp.org/signed-note's ``<name>+<key id>+<base64>`` (docs/proofs.md)."""
+
+    key: str
+    name: str
+    key_id: str
+    status: Literal["current", "retired"]
+
+
+class SealKeys(Model):
+    keys: list[SealKey]
+
+
 class GrantedCaps(BaseModel):
     """Caps as policy granted them (snake_case on the wire, as on the chain)."""
 
@@ -354,6 +401,8 @@ OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "ApprovalAccepted": ApprovalAccepted,
     "EventPage": EventPage,
     "ProofBundle": ProofBundle,
+    "RunArtifacts": RunArtifacts,
+    "SealKeys": SealKeys,
     "Sandbox": Sandbox,
     "SandboxList": SandboxList,
     "ExecResult": ExecResult,
