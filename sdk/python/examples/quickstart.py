@@ -29,3 +29,10 @@ with Cairn() as client:
     verified = client.runs.verify(run.run_id)
     assert isinstance(verified, ChainOk)
     print(f"  {verified.count} receipts, head {verified.head_hash[:12]}…, recomputed offline from genesis")
+    # What it printed and wrote, each read hashed here against the sha256 on its chain.
+    outputs = client.runs.artifacts(run.run_id)
+    print(f"  step 0 printed {client.runs.stdout(run.run_id, 0).decode()!r}")
+    for item in outputs.items:
+        data = client.runs.artifact(run.run_id, item.path, expected_sha256=item.sha256)
+        print(f"  {item.path}: {len(data)} bytes, sha256 {item.sha256[:12]}…")
+    print(f"  sealed by {[k.key_id for k in client.seal_keys().keys if k.status == 'current']} (GET /.well-known/cairn/keys)")

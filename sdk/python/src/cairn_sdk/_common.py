@@ -140,15 +140,95 @@ def check_file_bytes(data: bytes) -> None:
         raise cairn_error("E_TOO_LARGE", f"a file is at most {MAX_FILE_BYTES} bytes", {"bytes": len(data)})
 
 
+#: The most bytes an output is read into memory at once unless told otherwise (as @cairn/sdk's default).
+DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
 def checked_file(response: httpx.Response, path: str) -> bytes:
-    """A file's bytes, checked against the sha256 the gateway names (``X-Cairn-Sha256``)."""
+    """A sandbox file's bytes, checked against the sha256 the gateway names (``X-Cairn-Sha256``)."""
+    return checked_bytes(response.content, named_sha256(response, path), path)
+
+
+def named_sha256(response: httpx.Response, what: str) -> str:
+    """The sha256 the gateway names for the bytes it serves; an answer naming none is refused."""
+    named = response.headers.get("x-cairn-sha256")
+    if named is None or not _SHA256.fullmatch(named):
+        raise cairn_error("E_INTERNAL", f"{what}: the gateway named no sha256 for these bytes", {"reason": "sha256_missing"})
+    return named
+
+
+def check_expected(named: str, expected: str | None, what: str) -> None:
+    """The sha256 the gateway names is the one the caller holds (from the listing or a receipt)."""
+    if expected is not None and named != expected:
+        raise cairn_error(
+            "E_INTERNAL", f"{what}: the gateway named sha256 {named}, not the {expected} the chain records", {"sha256": named, "expected": expected, "reason": "sha256_mismatch"}
+        )
+
+
+def check_announced(response: httpx.Response, max_bytes: int, what: str) -> int | None:
+    """The announced size (Content-Length), refused before anything is read when over ``max_bytes``."""
+    length = response.headers.get("content-length")
+    if "content-encoding" in response.headers:  # the length of what is sent, not of the bytes
+        length = None
+    announced = int(length) if length is not None and length.isdigit() else None
+    if announced is not None and announced > max_bytes:
+        raise cairn_error("E_TOO_LARGE", f"{what}: {announced} bytes, more than the {max_bytes} this client reads at once", {"bytes": announced, "maxBytes": max_bytes})
+    return announced
+
+
+class BoundedBuffer:
+    """Chunks as they arrive, refused (E_TOO_LARGE) once past ``max_bytes``."""
+
+    def __init__(self, max_bytes: int, what: str) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._max = max_bytes
+        self._what = what
+
+    def add(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self._max:
+            raise cairn_error("E_TOO_LARGE", f"{self._what}: more than the {self._max} bytes this client reads at once", {"maxBytes": self._max})
+        self._chunks.append(chunk)
+
+    def bytes(self, announced: int | None) -> bytes:
+        content = b"".join(self._chunks)
+        if announced is not None and len(content) != announced:
+            raise cairn_error("E_INTERNAL", f"{self._what}: {len(content)} bytes arrived of the {announced} announced", {"reason": "short_read"})
+        return content
+
+
+def checked_bytes(content: bytes, named: str, what: str) -> bytes:
+    """The bytes, only if they hash here to the sha256 the gateway named: a mismatch raises, never returns."""
     import hashlib
 
-    content = response.content
-    named = response.headers.get("x-cairn-sha256")
-    if named is None or hashlib.sha256(content).hexdigest() != named:
-        raise cairn_error("E_CHAIN_BROKEN", f"the bytes of {path} do not match the sha256 the gateway named", {"path": path})
+    actual = hashlib.sha256(content).hexdigest()
+    if actual != named:
+        raise cairn_error("E_INTERNAL", f"{what}: the bytes received hash to {actual}, but the gateway named {named}", {"sha256": actual, "named": named, "reason": "sha256_mismatch"})
     return content
+
+
+def step_output_path(run_id: str, step: int, stream: str) -> str:
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= 63:
+        raise cairn_error("E_INPUT", "step: an index 0..63", {"field": "step"})
+    if stream not in ("stdout", "stderr"):
+        raise cairn_error("E_INPUT", "stream: stdout or stderr", {"field": "stream"})
+    return f"/v1/runs/{segment(run_id)}/steps/{step}/{stream}"
+
+
+def artifact_path(run_id: str, path: str) -> str:
+    """``/out/report.json`` → ``…/artifacts/out/report.json``, each segment percent-encoded."""
+    parts = path.split("/")
+    if not path.startswith("/") or any(p in ("", ".", "..") for p in parts[1:]):
+        raise cairn_error("E_INPUT", f"path: a collected file's absolute path, as the listing names it (not {path!r})", {"field": "path"})
+    return f"/v1/runs/{segment(run_id)}/artifacts/" + "/".join(segment(p) for p in parts[1:])
+
+
+def exec_output_path(sandbox_id: str, exec_id: str, stream: str) -> str:
+    if stream not in ("stdout", "stderr"):
+        raise cairn_error("E_INPUT", "stream: stdout or stderr", {"field": "stream"})
+    return f"/v1/sandboxes/{segment(sandbox_id)}/execs/{segment(exec_id)}/{stream}"
 
 
 def sealed_at_or_before(view: Any, last: int) -> bool:

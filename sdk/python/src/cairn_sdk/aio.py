@@ -30,9 +30,11 @@ from .models import (
     ProofBundle,
     Receipt,
     Run,
+    RunArtifacts,
     RunList,
     Sandbox,
     SandboxList,
+    SealKeys,
     SecretDeleted,
     SecretGrants,
     SecretList,
@@ -77,6 +79,10 @@ class AsyncCairn:
     async def health(self) -> Health:
         return Health.model_validate((await self.request("GET", "/v1/health")).json())
 
+    async def seal_keys(self) -> SealKeys:
+        """The deployment's seal verification keys (``GET /.well-known/cairn/keys``, public), the current one first."""
+        return SealKeys.model_validate((await self.request("GET", "/.well-known/cairn/keys")).json())
+
     def sandbox(self, spec: dict[str, Any] | None = None, *, idempotency_key: str | None = None, **fields: Any) -> _SandboxContext:
         """``async with client.sandbox(image=…) as sbx:`` — created on entry, destroyed on exit."""
         return _SandboxContext(self, spec, idempotency_key, fields)
@@ -102,6 +108,18 @@ class AsyncCairn:
                     yield response
                     return
             await asyncio.sleep(wait)
+
+    async def _read_bytes(self, path: str, *, expected_sha256: str | None, max_bytes: int) -> bytes:
+        """Served bytes, hashed here against ``X-Cairn-Sha256`` (and ``expected_sha256``): a mismatch raises ``E_INTERNAL``."""
+        what = f"GET {path}"
+        async with self._stream("GET", path, headers={"accept": "*/*"}) as response:
+            named = c.named_sha256(response, what)
+            c.check_expected(named, expected_sha256, what)
+            announced = c.check_announced(response, max_bytes, what)
+            buffer = c.BoundedBuffer(max_bytes, what)
+            async for chunk in response.aiter_bytes():
+                buffer.add(chunk)
+            return c.checked_bytes(buffer.bytes(announced), named, what)
 
     async def _chain_events(self, base: str, chain_id: str, after: int, follow: bool) -> AsyncIterator[Receipt]:
         if not follow:
@@ -174,6 +192,21 @@ class AsyncRuns:
 
     async def bundle(self, run_id: str) -> ProofBundle:
         return ProofBundle.model_validate((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/bundle")).json())
+
+    async def artifacts(self, run_id: str) -> RunArtifacts:
+        return RunArtifacts.model_validate((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/artifacts")).json())
+
+    async def stdout(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return await self.output(run_id, step, "stdout", expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    async def stderr(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return await self.output(run_id, step, "stderr", expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    async def output(self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return await self._c._read_bytes(c.step_output_path(run_id, step, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    async def artifact(self, run_id: str, path: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return await self._c._read_bytes(c.artifact_path(run_id, path), expected_sha256=expected_sha256, max_bytes=max_bytes)
 
     async def verify(self, run_id: str) -> ChainVerification:
         return verify_bundle(parse_json((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/bundle")).content))
@@ -290,6 +323,9 @@ class AsyncSandboxes:
         response = await self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}/files", params={"path": path})
         return c.checked_file(response, path)
 
+    async def exec_output(self, sandbox_id: str, exec_id: str, stream: str = "stdout", *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return await self._c._read_bytes(c.exec_output_path(sandbox_id, exec_id, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+
     async def destroy(self, sandbox_id: str) -> Sandbox:
         return Sandbox.model_validate((await self._c.request("DELETE", f"/v1/sandboxes/{c.segment(sandbox_id)}")).json())
 
@@ -322,6 +358,9 @@ class AsyncSandboxSession:
 
     async def read_file(self, path: str) -> bytes:
         return await self._c.sandboxes.read_file(self.id, path)
+
+    async def exec_output(self, exec_id: str, stream: str = "stdout", **options: Any) -> bytes:
+        return await self._c.sandboxes.exec_output(self.id, exec_id, stream, **options)
 
     async def refresh(self) -> Sandbox:
         self.view = await self._c.sandboxes.get(self.id)

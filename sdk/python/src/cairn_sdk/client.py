@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import closing
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,9 +29,11 @@ from .models import (
     ProofBundle,
     Receipt,
     Run,
+    RunArtifacts,
     RunList,
     Sandbox,
     SandboxList,
+    SealKeys,
     SecretDeleted,
     SecretGrants,
     SecretList,
@@ -75,6 +78,12 @@ class Cairn:
     def health(self) -> Health:
         return Health.model_validate(self.request("GET", "/v1/health").json())
 
+    def seal_keys(self) -> SealKeys:
+        """The deployment's seal verification keys (``GET /.well-known/cairn/keys``, public), the current one
+        first: each ``run.sealed`` carries an Ed25519 ``signature`` by one of them. Pin one rather than
+        trusting whatever a gateway answers at verification time (docs/proofs.md)."""
+        return SealKeys.model_validate(self.request("GET", "/.well-known/cairn/keys").json())
+
     def sandbox(self, spec: dict[str, Any] | None = None, *, idempotency_key: str | None = None, **fields: Any) -> SandboxSession:
         """A new sandbox, destroyed when the ``with`` block ends: ``with client.sandbox(image=…) as sbx:``."""
         return self.sandboxes.create(spec, idempotency_key=idempotency_key, **fields)
@@ -102,6 +111,21 @@ class Cairn:
                     yield response
                     return
             time.sleep(wait)
+
+    def _read_bytes(self, path: str, *, expected_sha256: str | None, max_bytes: int) -> bytes:
+        """Served bytes (a step's stream, a collected file, an exec's output), hashed here: they must match
+        ``X-Cairn-Sha256`` and, when given, ``expected_sha256``; a mismatch raises ``E_INTERNAL``, never returns."""
+        what = f"GET {path}"
+        with closing(self._stream("GET", path, headers={"accept": "*/*"})) as responses:
+            for response in responses:
+                named = c.named_sha256(response, what)
+                c.check_expected(named, expected_sha256, what)
+                announced = c.check_announced(response, max_bytes, what)
+                buffer = c.BoundedBuffer(max_bytes, what)
+                for chunk in response.iter_bytes():
+                    buffer.add(chunk)
+                return c.checked_bytes(buffer.bytes(announced), named, what)
+        raise cairn_error("E_UNAVAILABLE", f"{what}: no answer")
 
     def _chain_events(self, base: str, chain_id: str, after: int, follow: bool) -> Iterator[Receipt]:
         if not follow:
@@ -181,6 +205,25 @@ class Runs:
 
     def bundle(self, run_id: str) -> ProofBundle:
         return ProofBundle.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/bundle").json())
+
+    def artifacts(self, run_id: str) -> RunArtifacts:
+        """What the run printed and wrote, as its chain records it: each completed step's streams, each collected file."""
+        return RunArtifacts.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}/artifacts").json())
+
+    def stdout(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        """Step ``step``'s stdout exactly as kept (redacted, bounded by the caps), checked against its sha256."""
+        return self.output(run_id, step, "stdout", expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    def stderr(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return self.output(run_id, step, "stderr", expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    def output(self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        return self._c._read_bytes(c.step_output_path(run_id, step, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+
+    def artifact(self, run_id: str, path: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        """A collected file's bytes by its recorded path (``/out/report.json``), checked against its sha256
+        (``X-Cairn-Sha256``, and ``expected_sha256`` from the listing when given)."""
+        return self._c._read_bytes(c.artifact_path(run_id, path), expected_sha256=expected_sha256, max_bytes=max_bytes)
 
     def verify(self, run_id: str) -> ChainVerification:
         """Fetches the proof bundle and recomputes every hash here, trusting nothing the server says."""
@@ -306,6 +349,10 @@ class Sandboxes:
         response = self._c.request("GET", f"/v1/sandboxes/{c.segment(sandbox_id)}/files", params={"path": path})
         return c.checked_file(response, path)
 
+    def exec_output(self, sandbox_id: str, exec_id: str, stream: str = "stdout", *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
+        """A completed exec's whole stdout or stderr (its ``exec_id``), as its receipt records it, also after the sandbox is gone."""
+        return self._c._read_bytes(c.exec_output_path(sandbox_id, exec_id, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+
     def destroy(self, sandbox_id: str) -> Sandbox:
         """Destroys it and seals its chain; idempotent (a destroyed sandbox answers its view)."""
         return Sandbox.model_validate(self._c.request("DELETE", f"/v1/sandboxes/{c.segment(sandbox_id)}").json())
@@ -339,6 +386,9 @@ class SandboxSession:
 
     def read_file(self, path: str) -> bytes:
         return self._c.sandboxes.read_file(self.id, path)
+
+    def exec_output(self, exec_id: str, stream: str = "stdout", **options: Any) -> bytes:
+        return self._c.sandboxes.exec_output(self.id, exec_id, stream, **options)
 
     def refresh(self) -> Sandbox:
         self.view = self._c.sandboxes.get(self.id)
