@@ -1,7 +1,7 @@
 import { authHeaders, chainPath } from './api-client.js';
 import type { ChainRef } from './api-client.js';
 import type { Receipt } from './api-types.js';
-import { createSseParser } from './sse-parser.js';
+import { createSseParser } from '@cairn/sdk/client';
 
 export interface ReceiptStreamHandlers {
   onReceipt(receipt: Receipt): void;

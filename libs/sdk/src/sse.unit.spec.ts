@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createSseParser } from './sse-parser.js';
-import type { SseMessage } from './sse-parser.js';
+import { createSseParser } from './sse.js';
+import type { SseMessage } from './sse.js';
 
 function parse(chunks: string[]): { messages: SseMessage[]; lastEventId: string } {
   const messages: SseMessage[] = [];
