@@ -125,10 +125,21 @@ describe('the runtime process', () => {
 
     // A clean stop drains, deregisters and exits.
     second.child.kill('SIGTERM');
-    const exit = await second.exited;
-    expect(exit.code === 0 || exit.signal === 'SIGTERM').toBe(true);
+    expect(await second.exited).toEqual({ code: 0, signal: null });
     expect(await world.registry.get(workerId)).toBeNull();
     expect(ofType(await world.receipts(runId), 'step.completed')).toEqual([]);
+  });
+
+  it('told SIGTERM while it boots (registered, not yet up): it stops cleanly once up, deregistered and with its pool gone', async () => {
+    const workerId = world.newWorkerId('bootterm');
+    const started = startProcess(world.env(workerId, { CAIRN_WARM_POOL_SIZE: '1' }));
+    // Registration is the first thing the worker does; the reconcile, the pool and the reactor follow.
+    await until('the worker to register', async () => (await world.registry.get(workerId)) !== null, 20_000);
+    started.child.kill('SIGTERM');
+    expect(await started.exited, started.output()).toEqual({ code: 0, signal: null });
+    expect(started.output()).toContain('"msg":"stopping"');
+    expect(await world.registry.get(workerId)).toBeNull();
+    expect(await world.containersOf(workerId)).toEqual([]);
   });
 
   it('with no container engine, logs the reason at fatal level and registers unhealthy', async () => {

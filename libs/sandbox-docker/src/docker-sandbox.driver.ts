@@ -131,6 +131,8 @@ const LAST_LOOK_ATTEMPTS = 10;
 const LAST_LOOK_RETRY_MS = 100;
 /** The longest a refill waits for the first step of the sandbox handed out (see `warmAfterFirstStep`). */
 const REFILL_HOLD_MS = 1000;
+/** How long a transfer cut waits for its killed command to be dead. */
+const KILL_WAIT_MS = 3000;
 
 interface SandboxState {
   handle: SandboxHandle;
@@ -1043,13 +1045,19 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (!cgroup.includes(containerId)) return;
     // The command and what it started (its children, theirs, and its process group), as the agent
     // kills a command's session: a `sleep &` must not outlive its command's kill.
-    for (const target of [pid, ...(await descendantsOf(pid))]) {
+    const targets = [pid, ...(await descendantsOf(pid))];
+    const signalled = targets.filter((target) => {
       try {
         process.kill(target, 'SIGKILL');
+        return true;
       } catch {
         // Gone already, or not ours to signal (not root): its stream is cut all the same.
+        return false;
       }
-    }
+    });
+    // A SIGKILL is only queued: under load its target can run on for a while. Told "cut", the
+    // caller must find nothing of the command still running, so its death is awaited (bounded).
+    await Promise.all(signalled.map((target) => deathOf(target, KILL_WAIT_MS)));
   }
 
   /** The exit code once the engine has recorded it (it can trail the end of the stream). */
@@ -1214,6 +1222,17 @@ class OutputBudget {
 
 /** Calls `listener` once when `signal` aborts (at once if it has). */
 /** Every process below `pid` (by parent, on the host's /proc), and those of its process group. */
+/** Resolves once `pid` is gone or a zombie (dead, not yet reaped), or after `withinMs`. */
+async function deathOf(pid: number, withinMs: number): Promise<void> {
+  const deadline = performance.now() + withinMs;
+  while (performance.now() < deadline) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (stat === '' || state === 'Z' || state === 'X') return;
+    await sleep(10);
+  }
+}
+
 async function descendantsOf(pid: number): Promise<number[]> {
   const entries = await readdir('/proc').catch(() => [] as string[]);
   const procs: { pid: number; ppid: number; pgrp: number }[] = [];

@@ -22,14 +22,40 @@ export async function startService(service: string, module: DynamicModule, optio
   return { app, stop: () => (stopped ??= app.close()) };
 }
 
-/** `main.ts` body: start, or print what is wrong (config names the variable) and exit 1. */
+/**
+ * `main.ts` body: start, or print what is wrong (config names the variable) and exit 1. SIGTERM
+ * and SIGINT are this function's from its first line: Nest's own shutdown hooks come only once
+ * every module has initialised, and a signal in between (a worker registered, its pool filling)
+ * would end the process with nothing released. A signal during boot stops the service once it is
+ * up; a second one while stopping changes nothing.
+ */
 export async function runServiceMain(service: string, build: () => DynamicModule): Promise<void> {
   const logger = new JsonLogger(service);
+  let signalled: NodeJS.Signals | null = null;
+  let running: RunningService | null = null;
+  const shutdown = async (on: RunningService, signal: NodeJS.Signals): Promise<void> => {
+    logger.write('info', 'stopping', { signal });
+    try {
+      await on.stop();
+      process.exit(0);
+    } catch (error) {
+      logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
+      process.exit(1);
+    }
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled !== null) return;
+    signalled = signal;
+    if (running !== null) void shutdown(running, signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
-    await startService(service, build(), { shutdownHooks: true });
+    running = await startService(service, build());
     logger.write('info', 'started', { pid: process.pid });
   } catch (error) {
     logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
     process.exit(1);
   }
+  if (signalled !== null) await shutdown(running, signalled);
 }
