@@ -47,6 +47,8 @@ export interface EgressProxyProcessOptions {
   onLost: (reason: string) => void;
   /** Default EGRESS_PROXY_ENTRY. */
   entry?: string;
+  /** The Node.js binary that runs it; default `process.execPath`. */
+  execPath?: string;
 }
 
 type ProxyChild = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -92,11 +94,13 @@ export class EgressProxyProcess {
     try {
       // Nothing of the runtime's environment (database URLs, keys) reaches it; `/` as its directory.
       // A bounded heap and no eval: a proxy that is attacked stays small and runs only its own code.
-      child = spawn(process.execPath, ['--max-old-space-size=96', '--disallow-code-generation-from-strings', entry], {
+      // From a root runtime it starts as root and becomes its user itself once its code is loaded
+      // (egress-proxy.child.ts): the node binary and the entry may sit where that user cannot go.
+      const as = root && options.user !== null ? [`--user=${options.user.uid}:${options.user.gid}`] : [];
+      child = spawn(options.execPath ?? process.execPath, ['--max-old-space-size=96', '--disallow-code-generation-from-strings', entry, ...as], {
         cwd: '/',
         env: {},
         stdio: ['pipe', 'pipe', 'pipe'],
-        ...(root && options.user !== null ? { uid: options.user.uid, gid: options.user.gid } : {}),
       });
     } catch (error) {
       throw new CairnError('E_SANDBOX_START', `the egress proxy could not be started: ${error instanceof Error ? error.message : String(error)}`);

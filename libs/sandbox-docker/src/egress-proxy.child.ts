@@ -44,12 +44,31 @@ function readConfig(): Promise<ProxyConfig> {
   });
 }
 
-async function main(): Promise<void> {
-  // Started as root only by mistake: then it does not run at all.
-  if (process.getuid?.() === 0) {
+/**
+ * Started by a root runtime, the proxy becomes its own user here, once its code is loaded and
+ * before it reads a byte of configuration or opens a socket: spawned as that user, it could not
+ * even be executed from a checkout under a directory only root may enter (`/root`, a 0700
+ * `mktemp -d`). Started as root without a user (or the drop does not hold), it does not run.
+ */
+function dropRoot(): void {
+  if (process.getuid?.() !== 0) return;
+  const as = /^--user=(\d+):(\d+)$/.exec(process.argv[2] ?? '');
+  const [uid, gid] = as === null ? [0, 0] : [Number(as[1]), Number(as[2])];
+  if (uid <= 0 || gid <= 0) {
     report({ t: 'failed', message: 'the egress proxy refuses to run as root' });
     process.exit(1);
   }
+  process.setgroups!([]);
+  process.setgid!(gid);
+  process.setuid!(uid);
+  if (process.getuid() !== uid || process.geteuid!() !== uid || process.getgid!() !== gid || process.getegid!() !== gid || process.getgroups!().some((g) => g !== gid)) {
+    report({ t: 'failed', message: 'the egress proxy could not give up root' });
+    process.exit(1);
+  }
+}
+
+async function main(): Promise<void> {
+  dropRoot();
   const config = await readConfig();
   const proxy = await EgressProxy.start({
     listenHost: config.listenHost,

@@ -1,5 +1,5 @@
 import { uniqueName } from '@cairn/testing';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,7 +58,7 @@ async function until(test: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-/** A stand-in proxy program, readable by the proxy's user. */
+/** A stand-in proxy program (it runs as whoever starts it: it does not drop root as the real one does). */
 async function fakeEntry(source: string): Promise<string> {
   const path = join(scratch, `${uniqueName('fake')}.mjs`);
   await writeFile(path, source);
@@ -111,6 +111,25 @@ describe('the egress proxy process', () => {
     }
     expect(await pidAlive(proxy.pid!)).toBe(false);
     expect((await exchange(proxy.port, 'x')).error).toBe('ECONNREFUSED');
+    expect(opts.lost).toEqual([]);
+  });
+
+  it('starts from where only root may go (a checkout under a 0700 directory): it gives up root itself, once loaded', async () => {
+    // The node binary in a directory only its owner may enter, as in `/root/…` or under `mktemp -d`.
+    const closed = join(scratch, uniqueName('closed'));
+    await mkdir(closed, { mode: 0o700 });
+    const execPath = join(closed, 'node');
+    await link(process.execPath, execPath).catch(() => copyFile(process.execPath, execPath));
+    const opts = options({ execPath });
+    const proxy = await EgressProxyProcess.start(opts);
+    try {
+      const status = await readFile(`/proc/${proxy.pid}/status`, 'utf8');
+      const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)!.slice(1).map(Number);
+      expect(uids).toEqual(Array(4).fill(root ? DEFAULT_EGRESS_PROXY_USER.uid : process.getuid!()));
+      expect((await exchange(proxy.port, 'CONNECT evil.test:443 HTTP/1.1\r\n\r\n')).answer).toMatch(/^HTTP\/1\.1 403 /);
+    } finally {
+      await proxy.close();
+    }
     expect(opts.lost).toEqual([]);
   });
 
