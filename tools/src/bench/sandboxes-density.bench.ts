@@ -26,6 +26,8 @@ const SPEC = { image: BUSYBOX_IMAGE_TAG, caps: { memoryMiB: 128, diskMiB: 64, pi
 export const DENSITY_LEVELS = [1, 50, 100] as const;
 const PROBES_PER_LEVEL = 10;
 const IDLE_WINDOW_MS = 10_000;
+/** How long a probe waits for the pool to hold a warm sandbox again before it goes ahead cold. */
+const WARM_WAIT_MS = 15_000;
 /** The issue's target for the first exec with a hundred open. */
 export const FIRST_EXEC_TARGET_MS = 50;
 
@@ -65,6 +67,8 @@ export interface DensityResult {
   open: number[];
   /** Create → first output of `echo ready`, ms, per level of sandboxes open (the probe included). */
   firstExec: { level: number; ms: number[] }[];
+  /** Probes after a level's first that found a warm sandbox running, of how many; and how long each refill took, ms. */
+  warm: { hits: number; probes: number; refillMs: number[] };
   /** `true` in each open sandbox, one after another, ms. */
   exec: number[];
   memory: IdleMemory;
@@ -100,6 +104,7 @@ export function formatDensityBench(result: DensityResult): string {
     ...result.firstExec.map(
       ({ level, ms }) => `  at ${String(level).padStart(3)} open   p50 ${fixed(median(ms)).padStart(7)} ms   p99 ${fixed(percentile(ms, 99)).padStart(7)} ms   (n=${ms.length})`,
     ),
+    `  probes that found a warm sandbox: ${result.warm.hits}/${result.warm.probes} (each level's first makes its profile warm); refill after a claim p50 ${result.warm.refillMs.length === 0 ? '-' : fixed(median(result.warm.refillMs), 0)} ms`,
     `exec (\`true\`) across all ${result.opened}: p50 ${fixed(median(result.exec))} ms, p99 ${fixed(percentile(result.exec, 99))} ms`,
     `idle CPU (ms per s, ${result.opened} open): ${Object.entries(result.idleCpu)
       .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -364,20 +369,34 @@ export async function runDensityBench(options: DensityOptions = {}): Promise<Den
     const runtimeBefore = runtimePid === undefined ? null : await pssMiB(runtimePid);
 
     const firstExec = new Map<number, number[]>();
+    const refills: number[] = [];
+    let warmProbes = 0;
+    /** Waits (bounded) for a warm sandbox of the worker's pool to be running: the path the target is about. */
+    const warmReady = async (): Promise<boolean> => {
+      const t0 = performance.now();
+      for (const deadline = Date.now() + WARM_WAIT_MS; Date.now() < deadline; await sleep(50)) {
+        const pooled = await docker.listContainers({ filters: { label: [`io.cairn.worker=${stack.workerId}`, 'io.cairn.pool'], status: ['running'] } });
+        if (pooled.some((c) => c.Names.some((n) => n.startsWith('/cairn-pool-')))) {
+          refills.push(performance.now() - t0);
+          return true;
+        }
+      }
+      return false;
+    };
     const probe = async (level: number) => {
       const samples: number[] = [];
       for (let i = 0; i < PROBES_PER_LEVEL; i++) {
+        // The first probe of a level makes its profile warm; the rest wait for the pool's refill, as a caller between creates would.
+        if (i > 0 && (await warmReady())) warmProbes += 1;
         const t0 = performance.now();
         const made = await api.create();
         if (!('id' in made)) throw new Error(`a probe at ${level} open was refused: ${JSON.stringify(made.refused)}`);
         await api.firstOutput(made.id, ['echo', 'ready']);
         samples.push(performance.now() - t0);
         await api.destroy(made.id);
-        // The pool refills behind each claim; give it the moment a caller between creates would.
-        await sleep(300);
       }
       firstExec.set(level, samples);
-      progress(`  ${level} open: create → first exec p50 ${median(samples).toFixed(1)} ms`);
+      progress(`  ${level} open: create → first exec p50 ${median(samples).toFixed(1)} ms; pool refilled in p50 ${refills.length === 0 ? '-' : median(refills).toFixed(0)} ms`);
     };
 
     let refused: DensityResult['refused'] = null;
@@ -451,6 +470,7 @@ export async function runDensityBench(options: DensityOptions = {}): Promise<Den
       open: openMs,
       baseline,
       firstExec: DENSITY_LEVELS.filter((level) => firstExec.has(level)).map((level) => ({ level, ms: firstExec.get(level) ?? [] })),
+      warm: { hits: warmProbes, probes: firstExec.size * (PROBES_PER_LEVEL - 1), refillMs: refills },
       exec,
       memory,
       idleCpu,

@@ -34,6 +34,7 @@ describe('the density bench report', () => {
       { level: 1, ms: [40, 42, 44] },
       { level: 100, ms: [45, 48, 80] },
     ],
+    warm: { hits: 17, probes: 18, refillMs: [300, 400, 500] },
     exec: [15, 16, 17, 18],
     memory: { container: 1.25, shim: 3.5, runtime: 0.2, host: 6 },
     baseline: { opened: 112, create: [10, 11, 12, 13], open: [15, 16, 17, 18], exec: [10, 10, 12, 12], memory: { container: 0.5, shim: 3.5, runtime: null, host: 4 }, left },
@@ -47,6 +48,7 @@ describe('the density bench report', () => {
     expect(text).toContain('density: 112 sandboxes of 128 MiB (+64 MiB disk, 1 CPU) open at once; the next refused E_CAPACITY (memory)');
     expect(text).toContain('memory per idle sandbox: container 1.25 MiB, engine shim 3.50 MiB, runtime 0.20 MiB; host 6.00 MiB');
     expect(text).toMatch(/at {3}1 open {3}p50 {4}42\.0 ms {3}p99 {4}44\.0 ms {3}\(n=3\)/);
+    expect(text).toContain('probes that found a warm sandbox: 17/18 (each level\'s first makes its profile warm); refill after a claim p50 400 ms');
     expect(text).toContain('exec (`true`) across all 112: p50 16.5 ms');
     expect(text).toContain('idle CPU (ms per s, 112 open): machine 90.0, runtime 12.0');
     expect(text).toContain('first exec p50 at 100 open 48.0 ms (target ≤ 50 ms: met)');
