@@ -117,6 +117,21 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard reaches the API only through @cairn/sdk (apps/dashboard/src/api/cairn.ts): no
+    // page sends a request of its own, so no REST shape is copied into it again.
+    files: ['apps/dashboard/src/**/*.ts', 'apps/dashboard/src/**/*.tsx'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['fetch', 'XMLHttpRequest', 'EventSource', 'WebSocket'].map((name) => ({ name, message: 'the dashboard talks to the API through @cairn/sdk (src/api/cairn.ts) only' })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        ...['window', 'globalThis', 'self'].map((object) => ({ object, property: 'fetch', message: 'the dashboard talks to the API through @cairn/sdk (src/api/cairn.ts) only' })),
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

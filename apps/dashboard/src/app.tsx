@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { setUnauthorizedHandler } from './api/api-client.js';
+import { setUnauthorizedHandler } from './api/cairn.js';
 import { forgetApiKey, storedApiKey } from './api/session.js';
 import { ApprovalsPage } from './pages/approvals-page.js';
 import { KeysPage } from './pages/keys-page.js';

@@ -427,6 +427,34 @@ describe('the admin dashboard in Chromium', () => {
     expect(requestUrls.filter((url) => url.includes(key.slice(15)))).toEqual([]);
   });
 
+  it('signs a tab out when the gateway refuses its key (revoked elsewhere), and signs in again with the key typed in', async () => {
+    const viewer = await stack.mintKey('default', ['runs:read']);
+    const tab = await context.newPage();
+    tab.on('request', (request) => requestUrls.push(request.url()));
+    try {
+      await tab.goto(dashboard());
+      const field = tab.getByLabel('API key');
+      await expect.poll(() => field.isVisible(), SOON).toBe(true);
+      await field.fill(viewer.key);
+      await tab.keyboard.press('Enter');
+      await expect.poll(() => tab.getByRole('heading', { name: 'Runs' }).isVisible(), SOON).toBe(true);
+      expect(await tab.evaluate('sessionStorage.getItem("cairn.apiKey")')).toBe(viewer.key);
+
+      expect((await stack.api(stack.admin, `/v1/keys/${viewer.id}/revoke`, { method: 'POST', body: '{}' })).status).toBe(200);
+      // The runs list refreshes every 5 s: its next read is refused, and the tab forgets the key.
+      await expect.poll(() => field.isVisible(), { timeout: 20_000, interval: 200 }).toBe(true);
+      expect(await tab.evaluate('sessionStorage.getItem("cairn.apiKey")')).toBeNull();
+
+      await field.fill(stack.admin.key);
+      await tab.keyboard.press('Enter');
+      await expect.poll(() => tab.getByRole('heading', { name: 'Runs' }).isVisible(), SOON).toBe(true);
+      expect(await tab.evaluate('sessionStorage.getItem("cairn.apiKey")')).toBe(stack.admin.key);
+      expect(requestUrls.filter((url) => url.includes(viewer.key.slice(15)))).toEqual([]);
+    } finally {
+      await tab.close();
+    }
+  });
+
   it('never put the key in a URL, and the page broke no Content-Security-Policy rule', () => {
     expect(requestUrls.length).toBeGreaterThan(10);
     expect(requestUrls.filter((url) => url.includes(stack.admin.key))).toEqual([]);

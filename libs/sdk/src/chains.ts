@@ -69,8 +69,11 @@ export class Chains {
     return { ...bundle, receipts: bundle.receipts.map((item) => wireReceipt(item, `GET ${path}`, this.http.validation)) };
   }
 
-  /** One connection to the chain's SSE stream after `after`: its receipts until the gateway closes it. */
-  async *streamOnce(chainId: string, after: number, signal?: AbortSignal): AsyncGenerator<Receipt> {
+  /**
+   * One connection to the chain's SSE stream after `after`: its receipts until the gateway closes
+   * it. `onOpen` is called once the gateway has accepted it, before any receipt.
+   */
+  async *streamOnce(chainId: string, after: number, signal?: AbortSignal, onOpen?: () => void): AsyncGenerator<Receipt> {
     const path = `${chainBase(chainId)}/events/stream`;
     const response = await this.http.send('GET', path, {
       query: { after },
@@ -79,6 +82,7 @@ export class Chains {
       timeoutMs: null,
       ...(signal === undefined ? {} : { signal }),
     });
+    onOpen?.();
     if (response.body === null) return;
     for await (const message of readSse(response.body)) {
       if (message.event !== 'receipt') continue;
@@ -104,13 +108,12 @@ export class Chains {
     const patience = options.patienceMs ?? 30_000;
     for (;;) {
       try {
-        let announced = false;
-        for await (const receipt of this.streamOnce(chainId, last, options.signal)) {
-          if (!announced) {
-            options.onStatus?.('live');
-            announced = true;
-          }
+        // Live as soon as the gateway accepts the stream: an open chain may be quiet for long.
+        const opened = () => {
           failingSince = null;
+          options.onStatus?.('live');
+        };
+        for await (const receipt of this.streamOnce(chainId, last, options.signal, opened)) {
           if (receipt.seq <= last) continue;
           last = receipt.seq;
           yield receipt;

@@ -118,7 +118,7 @@ export type { ExecInput, ExecSummary } from './sandboxes.js';
 export { createSseParser, readSse } from './sse.js';
 export type { SseMessage, SseParser } from './sse.js';
 export { MAX_NDJSON_LINE, readNdjson } from './streams.js';
-export { routePath, Transport } from './transport.js';
+export { routePath, statusOf, Transport } from './transport.js';
 export type { ApiKeySource, CairnOptions, RequestOptions } from './transport.js';
 // The contracts' types the answers come as, and the error the client throws (identified by its code).
 export { CairnError, ERROR_CODES, isCairnError, OUTPUT_STREAMS, RUN_STATES, SANDBOX_STATES } from '@cairn/contracts';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { API_ROUTES, isCairnError } from '@cairn/contracts';
 import type { Run } from '@cairn/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cairn, readNdjson, routePath, SDK_OPERATIONS } from './client.js';
+import { Cairn, readNdjson, routePath, SDK_OPERATIONS, statusOf } from './client.js';
 import type { CairnOptions } from './client.js';
 
 const sha = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
@@ -122,6 +122,19 @@ describe('errors', () => {
     await expect(cairn.secrets.put('lower', 'a value long enough')).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(cairn.keys.create({ scopes: [] })).rejects.toMatchObject({ code: 'E_INPUT' });
     expect(asked).toEqual([]);
+  });
+
+  it("tell the HTTP status a gateway answered with (statusOf), none for an error no gateway answered", async () => {
+    const { cairn } = canned((asked) => (asked.url.includes('/v1/sandboxes') ? new Response('Cannot GET /v1/sandboxes', { status: 404 }) : json({ code: 'E_FORBIDDEN', message: 'lacks admin' }, 403)));
+    const forbidden: unknown = await cairn.tenants.list().catch((error: unknown) => error);
+    expect(forbidden).toMatchObject({ code: 'E_FORBIDDEN' });
+    expect(statusOf(forbidden)).toBe(403);
+    // A route the gateway does not serve, answered without the contract's body: still its status.
+    const absent: unknown = await cairn.sandboxes.list().catch((error: unknown) => error);
+    expect(absent).toMatchObject({ code: 'E_INTERNAL' });
+    expect(statusOf(absent)).toBe(404);
+    expect(statusOf(await cairn.runs.get('not a run').catch((error: unknown) => error))).toBeUndefined();
+    expect(statusOf(new Error('plain'))).toBeUndefined();
   });
 
   it('calls onError with each error answer (a page signs out on E_UNAUTHORIZED)', async () => {
@@ -326,6 +339,13 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'E_UNAUTHORIZED', message: 'no key' }));
     return;
   }
+  if (path.startsWith('/v1/sandboxes/sbx_quiet/events/stream')) {
+    // An open chain with nothing new: heartbeats only, until the client goes.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(': heartbeat\n\n');
+    req.on('close', () => res.end());
+    return;
+  }
   if (path.startsWith('/v1/runs/run_x/events/stream')) {
     streamCalls.push(`${path} ${String(req.headers['last-event-id'])}`);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -369,6 +389,24 @@ describe('following a chain', () => {
     ]);
     expect(streamCalls).toEqual(['/v1/runs/run_x/events/stream?after=0 run_x:0', '/v1/runs/run_x/events/stream?after=2 run_x:2']);
     expect(statuses).toEqual(['live', 'reconnecting', 'live']);
+  });
+
+  it('is live as soon as the gateway accepts the stream, before any receipt (a quiet sandbox), and stops quietly when aborted', async () => {
+    const statuses: string[] = [];
+    const abort = new AbortController();
+    const cairn = new Cairn({ url, apiKey: 'cairn_testtest_key' });
+    const seen = await collect(
+      cairn.chains.follow('sbx_quiet', {
+        after: 4,
+        signal: abort.signal,
+        onStatus: (status) => {
+          statuses.push(status);
+          abort.abort();
+        },
+      }),
+    );
+    expect(seen).toEqual([]);
+    expect(statuses).toEqual(['live']);
   });
 
   it('says who it could not reach, with the hint it was given', async () => {

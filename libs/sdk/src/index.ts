@@ -34,6 +34,7 @@ export {
   SDK_OPERATIONS,
   Secrets,
   sha256Hex,
+  statusOf,
   Tenants,
   toBase64,
   Transport,

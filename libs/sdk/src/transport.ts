@@ -67,6 +67,16 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * The HTTP status a gateway answered an error with (`details.status` of the CairnError the client
+ * threw); undefined for an error no gateway answered (E_UNAVAILABLE, E_INPUT before sending).
+ */
+export function statusOf(error: unknown): number | undefined {
+  if (!isCairnError(error)) return undefined;
+  const status = error.details?.status;
+  return typeof status === 'number' ? status : undefined;
+}
+
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRIES = 2;
 const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;

@@ -4,8 +4,8 @@
  */
 import type { KeyCreated, KeyList, KeyView, TenantList } from '@cairn/contracts';
 
-export { RUN_STATES } from '@cairn/contracts';
-export type { PolicyInForce, QueueSpot, Run, RunList, RunState, Sandbox, SandboxList, TenantList, Worker, WorkerList } from '@cairn/contracts';
+export { API_KEY_SCOPES, RUN_STATES } from '@cairn/contracts';
+export type { ApiKeyScope, ListRunsQuery, PolicyInForce, QueueSpot, Run, RunList, RunState, Sandbox, SandboxList, TenantList, Worker, WorkerList } from '@cairn/contracts';
 export type { ApprovalRequest as Approval } from '@cairn/contracts';
 
 export type ApiKey = KeyView;

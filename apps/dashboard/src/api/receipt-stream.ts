@@ -1,7 +1,5 @@
-import { authHeaders, chainPath } from './api-client.js';
-import type { ChainRef } from './api-client.js';
 import type { Receipt } from './api-types.js';
-import { createSseParser } from '@cairn/sdk/client';
+import { cairn } from './cairn.js';
 
 export interface ReceiptStreamHandlers {
   onReceipt(receipt: Receipt): void;
@@ -9,49 +7,34 @@ export interface ReceiptStreamHandlers {
   onStatus(status: 'live' | 'reconnecting' | 'ended'): void;
 }
 
-const RECONNECT_MS = 1000;
+const RETRY_MS = 1000;
 
 /**
- * Follows a chain's receipts over SSE (`<chain path>/events/stream`: a run's or a sandbox's) with
- * fetch(), the key in the Authorization header, resuming with Last-Event-ID after a drop. Stops
- * after `run.sealed` (the last receipt of every chain), or when the returned function is called.
+ * Follows a chain's receipts (a run's `run_…` or a sandbox's `sbx_…`) with @cairn/sdk's `follow`:
+ * SSE over fetch, the key in the Authorization header, resumed after the last seq on a drop. Where
+ * the SDK gives up (the gateway away too long, an error answer) the page keeps trying, from the last
+ * receipt it has. Stops after `run.sealed` (the last receipt of every chain), or when the returned
+ * function is called.
  */
-export function followReceipts(chain: ChainRef, after: number, handlers: ReceiptStreamHandlers): () => void {
+export function followReceipts(chainId: string, after: number, handlers: ReceiptStreamHandlers): () => void {
   const abort = new AbortController();
-  let lastEventId = after > 0 ? `${chain.id}:${after}` : '';
+  let last = after;
   let sealed = false;
-
-  const connect = async (): Promise<void> => {
-    const headers: Record<string, string> = { accept: 'text/event-stream', ...authHeaders() };
-    if (lastEventId !== '') headers['last-event-id'] = lastEventId;
-    const response = await fetch(`${chainPath(chain)}/events/stream`, { headers, signal: abort.signal, credentials: 'omit', cache: 'no-store' });
-    if (!response.ok || response.body === null) throw new Error(`event stream answered ${response.status}`);
-    handlers.onStatus('live');
-    const parser = createSseParser((message) => {
-      if (message.event !== 'receipt') return;
-      lastEventId = message.id;
-      const receipt = JSON.parse(message.data) as Receipt;
-      if (receipt.type === 'run.sealed') sealed = true;
-      handlers.onReceipt(receipt);
-    });
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      parser.push(value);
-    }
-  };
 
   const loop = async () => {
     while (!abort.signal.aborted && !sealed) {
       try {
-        await connect();
+        for await (const receipt of cairn.chains.follow(chainId, { after: last, signal: abort.signal, onStatus: (status) => handlers.onStatus(status) })) {
+          last = receipt.seq;
+          if (receipt.type === 'run.sealed') sealed = true;
+          handlers.onReceipt(receipt);
+        }
       } catch {
-        if (abort.signal.aborted) return;
+        // Tried again below, unless stopped.
       }
       if (sealed || abort.signal.aborted) break;
       handlers.onStatus('reconnecting');
-      await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
     if (sealed) handlers.onStatus('ended');
   };

@@ -1,6 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { api } from '../api/api-client.js';
-import type { ChainRef } from '../api/api-client.js';
+import { allReceipts } from '../api/cairn.js';
 import type { Receipt } from '../api/api-types.js';
 import { followReceipts } from '../api/receipt-stream.js';
 import type { BadgeState } from '../components/chain-badge.js';
@@ -21,7 +20,8 @@ export interface LiveChain<H> {
 }
 
 export interface LiveChainSource<H> {
-  chain: ChainRef;
+  /** The chain's id: a run's `run_…`, a sandbox's `sbx_…`. */
+  chain: string;
   loadHead: () => Promise<H>;
   /** The projection's receipt count and head hash, compared with the page's own when the counts agree. */
   serverHead: (head: H) => { count: number; hash: string; sealed: boolean };
@@ -44,7 +44,6 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
   const timer = useRef<number | undefined>(undefined);
   const loader = useRef(loadHead);
   loader.current = loadHead;
-  const key = `${chain.kind}/${chain.id}`;
 
   const reloadHead = () => {
     window.clearTimeout(timer.current);
@@ -60,7 +59,7 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
     setLive('loading');
     setBadge({ kind: 'checking' });
     (async () => {
-      const [first, stored] = await Promise.all([loader.current(), api.receipts(chain)]);
+      const [first, stored] = await Promise.all([loader.current(), allReceipts(chain)]);
       if (cancelled) return;
       setHead(first);
       setReceipts(stored);
@@ -86,8 +85,7 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
       stop?.();
       window.clearTimeout(timer.current);
     };
-    // The chain's identity is the dependency; `chain` itself is a new object each render.
-  }, [key]);
+  }, [chain]);
 
   // The projection may lag the stream by a moment: read the head again until it agrees the chain is sealed.
   useEffect(() => {
@@ -104,7 +102,7 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
       return undefined;
     }
     let stale = false;
-    verifyChain(receipts, chain.id).then(
+    verifyChain(receipts, chain).then(
       (check) => {
         const server = head === null ? null : serverHead(head);
         // The server's head is compared only when its projection holds exactly these receipts.
@@ -115,7 +113,7 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
     return () => {
       stale = true;
     };
-  }, [receipts, chain.id, head, serverHead]);
+  }, [receipts, chain, head, serverHead]);
 
   return { head, receipts, error, live, badge, openedUnsealed, reloadHead };
 }

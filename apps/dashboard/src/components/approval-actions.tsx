@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { api, ApiError } from '../api/api-client.js';
+import { cairn, errorLine } from '../api/cairn.js';
 
 /**
  * Approve or reject what a held run awaits (one approval, or all of them), with an optional comment.
@@ -14,12 +14,12 @@ export function ApprovalActions({ runId, approvalId, onDecided }: { runId: strin
     setBusy(true);
     setMessage(null);
     try {
-      const result = await api.decide(runId, { decision, ...(approvalId === undefined ? {} : { approvalId }), ...(comment.trim() === '' ? {} : { comment: comment.trim() }) });
+      const result = await cairn.runs.decide(runId, { decision, ...(approvalId === undefined ? {} : { approvalId }), ...(comment.trim() === '' ? {} : { comment: comment.trim() }) });
       const text = `${decision === 'approve' ? 'Approved' : 'Rejected'} ${approvalId ?? 'every approval'} of ${runId}: the run is ${result.state}${result.duplicate ? ' (already decided)' : ''}.`;
       setMessage({ tone: 'ok', text });
       onDecided(text);
     } catch (error) {
-      setMessage({ tone: 'bad', text: error instanceof ApiError ? `${error.code}: ${error.message}` : String(error) });
+      setMessage({ tone: 'bad', text: errorLine(error) });
     } finally {
       setBusy(false);
     }

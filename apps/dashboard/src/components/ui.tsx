@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { ApiError } from '../api/api-client.js';
+import { errorLine } from '../api/cairn.js';
 
 /** Small building blocks shared by the pages. */
 
@@ -74,7 +74,7 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
 
 export function ErrorBanner({ error }: { error: unknown }) {
   if (error === undefined || error === null) return null;
-  const text = error instanceof ApiError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : 'something went wrong';
+  const text = errorLine(error, (other) => (other instanceof Error ? other.message : 'something went wrong'));
   return (
     <div className="banner banner-bad" role="alert">
       {text}

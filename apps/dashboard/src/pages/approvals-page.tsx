@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { api } from '../api/api-client.js';
+import { allReceipts, cairn } from '../api/cairn.js';
 import type { Run } from '../api/api-types.js';
 import { ApprovalActions } from '../components/approval-actions.js';
 import { EmptyState, ErrorBanner, PageHeader, Time } from '../components/ui.js';
@@ -18,13 +18,13 @@ async function loadQueue(): Promise<HeldRun[]> {
   const held: Run[] = [];
   let cursor: string | undefined;
   do {
-    const page = await api.runs({ state: 'AWAITING_APPROVAL', limit: 200, cursor });
+    const page = await cairn.runs.list({ state: 'AWAITING_APPROVAL', limit: 200, ...(cursor === undefined ? {} : { cursor }) });
     held.push(...page.items);
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined && held.length < 1000);
   // Oldest first: the one waiting longest is decided first.
   held.reverse();
-  return Promise.all(held.map(async (run) => ({ run, pending: pendingApprovals(await api.receipts({ kind: 'runs', id: run.runId })) })));
+  return Promise.all(held.map(async (run) => ({ run, pending: pendingApprovals(await allReceipts(run.runId)) })));
 }
 
 export function ApprovalsPage() {

@@ -1,11 +1,11 @@
 import { useState } from 'react';
 import type { FormEvent } from 'react';
-import { api, ApiError } from '../api/api-client.js';
-import type { CreatedApiKey } from '../api/api-types.js';
+import { cairn, errorLine, statusOf } from '../api/cairn.js';
+import { API_KEY_SCOPES } from '../api/api-types.js';
+import type { ApiKeyScope, CreatedApiKey } from '../api/api-types.js';
 import { EmptyState, ErrorBanner, PageHeader, Time } from '../components/ui.js';
 import { useAsync } from '../use-async.js';
 
-const SCOPES = ['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'admin'] as const;
 const EXPIRY_DAYS = [{ days: 0, label: 'never' }, { days: 7, label: '7 days' }, { days: 30, label: '30 days' }, { days: 90, label: '90 days' }, { days: 365, label: '1 year' }] as const;
 
 /**
@@ -14,34 +14,34 @@ const EXPIRY_DAYS = [{ days: 0, label: 'never' }, { days: 7, label: '7 days' }, 
  * act is a receipt on the tenant's admin chain (`adm_<tenant>`).
  */
 export function KeysPage() {
-  const keys = useAsync(() => api.keys(), []);
+  const keys = useAsync(() => cairn.keys.list(), []);
   // Only the operator may list tenants: anyone else's 403 just hides the section.
   const tenants = useAsync(async () => {
     try {
-      return await api.tenants();
+      return await cairn.tenants.list();
     } catch (error) {
-      if (error instanceof ApiError && error.status === 403) return null;
+      if (statusOf(error) === 403) return null;
       throw error;
     }
   }, []);
-  const [scopes, setScopes] = useState<string[]>(['runs:read']);
+  const [scopes, setScopes] = useState<ApiKeyScope[]>(['runs:read']);
   const [days, setDays] = useState(0);
   const [created, setCreated] = useState<CreatedApiKey | null>(null);
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<{ tone: 'ok' | 'bad'; text: string } | null>(null);
 
-  const toggle = (scope: string) => setScopes((now) => (now.includes(scope) ? now.filter((s) => s !== scope) : [...now, scope]));
+  const toggle = (scope: ApiKeyScope) => setScopes((now) => (now.includes(scope) ? now.filter((s) => s !== scope) : [...now, scope]));
   const create = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
     setMessage(null);
     try {
       const expiresAt = days === 0 ? undefined : new Date(Date.now() + days * 86_400_000).toISOString();
-      const key = await api.createKey({ scopes, ...(expiresAt === undefined ? {} : { expiresAt }) });
+      const key = await cairn.keys.create({ scopes, ...(expiresAt === undefined ? {} : { expiresAt }) });
       setCreated(key);
       keys.reload();
     } catch (error) {
-      setMessage({ tone: 'bad', text: error instanceof ApiError ? `${error.code}: ${error.message}` : String(error) });
+      setMessage({ tone: 'bad', text: errorLine(error) });
     } finally {
       setBusy(false);
     }
@@ -49,11 +49,11 @@ export function KeysPage() {
   const revoke = async (id: string) => {
     if (!window.confirm(`Revoke key ${id}? It is refused from its very next request.`)) return;
     try {
-      await api.revokeKey(id);
+      await cairn.keys.revoke(id);
       setMessage({ tone: 'ok', text: `Revoked ${id}.` });
       keys.reload();
     } catch (error) {
-      setMessage({ tone: 'bad', text: error instanceof ApiError ? `${error.code}: ${error.message}` : String(error) });
+      setMessage({ tone: 'bad', text: errorLine(error) });
     }
   };
 
@@ -68,7 +68,7 @@ export function KeysPage() {
       <form className="card key-create" aria-label="Create a key" onSubmit={(event) => void create(event)}>
         <fieldset>
           <legend>Scopes</legend>
-          {SCOPES.map((scope) => (
+          {API_KEY_SCOPES.map((scope) => (
             <label key={scope} className="check">
               <input type="checkbox" name="scope" value={scope} checked={scopes.includes(scope)} onChange={() => toggle(scope)} /> <code>{scope}</code>
             </label>

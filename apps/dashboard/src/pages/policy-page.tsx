@@ -1,4 +1,4 @@
-import { api } from '../api/api-client.js';
+import { cairn } from '../api/cairn.js';
 import { Card, ErrorBanner, Hash, PageHeader, Time } from '../components/ui.js';
 import { Link } from '../router.js';
 import { useAsync } from '../use-async.js';
@@ -33,7 +33,7 @@ function trigger(when: Json): string {
 }
 
 export function PolicyPage() {
-  const loaded = useAsync(() => api.policy(), []);
+  const loaded = useAsync(() => cairn.operator.policy(), []);
   const data = loaded.data;
   const policy = rec(data?.policy);
   const caps = rec(policy.caps);

@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'react';
-import { api } from '../api/api-client.js';
+import { cairn } from '../api/cairn.js';
 import { errorText, queueText } from '../api/error-codes.js';
 import type { Run } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
@@ -20,8 +20,8 @@ const serverHead = (run: Run) => ({ count: run.eventCount, hash: run.headHash, s
  */
 export function RunPage({ runId }: { runId: string }) {
   const { head: run, receipts, error, live, badge, openedUnsealed, reloadHead } = useLiveChain<Run>({
-    chain: { kind: 'runs', id: runId },
-    loadHead: () => api.run(runId),
+    chain: runId,
+    loadHead: () => cairn.runs.get(runId),
     serverHead,
   });
 

@@ -1,10 +1,9 @@
 import { useEffect, useRef, useState } from 'react';
 import type { KeyboardEvent } from 'react';
-import { api } from '../api/api-client.js';
+import { cairn } from '../api/cairn.js';
 import { errorText, queueText } from '../api/error-codes.js';
-import type { RunFilter } from '../api/api-client.js';
 import { RUN_STATES } from '../api/api-types.js';
-import type { Run } from '../api/api-types.js';
+import type { ListRunsQuery, Run, RunState } from '../api/api-types.js';
 import { EmptyState, ErrorBanner, PageHeader, StatePill, Time } from '../components/ui.js';
 import { navigate, useLocation } from '../router.js';
 import { useAsync, useInterval } from '../use-async.js';
@@ -25,14 +24,20 @@ function toInstant(local: string | null): string | undefined {
   return Number.isNaN(time) ? undefined : new Date(time).toISOString();
 }
 
-/** The filter in the URL (so a filtered view can be shared and survives reload) → the API's query. */
-function filterFrom(search: URLSearchParams): RunFilter {
+/**
+ * The filter in the URL (so a filtered view can be shared and survives reload) → the API's query.
+ * A state the contracts do not name is sent on as it is: the SDK refuses it (E_INPUT), as the API would.
+ */
+function filterFrom(search: URLSearchParams): Partial<ListRunsQuery> {
   const window = search.get('window') ?? '';
   const span = WINDOW_MS[window];
+  const state = search.get('state');
+  const createdAfter = span !== undefined ? new Date(Date.now() - span).toISOString() : window === 'custom' ? toInstant(search.get('from')) : undefined;
+  const createdBefore = window === 'custom' ? toInstant(search.get('to')) : undefined;
   return {
-    state: search.get('state') ?? undefined,
-    createdAfter: span !== undefined ? new Date(Date.now() - span).toISOString() : window === 'custom' ? toInstant(search.get('from')) : undefined,
-    createdBefore: window === 'custom' ? toInstant(search.get('to')) : undefined,
+    ...(state === null || state === '' ? {} : { state: state as RunState }),
+    ...(createdAfter === undefined ? {} : { createdAfter }),
+    ...(createdBefore === undefined ? {} : { createdBefore }),
   };
 }
 
@@ -47,7 +52,7 @@ export function RunsPage() {
   const key = search.toString();
   const [pages, setPages] = useState<Run[][]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
-  const first = useAsync(() => api.runs({ ...filterFrom(search), limit: 50 }), [key]);
+  const first = useAsync(() => cairn.runs.list({ ...filterFrom(search), limit: 50 }), [key]);
   // Auto-refresh the first page only: once older pages are loaded, a refresh would drop them.
   useInterval(first.reload, pages.length > 1 ? null : 5000);
   useEffect(() => {
@@ -67,7 +72,7 @@ export function RunsPage() {
 
   const loadMore = async () => {
     if (cursor === null) return;
-    const page = await api.runs({ ...filterFrom(search), cursor, limit: 50 });
+    const page = await cairn.runs.list({ ...filterFrom(search), cursor, limit: 50 });
     setPages((previous) => [...previous, page.items]);
     setCursor(page.nextCursor);
   };

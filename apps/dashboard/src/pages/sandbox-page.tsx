@@ -1,5 +1,5 @@
 import { useMemo } from 'react';
-import { api } from '../api/api-client.js';
+import { cairn } from '../api/cairn.js';
 import { errorText, queueText } from '../api/error-codes.js';
 import type { Sandbox } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
@@ -14,8 +14,8 @@ const serverHead = (sandbox: Sandbox) => ({ count: sandbox.headSeq, hash: sandbo
 /** An interactive sandbox: its execs and file operations, its chain verified in the browser, followed live. */
 export function SandboxPage({ sandboxId }: { sandboxId: string }) {
   const { head: sandbox, receipts, error, live, badge } = useLiveChain<Sandbox>({
-    chain: { kind: 'sandboxes', id: sandboxId },
-    loadHead: () => api.sandbox(sandboxId),
+    chain: sandboxId,
+    loadHead: () => cairn.sandboxes.get(sandboxId),
     serverHead,
   });
   const model = useMemo(() => ({ execs: execs(receipts), files: fileOperations(receipts) }), [receipts]);

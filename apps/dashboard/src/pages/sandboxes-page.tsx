@@ -1,4 +1,4 @@
-import { api, ApiError } from '../api/api-client.js';
+import { cairn, statusOf } from '../api/cairn.js';
 import { errorText, queueText } from '../api/error-codes.js';
 import { EmptyState, ErrorBanner, PageHeader, StatePill, Time } from '../components/ui.js';
 import { Link } from '../router.js';
@@ -11,9 +11,9 @@ import { useAsync, useInterval } from '../use-async.js';
 export function SandboxesPage() {
   const sandboxes = useAsync(async () => {
     try {
-      return { served: true, items: (await api.sandboxes()).items };
+      return { served: true, items: (await cairn.sandboxes.list({ limit: 100 })).items };
     } catch (error) {
-      if (error instanceof ApiError && error.status === 404) return { served: false, items: [] };
+      if (statusOf(error) === 404) return { served: false, items: [] };
       throw error;
     }
   }, []);

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { FormEvent } from 'react';
-import { api, ApiError } from '../api/api-client.js';
+import { checkKey, errorLine } from '../api/cairn.js';
 import { API_KEY_PATTERN, storeApiKey } from '../api/session.js';
 
 /** Asks for an API key, checks it with one keyed read, and keeps it for this tab only. */
@@ -19,12 +19,12 @@ export function SignInPage({ onSignedIn }: { onSignedIn: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      await api.checkKey(trimmed);
+      await checkKey(trimmed);
       storeApiKey(trimmed);
       setKey('');
       onSignedIn();
     } catch (failure) {
-      setError(failure instanceof ApiError ? `${failure.code}: ${failure.message}` : `The gateway did not answer: ${String(failure)}`);
+      setError(errorLine(failure, (other) => `The gateway did not answer: ${String(other)}`));
     } finally {
       setBusy(false);
     }

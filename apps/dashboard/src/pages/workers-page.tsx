@@ -1,4 +1,4 @@
-import { api } from '../api/api-client.js';
+import { cairn } from '../api/cairn.js';
 import { EmptyState, ErrorBanner, PageHeader, Time } from '../components/ui.js';
 
 function mebibytes(value: number): string {
@@ -8,7 +8,7 @@ import { useAsync, useInterval } from '../use-async.js';
 
 /** The runtime workers registered now: health, draining, slots in use, what is reserved of each capacity, heartbeat. */
 export function WorkersPage() {
-  const workers = useAsync(() => api.workers(), []);
+  const workers = useAsync(() => cairn.operator.workers(), []);
   useInterval(workers.reload, 5000);
   const items = workers.data?.items ?? [];
   const used = items.reduce((sum, w) => sum + w.inFlight, 0);
