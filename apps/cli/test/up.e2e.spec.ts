@@ -89,7 +89,8 @@ describe('cairn up, when something is missing', () => {
               const chunks: Buffer[] = [];
               child.stdout.on('data', (c: Buffer) => chunks.push(c));
               child.stderr.on('data', (c: Buffer) => chunks.push(c));
-              const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+              // Ten Node processes booting at once on two busy cores take a while; the bound only catches a hang.
+              const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
               child.on('error', reject);
               child.on('close', (code) => {
                 clearTimeout(timer);
