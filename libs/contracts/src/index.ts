@@ -97,7 +97,12 @@ export {
   StepNameSchema,
   StepSpecSchema,
   WorkdirSchema,
+  ImageBuildSchema,
+  isRewardCriterion,
+  RewardCriterionSchema,
+  RubricCriterionSchema,
 } from './run-spec.schema.js';
+export type { ImageBuild, RewardCriterion, RubricCriterion } from './run-spec.schema.js';
 export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck, GateSpec, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
 export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';

@@ -50,6 +50,19 @@ export const AllowedImageSchema = z.strictObject({
 });
 export type AllowedImage = z.infer<typeof AllowedImageSchema>;
 
+/** `[registry/]path`, no tag: every image of a repository (`cairn/built`), each requested by digest. */
+export const ImageRepositorySchema = ImageRefSchema.refine((ref) => !ref.includes('@') && !/:[^/]*$/.test(ref), 'name the repository without a tag or digest');
+
+/**
+ * Admits any tag of a repository, but only requested as `name:tag@sha256:…` and only when the local
+ * image is that digest: how images built from Dockerfiles (docs/adr/0018), one per digest, are allowed.
+ */
+export const AllowedRepositorySchema = z.strictObject({
+  repository: ImageRepositorySchema,
+  requireDigest: z.literal(true),
+});
+export type AllowedRepository = z.infer<typeof AllowedRepositorySchema>;
+
 /** What an approval rule matches. Run-level matches hold the run; `apply_step` holds before the step. */
 export const ApprovalTriggerSchema = z.union([
   z.literal('egress'),
@@ -156,7 +169,7 @@ export const PolicyDocumentSchema = z
     version: z.literal(1),
     /** Used when a RunSpec names no image; must be on the allowlist. */
     defaultImage: ImageNameSchema,
-    images: z.strictObject({ allow: z.array(AllowedImageSchema).min(1).max(256) }),
+    images: z.strictObject({ allow: z.array(z.union([AllowedImageSchema, AllowedRepositorySchema])).min(1).max(256) }),
     caps: z.strictObject({
       /** Applied to each cap a RunSpec leaves out. */
       defaults: CapValuesSchema,
@@ -173,7 +186,7 @@ export const PolicyDocumentSchema = z
       const max = policy.caps.max[name];
       if (value > max) ctx.addIssue({ code: 'custom', path: ['caps', 'defaults', name], message: `default ${value} is above the maximum ${max}` });
     }
-    const names = policy.images.allow.map((image) => image.name);
+    const names = policy.images.allow.flatMap((image) => ('name' in image ? [image.name] : [`${image.repository} (repository)`]));
     const repeated = names.filter((name, i) => names.indexOf(name) !== i);
     for (const name of new Set(repeated)) ctx.addIssue({ code: 'custom', path: ['images', 'allow'], message: `${name} is listed twice` });
     if (!names.includes(policy.defaultImage)) {

@@ -264,7 +264,7 @@ export const VerificationCompletedReceiptSchema = receiptSchemaOf(verificationCo
 
 export const CriterionScoreSchema = z.strictObject({
   id: CheckIdSchema,
-  kind: z.enum(['check', 'judge']),
+  kind: z.enum(['check', 'judge', 'reward']),
   weight: z.number().min(0),
   earned: z.number().min(0),
   /** Unscored criteria earn zero and raise the grade's upper bound instead. */

@@ -238,9 +238,30 @@ function refineCheckValue(check: { op: CheckOp; value?: CheckValue | undefined }
 
 /** A rubric criterion: a registered op over a value from a named source, worth `weight`. */
 export const CheckSchema = z
-  .strictObject({ ...checkFields, weight: z.number().positive().max(1_000_000) })
+  .strictObject({ ...checkFields, kind: z.literal('check').optional(), weight: z.number().positive().max(1_000_000) })
   .superRefine(refineCheckValue);
 export type Check = z.infer<typeof CheckSchema>;
+
+/**
+ * A rubric criterion that earns a fraction of its weight: the number the first of `sources` that
+ * resolves holds (a JSON number, or a file or output holding one as text, such as a Harbor task's
+ * `reward.txt`), in [0, 1], times `weight`. Anything else leaves it unscored (docs/missions.md).
+ */
+export const RewardCriterionSchema = z.strictObject({
+  id: CheckIdSchema,
+  kind: z.literal('reward'),
+  sources: z.array(CheckSourceSchema).min(1).max(4),
+  weight: z.number().positive().max(1_000_000),
+});
+export type RewardCriterion = z.infer<typeof RewardCriterionSchema>;
+
+/** A rubric entry: a check (the default kind) or a reward read from the run. */
+export const RubricCriterionSchema = z.discriminatedUnion('kind', [CheckSchema, RewardCriterionSchema]);
+export type RubricCriterion = Check | RewardCriterion;
+
+export function isRewardCriterion(criterion: RubricCriterion): criterion is RewardCriterion {
+  return 'kind' in criterion && criterion.kind === 'reward';
+}
 
 /** A claim's check is judged by the verifier (holds / contradicted / unreadable); it carries no weight. */
 export const ClaimCheckSchema = z.strictObject(checkFields).superRefine(refineCheckValue);
@@ -289,6 +310,22 @@ export function gatePatchStepIndex(gate: Pick<GateSpec, 'patchStep'>, steps: rea
   return named.length === 1 ? named[0]! : null;
 }
 
+const IMAGE_ID = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * How the run's image was built from a Dockerfile (docs/adr/0018), recorded with the run on its
+ * chain: the build's digest (sha256 of the context tar, Dockerfile included), the Dockerfile's
+ * sha256, the local base images by id, and the image id the build gave — which `image` must pin.
+ */
+export const ImageBuildSchema = z.strictObject({
+  digest: z.string().regex(/^[0-9a-f]{64}$/, 'a lower-case hex sha256'),
+  dockerfileSha256: z.string().regex(/^[0-9a-f]{64}$/, 'a lower-case hex sha256'),
+  bases: z.array(z.strictObject({ ref: ImageRefSchema, id: z.string().regex(IMAGE_ID, 'an image id sha256:…') })).max(16),
+  imageId: z.string().regex(IMAGE_ID, 'an image id sha256:…'),
+  cached: z.boolean(),
+});
+export type ImageBuild = z.infer<typeof ImageBuildSchema>;
+
 function duplicates(values: readonly string[]): string[] {
   const seen = new Set<string>();
   const repeated = new Set<string>();
@@ -308,12 +345,17 @@ export const RunSpecSchema = z
     caps: CapsSpecSchema.optional(),
     network: NetworkSpecSchema.optional(),
     secrets: z.array(SecretNameSchema).max(32).optional(),
-    checks: z.array(CheckSchema).max(256).optional(),
+    /** The rubric the grader scores. */
+    checks: z.array(RubricCriterionSchema).max(256).optional(),
     claim: ClaimSchema.optional(),
     gate: GateSpecSchema.optional(),
+    imageBuild: ImageBuildSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    if (spec.imageBuild !== undefined && !(spec.image ?? '').endsWith(`@${spec.imageBuild.imageId}`)) {
+      issue(['image'], `an image built from a Dockerfile is named by its id: image must end @${spec.imageBuild.imageId}`);
+    }
     for (const path of duplicates((spec.files ?? []).map((f) => f.path))) issue(['files'], `duplicate input path ${path}`);
     for (const path of duplicates(spec.outputs ?? [])) issue(['outputs'], `duplicate output path ${path}`);
     for (const name of duplicates(spec.secrets ?? [])) issue(['secrets'], `duplicate secret ${name}`);
@@ -329,20 +371,19 @@ export const RunSpecSchema = z
 
     // A source must point at something the run will have: an existing step, a collected output.
     const outputs = spec.outputs ?? [];
-    const sourceChecks: [string, readonly { source: string }[]][] = [
-      ['checks', spec.checks ?? []],
-      ['claim.checks', spec.claim?.checks ?? []],
+    const sourced: [(string | number)[], string][] = [
+      ...(spec.checks ?? []).flatMap((check, i): [(string | number)[], string][] =>
+        isRewardCriterion(check) ? check.sources.map((source, j) => [['checks', i, 'sources', j], source]) : [[['checks', i, 'source'], check.source]],
+      ),
+      ...(spec.claim?.checks ?? []).map((check, i): [(string | number)[], string] => [['claim', 'checks', i, 'source'], check.source]),
     ];
-    for (const [where, checks] of sourceChecks) {
-      checks.forEach((check, i) => {
-        const path = [...where.split('.'), i, 'source'];
-        const step = sourceStepIndex(check.source);
-        if (step !== null && step >= spec.steps.length) issue(path, `${check.source} names a step the spec does not have`);
-        const artifact = sourceArtifactPath(check.source);
-        if (artifact !== null && !outputs.some((out) => artifact === out || artifact.startsWith(`${out}/`))) {
-          issue(path, `${check.source} is not under any collected output`);
-        }
-      });
+    for (const [path, source] of sourced) {
+      const step = sourceStepIndex(source);
+      if (step !== null && step >= spec.steps.length) issue(path, `${source} names a step the spec does not have`);
+      const artifact = sourceArtifactPath(source);
+      if (artifact !== null && !outputs.some((out) => artifact === out || artifact.startsWith(`${out}/`))) {
+        issue(path, `${source} is not under any collected output`);
+      }
     }
     if (spec.gate !== undefined) gateIssues(spec.gate, spec.steps, outputs).forEach(({ path, message }) => issue(['gate', ...path], message));
   });

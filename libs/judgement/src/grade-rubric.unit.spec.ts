@@ -83,3 +83,32 @@ describe('gradeRubric', () => {
     }
   });
 });
+
+describe('gradeRubric: rewards (a Harbor task writes its reward into a file)', () => {
+  const TXT = 'artifacts["/out/harbor-logs/verifier/reward.txt"]';
+  const JSON_REWARD = 'artifacts["/out/harbor-logs/verifier/reward.json"].json.reward';
+  const withFiles = (files: Record<string, string>) => ({ ...ctx, artifacts: new Map(Object.entries(files).map(([path, text]) => [path, new TextEncoder().encode(text)])) });
+  const reward = { id: 'reward', kind: 'reward' as const, sources: [TXT, JSON_REWARD], weight: 1 };
+
+  it('Given reward.txt holding 1, 0 or a fraction, when graded, then it earns that fraction of the weight', () => {
+    for (const [text, earned, outcome] of [['1\n', 1, 'holds'], ['0', 0, 'contradicted'], [' 0.25 ', 0.25, 'contradicted']] as const) {
+      const grade = gradeRubric([reward], withFiles({ '/out/harbor-logs/verifier/reward.txt': text }));
+      expect(grade).toMatchObject({ score: earned, maxScore: 1, upperBound: earned });
+      expect(grade.criteria[0]).toMatchObject({ kind: 'reward', earned, scored: true, outcome });
+      expect(GradeRecordedSchema.safeParse({ v: 1, seq: 9, run_id: 'run_x', tenant: 'default', type: 'grade.recorded', actor: 'grader', ts: '2026-12-01T00:00:00.000Z', causation: 'run_x:8', ...gradeRecordedFields(grade) }).success).toBe(true);
+    }
+  });
+
+  it('Given no reward.txt but a reward.json, when graded, then the next source gives the reward', () => {
+    const grade = gradeRubric([{ ...reward, weight: 4 }], withFiles({ '/out/harbor-logs/verifier/reward.json': '{"reward": 0.5, "passed": 3}' }));
+    expect(grade).toMatchObject({ score: 2, maxScore: 4 });
+  });
+
+  it('Given no reward at all, or one that is not a number in [0, 1], when graded, then it is unscored (never a silent zero)', () => {
+    for (const files of [{} as Record<string, string>, { '/out/harbor-logs/verifier/reward.txt': 'passed' }, { '/out/harbor-logs/verifier/reward.txt': '2' }, { '/out/harbor-logs/verifier/reward.txt': '-0.5' }]) {
+      const grade = gradeRubric([reward], withFiles(files));
+      expect(grade).toMatchObject({ score: 0, maxScore: 1, upperBound: 1 });
+      expect(grade.criteria[0]).toMatchObject({ scored: false, outcome: 'unresolved' });
+    }
+  });
+});

@@ -240,9 +240,16 @@ function receiptReasons(reasons: readonly string[]): string[] {
 function decideImage(spec: PolicySpec, context: PolicyContext, denied: string[]): Pick<EffectiveRun, 'image' | 'image_digest'> {
   const { policy, localImageDigests } = context;
   const requested = splitImageRef(spec.image ?? policy.defaultImage);
-  const allowed = policy.images.allow.find((entry) => entry.name === requested.name);
+  const allowed = policy.images.allow.find((entry) => 'name' in entry && entry.name === requested.name);
   const local = localImageDigests?.[requested.name] ?? null;
-  if (allowed === undefined) {
+  const repository = allowed === undefined ? policy.images.allow.find((entry) => 'repository' in entry && repositoryOf(requested.name) === entry.repository) : undefined;
+  if (repository !== undefined && 'repository' in repository) {
+    // A repository admits its images by digest only: the request names the exact image it runs.
+    if (requested.digest === null) denied.push(`image ${requested.name}: images of ${repository.repository} must be requested by digest (${requested.name}@sha256:…)`);
+    else if (local !== null && local !== requested.digest) denied.push(`image ${requested.name}: the local image has digest ${local}, not the requested ${requested.digest}`);
+    return { image: requested.name, image_digest: requested.digest ?? local };
+  }
+  if (allowed === undefined || !('name' in allowed)) {
     denied.push(`image ${requested.name} is not on the policy's allowlist`);
     return { image: requested.name, image_digest: requested.digest ?? local };
   }
@@ -258,6 +265,12 @@ function decideImage(spec: PolicySpec, context: PolicyContext, denied: string[])
     denied.push(`image ${requested.name}: the local image has digest ${local}, not the requested ${requested.digest}`);
   }
   return { image: requested.name, image_digest: pinned ?? requested.digest ?? local };
+}
+
+/** `registry:5000/a/b:tag` → `registry:5000/a/b`: the reference without its tag. */
+function repositoryOf(name: string): string {
+  const colon = name.lastIndexOf(':');
+  return colon > name.lastIndexOf('/') ? name.slice(0, colon) : name;
 }
 
 function decideCaps(spec: PolicySpec, policy: PolicyDocument, denied: string[]): EffectiveCaps {

@@ -200,6 +200,27 @@ describe('decidePolicy: images', () => {
     expect(outcome).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: ["image cairn/sandbox-busybox:2 is not on the policy's allowlist"] });
   });
 
+  describe('given a repository on the allowlist (images built from Dockerfiles)', () => {
+    it('when an image of it is requested by digest, then it is allowed with that digest', () => {
+      const outcome = decide(spec({ image: `cairn/built:0123abcd@${DIGEST_A}` }), { localImageDigests: { 'cairn/built:0123abcd': DIGEST_A } });
+      expect(outcome.decision).toBe('allow');
+      expect(outcome.effective).toMatchObject({ image: 'cairn/built:0123abcd', image_digest: DIGEST_A });
+    });
+
+    it('when one is requested without a digest, or the local image is another, then it is denied', () => {
+      expect(decide(spec({ image: 'cairn/built:0123abcd' }))).toMatchObject({
+        decision: 'deny',
+        reasons: ['image cairn/built:0123abcd: images of cairn/built must be requested by digest (cairn/built:0123abcd@sha256:…)'],
+      });
+      expect(decide(spec({ image: `cairn/built:0123abcd@${DIGEST_A}` }), { localImageDigests: { 'cairn/built:0123abcd': DIGEST_B } })).toMatchObject({ decision: 'deny' });
+    });
+
+    it('when another repository with a similar name is requested, then it is not admitted by it', () => {
+      expect(decide(spec({ image: `cairn/built-other:1@${DIGEST_A}` })).decision).toBe('deny');
+      expect(decide(spec({ image: `cairn/builtx@${DIGEST_A}` })).decision).toBe('deny');
+    });
+  });
+
   describe('given the allowlist pins a digest', () => {
     const pinned = policyWith((p) => (p.images.allow[0] = { name: 'cairn/sandbox-busybox:1', digest: DIGEST_A }));
 

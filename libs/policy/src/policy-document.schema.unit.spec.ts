@@ -17,10 +17,10 @@ function issuesOf(doc: unknown): string[] {
 }
 
 describe('validatePolicy', () => {
-  it('given the default policy, when validated, then it is valid and allows the two sandbox images', () => {
+  it('given the default policy, when validated, then it is valid and allows the two sandbox images and built ones by digest', () => {
     const result = validatePolicy(DEFAULT_POLICY);
     expect(result.ok).toBe(true);
-    expect(DEFAULT_POLICY.images.allow.map((i) => i.name)).toEqual(['cairn/sandbox-busybox:1', 'cairn/sandbox-debian:1']);
+    expect(DEFAULT_POLICY.images.allow).toEqual([{ name: 'cairn/sandbox-busybox:1' }, { name: 'cairn/sandbox-debian:1' }, { repository: 'cairn/built', requireDigest: true }]);
     expect(DEFAULT_POLICY.caps.defaults).toEqual({ wallSeconds: 60, memoryMiB: 256, pids: 64, diskMiB: 256, cpus: 1 });
   });
 
@@ -102,7 +102,7 @@ describe('validatePolicy', () => {
     const badPin = policyWith((p) => p.images.allow.push({ name: 'x/y:1', digest: 'md5:abc' }));
     expect(issuesOf(twice)).toEqual(['images.allow: cairn/sandbox-debian:1 is listed twice']);
     expect(issuesOf(withDigest).join()).toMatch(/without a digest/);
-    expect(issuesOf(badPin).join()).toMatch(/images\.allow\[2\]\.digest/);
+    expect(issuesOf(badPin).join()).toMatch(/images\.allow\[3\]\.digest/);
   });
 
   it('given approval rules of each kind, when validated, then they are accepted; a rule of another kind is not', () => {
@@ -144,7 +144,7 @@ describe('policyVersion', () => {
         max: { cpus: 4, diskMiB: 8192, pids: 256, memoryMiB: 4096, wallSeconds: 600 },
         defaults: { cpus: 1, diskMiB: 256, pids: 64, memoryMiB: 256, wallSeconds: 60 },
       },
-      images: { allow: [{ name: 'cairn/sandbox-busybox:1' }, { name: 'cairn/sandbox-debian:1' }] },
+      images: { allow: [{ name: 'cairn/sandbox-busybox:1' }, { name: 'cairn/sandbox-debian:1' }, { requireDigest: true, repository: 'cairn/built' }] },
       defaultImage: 'cairn/sandbox-busybox:1',
       version: 1,
     };

@@ -62,6 +62,17 @@ export {
   listCairnImages,
 } from './images.js';
 export type { BuiltImage, BusyboxImageOptions, CairnImage, DebianImageOptions, ImageBuildOptions } from './images.js';
+export {
+  BUILD_BASES_LABEL,
+  BUILD_DIGEST_LABEL,
+  BUILD_DOCKERFILE_LABEL,
+  BUILT_IMAGE_KIND,
+  BUILT_IMAGE_REPOSITORY,
+  buildContextTar,
+  buildDockerfileImage,
+  dockerfileBases,
+} from './dockerfile-build.js';
+export type { BaseImage, ContextFile, DockerfileBuild, DockerfileBuildOptions } from './dockerfile-build.js';
 export { FLAG_FILTERED_SYSCALLS, REFUSED_SYSCALLS, SECCOMP_PROBE_BINARY, sandboxSeccomp } from './seccomp-profile.js';
 export type { SandboxSeccomp, SeccompProfile, SeccompRule } from './seccomp-profile.js';
 export { elfNeedsLoader } from './static-elf.js';

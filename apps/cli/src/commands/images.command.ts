@@ -1,5 +1,10 @@
 import type { Command } from 'commander';
+import { dirname } from 'node:path';
+import { ImageRefSchema, isCairnError } from '@cairn/contracts';
 import type { CommandContext } from '../command-context.js';
+import { usageError } from '../exit-codes.js';
+import type { Output } from '../output.js';
+import { readBoundedRegularFile } from '../run-spec.reader.js';
 
 interface BuiltRow {
   tag: string;
@@ -12,20 +17,51 @@ export function formatBuilt(rows: readonly BuiltRow[], okMark: string): string {
   return rows.map((r) => `${okMark}  ${r.tag.padEnd(width)}  ${r.id}  (${(r.durationMs / 1000).toFixed(1)} s)`).join('\n');
 }
 
+async function buildFromFile(output: Output, file: string, contextDir: string | undefined, tag: string | undefined): Promise<void> {
+  if (tag !== undefined && !ImageRefSchema.safeParse(tag).success) throw usageError(`--tag ${tag} is not an image reference (name:tag)`);
+  const dockerfile = (
+    await readBoundedRegularFile(file, 1024 * 1024).catch((error: unknown) => {
+      throw isCairnError(error) ? error : usageError(`cannot read ${file}: ${(error as Error).message}`, { path: file });
+    })
+  ).toString('utf8');
+  const { buildDockerfileImage } = await import('@cairn/sandbox-docker');
+  const progress = output.progress();
+  const built = await buildDockerfileImage({
+    dockerfile,
+    contextDir: contextDir ?? dirname(file),
+    ...(tag === undefined ? {} : { tag }),
+    onProgress: (line) => progress.update(line.slice(0, 120)),
+  });
+  progress.done();
+  const human = `${output.okMark()}  ${built.tag}  ${built.id}  ${built.cached ? '(cached: built before from this digest)' : `(${(built.durationMs / 1000).toFixed(1)} s)`}\n   digest ${built.digest}  from ${built.bases.map((b) => `${b.ref} ${b.id}`).join(', ') || 'scratch'}`;
+  output.result(human, { ok: true, image: built });
+}
+
 export function registerImagesCommand(program: Command, context: CommandContext): void {
   const images = program.command('images').description('the sandbox images, built locally (no registry)');
   images
     .command('build')
     .description('build the default busybox sandbox image (and, with --debian, the Debian one with python3, pytest and git)')
     .option('--debian', 'also build cairn/sandbox-debian:1 with debootstrap (needs root and the Debian mirror; takes minutes)')
+    .option('-f, --file <Dockerfile>', 'build an image from this Dockerfile instead: every FROM must be a local image (no registry, no pulls, no network)')
+    .option('--context <dir>', 'with --file: the build context (default: the Dockerfile\'s directory)')
+    .option('--tag <tag>', 'with --file: the tag (default cairn/built:<digest>)')
     .addHelpText(
       'after',
       "\nThe busybox image comes from this machine's static busybox (apt-get install busybox-static) in about a second;\n" +
         'the same binary gives the same image id. Prints each tag and its id (sha256:…), which a policy can pin.\n' +
-        'Exit status: 0 built, 1 the engine or a build tool failed (E_RUNTIME_ABSENT, E_IMAGE_PULL).',
+        'With --file, builds that Dockerfile through the local engine (docs/missions.md): a FROM naming an image not on\n' +
+        'this engine is E_INPUT, before anything is built; the same Dockerfile and context (the same digest) give the image\n' +
+        'built before, without building. Prints the tag, the id and whether it was cached.\n' +
+        'Exit status: 0 built, 1 the engine or a build tool failed (E_RUNTIME_ABSENT, E_IMAGE_PULL), 2 bad input (E_INPUT).',
     )
-    .action(async (options: { debian?: boolean }, command: Command) => {
+    .action(async (options: { debian?: boolean; file?: string; context?: string; tag?: string }, command: Command) => {
       const output = context.output(command);
+      if (options.file !== undefined) {
+        await buildFromFile(output, options.file, options.context, options.tag);
+        return;
+      }
+      if (options.context !== undefined || options.tag !== undefined) throw usageError('--context and --tag go with --file');
       const { buildBusyboxImage, buildDebianImage } = await import('@cairn/sandbox-docker');
       const progress = output.progress();
       const onProgress = (line: string) => progress.update(line.slice(0, 120));

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import type { OutputStream, Receipt } from '@cairn/contracts';
 import { ChainVerifier } from '@cairn/evidence';
@@ -12,10 +13,13 @@ import { foldReceipt, formatOutcome, isUnsuccessful, outcomeOf, receiptProgressL
 import type { RunOutcome } from '../run-report.js';
 import { readRunSpec } from '../run-spec.reader.js';
 import { resolveTarget } from '../stack/stack-target.js';
+import { harborTaskDirs, runHarbor } from './harbor-run.js';
 import { chainBrokenError } from './verify.command.js';
 import { parseSeconds } from './up.command.js';
 
 interface RunOptions {
+  oracle?: boolean;
+  agent?: string;
   wait?: boolean;
   quiet?: boolean;
   idempotencyKey?: string;
@@ -110,7 +114,9 @@ export function registerRunCommand(program: Command, context: CommandContext): v
   program
     .command('run')
     .description('submit a RunSpec (YAML or JSON) to the stack; with --wait, follow it to its seal')
-    .argument('<spec>', 'the RunSpec file (.yaml, .yml or .json)')
+    .argument('<spec>', 'the RunSpec file (.yaml, .yml or .json), a Harbor task directory (task.toml) or a directory of them')
+    .option('--oracle', "a Harbor task: run its solution/solve.sh as the agent")
+    .option('--agent <argv-json>', 'a Harbor task: the agent step, a JSON argv (\'["python3", "/work/agent.py"]\'); the instruction is at $HARBOR_INSTRUCTION_FILE')
     .option('-w, --wait', "follow the run until it is sealed, showing each step's stdout and stderr as it completes (progress on stderr), then print its summary")
     .option('-q, --quiet', "with --wait: do not show the steps' output (`cairn logs` shows it later)")
     .option('--idempotency-key <key>', 'the submission key (default: a random one); the same key and spec give the same run')
@@ -129,6 +135,12 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       const output = context.output(command);
       const key = options.idempotencyKey === undefined ? randomUUID() : parseIdempotencyKey(options.idempotencyKey);
       const timeoutMs = options.timeout === undefined ? null : parseSeconds(options.timeout, '--timeout');
+      const harbor = (await stat(specPath).catch(() => null))?.isDirectory() === true ? await harborTaskDirs(specPath) : null;
+      if (harbor !== null) {
+        await runHarbor(context, output, specPath, harbor, { ...options, timeout: timeoutMs });
+        return;
+      }
+      if (options.oracle === true || options.agent !== undefined) throw usageError('--oracle and --agent go with a Harbor task directory');
       const spec = await readRunSpec(specPath);
       const { client } = await resolveTarget(context.env);
       const submitted = await client.runs.submit(spec, { idempotencyKey: key });

@@ -1,0 +1,185 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestStack } from './stack.harness.js';
+
+/*
+ * Harbor task directories as missions (docs/missions.md), end to end through the CLI on the real
+ * engine, NATS and PostgreSQL: three tasks of this test's own — one the oracle solves (reward 1), one
+ * whose test.sh writes 0, one whose task.toml has a bad field (E_INPUT naming it) — each from its
+ * directory, then the three as a job with its summary. Their environments build from the local
+ * busybox image, once per digest, and the build is on each run's chain.
+ */
+
+interface Receipt {
+  type: string;
+  [field: string]: unknown;
+}
+interface TaskResult {
+  task: string;
+  runId: string | null;
+  state: string | null;
+  reward: number | null;
+  passed: boolean;
+  errorCode: string | null;
+}
+interface Summary {
+  ok: boolean;
+  tasks: number;
+  ran: number;
+  passed: number;
+  passRate: number;
+  results: TaskResult[];
+}
+
+let stack: TestStack;
+let root: string;
+/** Each test run builds its own images: this marker is in every Dockerfile, so none are shared. */
+const marker = `harbor-e2e-${process.pid}-${Date.now()}`;
+
+async function writeTask(name: string, files: Record<string, string>): Promise<string> {
+  const dir = join(root, name);
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(join(dir, path, '..'), { recursive: true });
+    await writeFile(join(dir, path), content, { mode: path.endsWith('.sh') ? 0o755 : 0o644 });
+  }
+  return dir;
+}
+
+const DOCKERFILE = `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker}\n`;
+const TASK_TOML = ['version = "1.0"', '[metadata]', 'difficulty = "easy"', '[verifier]', 'timeout_sec = 30.0', '[agent]', 'timeout_sec = 30.0', '[environment]', 'cpus = 1', 'memory_mb = 128', 'storage_mb = 64', ''].join('\n');
+const TEST_SH = ['#!/bin/sh', 'if [ "$(cat /work/answer.txt 2>/dev/null)" = "42" ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi', ''].join('\n');
+
+async function cairnJson<T>(args: string[]): Promise<{ code: number | null; json: T; stderr: string }> {
+  const cli = await stack.cairn([...args, '--json']);
+  try {
+    return { code: cli.code, json: JSON.parse(cli.stdout) as T, stderr: cli.stderr };
+  } catch {
+    throw new Error(`cairn ${args.join(' ')} printed no JSON (exit ${cli.code}):\n${cli.stdout}\n${cli.stderr}\n${await stack.logs()}`);
+  }
+}
+
+async function receipts(runId: string): Promise<Receipt[]> {
+  const response = await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { items: Receipt[] }).items;
+}
+
+async function removeOurImages(): Promise<void> {
+  const { createDockerClient } = await import('@cairn/sandbox-docker');
+  const docker = createDockerClient();
+  for (const image of await docker.listImages({ filters: { label: [`io.cairn.test=${marker}`] } })) {
+    await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+  }
+}
+
+let passing = '';
+let failing = '';
+let broken = '';
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'cairn-harbor-'));
+  passing = await writeTask('a-passing', {
+    'task.toml': TASK_TOML,
+    'instruction.md': 'Write 42 into /work/answer.txt.\n',
+    'environment/Dockerfile': DOCKERFILE,
+    'tests/test.sh': TEST_SH,
+    'solution/solve.sh': '#!/bin/sh\necho 42 > /work/answer.txt\n',
+  });
+  failing = await writeTask('b-failing', {
+    'task.toml': TASK_TOML,
+    'instruction.md': 'Write 42 into /work/answer.txt.\n',
+    'environment/Dockerfile': DOCKERFILE,
+    'tests/test.sh': '#!/bin/sh\necho 0 > /logs/verifier/reward.txt\n',
+    'solution/solve.sh': '#!/bin/sh\necho 42 > /work/answer.txt\n',
+  });
+  broken = await writeTask('c-bad-toml', {
+    'task.toml': TASK_TOML.replace('cpus = 1', 'cpus = 1\ngpus = 2\nshiny = true'),
+    'instruction.md': 'Nothing.\n',
+    'environment/Dockerfile': DOCKERFILE,
+    'tests/test.sh': TEST_SH,
+    'solution/solve.sh': '#!/bin/sh\ntrue\n',
+  });
+  stack = await TestStack.create('harbor-e2e');
+  expect((await stack.up()).outcome).toBe('started');
+}, 240_000);
+
+afterAll(async () => {
+  await stack?.dispose();
+  await removeOurImages();
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+describe('Harbor tasks as missions', () => {
+  it('runs a task with --oracle: its environment is built from the local base, its reward 1 is the grade, the build is on the chain', async () => {
+    const { code, json } = await cairnJson<Summary>(['run', passing, '--oracle']);
+    expect(code).toBe(0);
+    const result = json.results[0]!;
+    expect(result).toMatchObject({ task: 'a-passing', state: 'SEALED', reward: 1, passed: true, errorCode: null });
+    const chain = await receipts(result.runId!);
+    const submitted = chain.find((r) => r.type === 'run.submitted') as unknown as { spec: { image: string; imageBuild: { imageId: string; bases: { ref: string; id: string }[]; digest: string; dockerfileSha256: string } } };
+    expect(submitted.spec.image).toMatch(/^cairn\/built:[0-9a-f]{16}@sha256:[0-9a-f]{64}$/);
+    expect(submitted.spec.image.endsWith(`@${submitted.spec.imageBuild.imageId}`)).toBe(true);
+    expect(submitted.spec.imageBuild.bases.map((b) => b.ref)).toEqual(['cairn/sandbox-busybox:1']);
+    const created = chain.find((r) => r.type === 'sandbox.created') as unknown as { image_digest: string };
+    expect(created.image_digest).toBe(submitted.spec.imageBuild.imageId);
+    const grade = chain.find((r) => r.type === 'grade.recorded') as unknown as { score: number; max_score: number; criteria: { kind: string }[] };
+    expect(grade).toMatchObject({ score: 1, max_score: 1, criteria: [{ id: 'reward', kind: 'reward', earned: 1, scored: true }] });
+    // The tests are in the image's read-only root; the agent step could not have changed them.
+    expect(chain.filter((r) => r.type === 'step.completed').map((r) => r.exit_code)).toEqual([0, 0, 0]);
+  });
+
+  it('runs a task whose test.sh writes 0: sealed with reward 0, not passed', async () => {
+    const { code, json } = await cairnJson<Summary>(['run', failing, '--oracle']);
+    expect(code).toBe(0);
+    expect(json.results[0]).toMatchObject({ task: 'b-failing', state: 'SEALED', reward: 0, passed: false });
+  });
+
+  it('refuses a task.toml with a bad or unknown field as E_INPUT naming it, and a task without --oracle or --agent', async () => {
+    const bad = await cairnJson<{ ok: false; error: { code: string; message: string } }>(['run', broken, '--oracle']);
+    expect(bad.code).toBe(2);
+    expect(bad.json.error.code).toBe('E_INPUT');
+    expect(bad.json.error.message).toContain('environment.gpus');
+    expect(bad.json.error.message).toContain('environment.shiny: unknown field');
+    const noAgent = await cairnJson<{ ok: false; error: { code: string; message: string } }>(['run', passing]);
+    expect(noAgent.code).toBe(2);
+    expect(noAgent.json.error).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('needs --oracle') as unknown });
+  });
+
+  it('runs a directory of tasks as a job: each task once, a summary with the pass rate, exit 1 since one did not run', async () => {
+    const { code, json } = await cairnJson<Summary>(['run', root, '--oracle']);
+    expect(code).toBe(1);
+    expect(json).toMatchObject({ tasks: 3, ran: 2, passed: 1 });
+    expect(json.passRate).toBeCloseTo(1 / 3);
+    expect(json.results.map((r) => [r.task, r.state, r.reward, r.passed, r.errorCode])).toEqual([
+      ['a-passing', 'SEALED', 1, true, null],
+      ['b-failing', 'SEALED', 0, false, null],
+      ['c-bad-toml', null, null, false, 'E_INPUT'],
+    ]);
+    for (const result of json.results.slice(0, 2)) expect(result.runId).toMatch(/^run_/);
+  });
+});
+
+describe('cairn images build --file', () => {
+  it('builds from the local base, caches by digest (the second build is a hit with the same id), and refuses a FROM that is not local', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-dockerfile-'));
+    try {
+      await writeFile(join(dir, 'Dockerfile'), `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker}\nCOPY note.txt /opt/note.txt\n`);
+      await writeFile(join(dir, 'note.txt'), marker);
+      type Built = { ok: true; image: { tag: string; id: string; digest: string; cached: boolean; bases: { ref: string; id: string }[] } };
+      const first = await cairnJson<Built>(['images', 'build', '--file', join(dir, 'Dockerfile')]);
+      expect(first.code).toBe(0);
+      expect(first.json.image).toMatchObject({ cached: false, bases: [{ ref: 'cairn/sandbox-busybox:1' }] });
+      const second = await cairnJson<Built>(['images', 'build', '--file', join(dir, 'Dockerfile')]);
+      expect(second.json.image).toMatchObject({ cached: true, id: first.json.image.id, digest: first.json.image.digest });
+
+      await writeFile(join(dir, 'Dockerfile.remote'), `FROM docker.io/library/${marker}:latest\nRUN true\n`);
+      const refused = await cairnJson<{ ok: false; error: { code: string; message: string } }>(['images', 'build', '--file', join(dir, 'Dockerfile.remote')]);
+      expect(refused.code).toBe(2);
+      expect(refused.json.error).toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('not an image on this engine') as unknown });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
