@@ -1,7 +1,8 @@
 import { FsArtifactStore } from '@cairn/artifact-store';
 import { FROZEN_CAPS } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
-import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
+import { NATS_CONNECTION, SERVICE_LOGGER, ServiceRuntimeModule } from '@cairn/service-kit';
+import type { JsonLogger } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
 import { RuntimeHandler } from './runtime.handler.js';
@@ -34,8 +35,9 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     // liveness is the lease's job here.
     handlerTimeoutMs: RUN_HANDLER_TIMEOUT_MS + config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000,
     providers: [
-      { provide: SANDBOX_ENGINE, useFactory: () =>
+      { provide: SANDBOX_ENGINE, inject: [SERVICE_LOGGER], useFactory: (logger: JsonLogger) =>
           new SandboxEngine({
+            onWarmFailed: (error) => logger.write('warn', 'a warm sandbox could not be made', { error: error instanceof Error ? error.message : String(error) }),
             socketPath: config.CAIRN_DOCKER_SOCKET,
             probes: config.CAIRN_SANDBOX_PROBES,
             warmPool: { perProfile: config.CAIRN_WARM_POOL_SIZE, total: config.CAIRN_WARM_POOL_TOTAL },

@@ -53,6 +53,7 @@ export class SandboxEngine {
     egressHosts?: string | undefined;
     user?: SandboxUser;
     requireUserns?: boolean;
+    onWarmFailed?: (error: unknown) => void;
   }) {
     this.docker = createDockerClient(options.socketPath);
     this.user = options.user ?? DEFAULT_SANDBOX_USER;
@@ -66,6 +67,7 @@ export class SandboxEngine {
       execAgent: this.execAgent,
       probes: options.probes,
       warmPool: options.warmPool ?? { perProfile: 0, total: 0 },
+      ...(options.onWarmFailed === undefined ? {} : { onWarmFailed: options.onWarmFailed }),
       egress: { resolver },
     });
     this.driver = this.pooled;

@@ -80,6 +80,8 @@ export interface DockerSandboxDriverOptions {
    * over instead of starting it on the run's path. Off (`perProfile: 0`) by default.
    */
   warmPool?: Partial<WarmPoolLimits>;
+  /** Told why a warm sandbox could not be made (the pool then waits for the next create). Must not throw. */
+  onWarmFailed?: (error: unknown) => void;
   /**
    * The in-sandbox exec agent (exec-agent.ts): steps go over its socket instead of `docker exec`.
    * Default: the bundled binary when the build made it; `null` runs every step over `docker exec`.
@@ -211,6 +213,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly agentNames = new Map<string, string>();
   /** The per-worker directories this driver made agent sockets in (removed by `closePool` once empty). */
   private readonly agentWorkerDirs = new Set<string>();
+  private readonly onWarmFailed: (error: unknown) => void;
   private readonly egress: EgressNetworks;
   /** Egress networks of this driver's sandboxes (container id → session), closed after the sandbox. */
   private readonly egressSessions = new Map<string, EgressSession>();
@@ -228,6 +231,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     const perProfile = options.warmPool?.perProfile ?? 0;
     this.execAgent = options.execAgent === undefined ? bundledExecAgent() : options.execAgent;
     this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
+    this.onWarmFailed = options.onWarmFailed ?? (() => undefined);
     const proxyUser = options.egress?.proxyUser ?? (process.getuid?.() === 0 ? DEFAULT_EGRESS_PROXY_USER : null);
     if (proxyUser !== null && (proxyUser.uid <= 0 || proxyUser.gid <= 0 || proxyUser.uid === this.user.uid || proxyUser.gid === this.user.gid)) {
       throw new RangeError('the egress proxy user must be neither root nor the sandbox user');
@@ -692,7 +696,10 @@ export class DockerSandboxDriver implements SandboxDriver {
         const name = poolContainerName(recipe.poolId, randomBytes(6).toString('hex'));
         this.warmingNames.add(name);
         try {
-          const entry = await this.createWarm(recipe, name).catch(() => null);
+          const entry = await this.createWarm(recipe, name).catch((error: unknown) => {
+            this.onWarmFailed(error);
+            return null;
+          });
           if (entry === null) {
             // The engine refused: stop until the next run asks again, rather than spin.
             this.pool.warmed(recipe.poolId, null);

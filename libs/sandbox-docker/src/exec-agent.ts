@@ -139,9 +139,12 @@ export class AgentEndpoint {
       const uid = process.getuid?.() ?? -1;
       if (!seen.isDirectory() || seen.uid !== uid || (seen.mode & 0o7777) !== 0o700) refuseDir(hostDir, 'is not the directory just made');
       const socketPath = join(hostDir, SOCKET_NAME);
+      // Bound through the directory's descriptor: a socket's path may hold only 107 bytes, and a
+      // long worker id (a test's, a pod's name) with a pool container's name runs past it.
+      const bindPath = `/proc/self/fd/${dir.fd}/${SOCKET_NAME}`;
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(socketPath, () => {
+        server.listen(bindPath, () => {
           server.off('error', reject);
           resolve();
         });

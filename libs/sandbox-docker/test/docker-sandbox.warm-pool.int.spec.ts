@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultAgentSocketRoot } from '../src/index.js';
+import { defaultAgentSocketRoot, DockerSandboxDriver } from '../src/index.js';
 import { sandboxFixture } from './sandbox.fixture.js';
 
 /*
@@ -30,9 +30,12 @@ beforeAll(async () => {
   await fx.ready();
 });
 
+/** As long as a worker id may be (128): with a pool container's name its socket path is far past 107 bytes. */
+const longWorkerId = `${fx.workerId}-${'w'.repeat(127 - fx.workerId.length)}`;
+
 afterAll(async () => {
   await fx.driver.closePool();
-  await fx.removeLabelled([fx.workerId]);
+  await fx.removeLabelled([fx.workerId, longWorkerId]);
 });
 
 describe('warm pool refills', () => {
@@ -68,5 +71,24 @@ describe('warm pool refills', () => {
     await fx.driver.closePool();
     expect(fx.driver.warmCount).toBe(0);
     expect(existsSync(workerDir)).toBe(false);
+  });
+
+  it('for a worker whose id is as long as ids may be: the agent socket is bound however long its path', async () => {
+    await fx.driver.closePool();
+    const long = new DockerSandboxDriver({ docker: fx.docker, warmPool: { perProfile: 1, total: 1 } });
+    try {
+      const cold = await long.create(fx.spec({ workerId: longWorkerId }));
+      expect((await long.exec(cold, { argv: ['echo', 'cold'], timeoutMs: 10_000, maxOutputBytes: 1024 })).exitCode).toBe(0);
+      const deadline = Date.now() + 15_000;
+      while (long.warmCount === 0 && Date.now() < deadline) await sleep(20);
+      expect(long.warmCount).toBe(1);
+      const warm = await long.create(fx.spec({ workerId: longWorkerId }));
+      expect(long.warmCount).toBe(0);
+      expect((await long.exec(warm, { argv: ['echo', 'warm'], timeoutMs: 10_000, maxOutputBytes: 1024 })).exitCode).toBe(0);
+      await long.destroy(cold);
+      await long.destroy(warm);
+    } finally {
+      await long.closePool();
+    }
   });
 });
