@@ -5,7 +5,7 @@ import type { CreatedApiKey } from '../api/api-types.js';
 import { EmptyState, ErrorBanner, PageHeader, Time } from '../components/ui.js';
 import { useAsync } from '../use-async.js';
 
-const SCOPES = ['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'admin'] as const;
+const SCOPES = ['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'metrics:read', 'admin'] as const;
 const EXPIRY_DAYS = [{ days: 0, label: 'never' }, { days: 7, label: '7 days' }, { days: 30, label: '30 days' }, { days: 90, label: '90 days' }, { days: 365, label: '1 year' }] as const;
 
 /**
