@@ -6,10 +6,11 @@ import { GatewayApiKeys1796200000000 } from './migrations/1796200000000-gateway-
 import { GatewaySecretsScope1796200000001 } from './migrations/1796200000001-gateway-secrets-scope.migration.js';
 import { GatewaySecretsUseScope1796200000002 } from './migrations/1796200000002-gateway-secrets-use-scope.migration.js';
 import { GatewayKeyAdmin1796200000003 } from './migrations/1796200000003-gateway-key-admin.migration.js';
+import { GatewayMetricsScope1796200000004 } from './migrations/1796200000004-gateway-metrics-scope.migration.js';
 
 /** The gateway's own migrations table, so it never meets the projections' or intake's migrations. */
 export const GATEWAY_MIGRATIONS_TABLE = 'gateway_migrations';
-export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001, GatewaySecretsUseScope1796200000002, GatewayKeyAdmin1796200000003];
+export const GATEWAY_MIGRATIONS = [GatewayApiKeys1796200000000, GatewaySecretsScope1796200000001, GatewaySecretsUseScope1796200000002, GatewayKeyAdmin1796200000003, GatewayMetricsScope1796200000004];
 
 /**
  * The gateway's connection to PostgreSQL: its own tables (`api_keys`, `tenants`, by hand-written migration)

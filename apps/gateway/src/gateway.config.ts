@@ -45,6 +45,10 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_ARTIFACT_DIR: ArtifactReadConfigSchema.shape.CAIRN_ARTIFACT_DIR,
     /** The largest output served (a step's stream, a file); a larger one is 413 E_TOO_LARGE. Served streamed: memory stays bounded either way. */
     CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: z.coerce.number().int().min(1).max(16 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
+    /** How long `/metrics` reuses what it read from PostgreSQL and NATS: scrapes stay cheap however often they come. */
+    CAIRN_GATEWAY_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
+    /** How long `/metrics` waits for one source (a query, the stream info, the registry); a late one keeps its last values. */
+    CAIRN_GATEWAY_METRICS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
   });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

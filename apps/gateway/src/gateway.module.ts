@@ -19,6 +19,9 @@ import { AdminRecorder } from './keys/admin-recorder.js';
 import { KeyAdminRepository } from './keys/key-admin.repository.js';
 import { KeyAdministration } from './keys/key-admin.service.js';
 import { KeysController } from './keys/keys.controller.js';
+import type { GatewayMetrics } from './metrics/gateway-metrics.js';
+import { MetricsController } from './metrics/metrics.controller.js';
+import { GATEWAY_METRICS, MetricsSources } from './metrics/metrics-sources.service.js';
 import { TenantsController } from './keys/tenants.controller.js';
 import { HealthService } from './health/health.service.js';
 import { RateLimitGuard } from './http/rate-limit.guard.js';
@@ -61,6 +64,8 @@ export interface GatewayResources {
   sandboxes: SandboxSessions;
   /** The projector's commit notices: reads wait on them instead of polling the projections. */
   notices: ProjectionNotices;
+  /** The metrics `/metrics` serves; the request hook `startGateway` adds counts into them too. */
+  metrics: GatewayMetrics;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -83,6 +88,7 @@ export class GatewayModule {
         OpenApiController,
         PolicyController,
         SealKeysController,
+        MetricsController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: resources.config },
@@ -97,6 +103,8 @@ export class GatewayModule {
         { provide: GATEWAY_SECRET_STORE, useValue: { store: resources.secrets } },
         { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },
         { provide: ProjectionNotices, useValue: resources.notices },
+        { provide: GATEWAY_METRICS, useValue: resources.metrics },
+        MetricsSources,
         // The runtime's artifact store, read only: the outputs routes serve from it.
         { provide: GATEWAY_ARTIFACTS, useValue: new FsArtifactStore(resources.config.CAIRN_ARTIFACT_DIR) },
         RunOutputsService,

@@ -21,6 +21,8 @@ import type { GatewayConfig } from './gateway.config.js';
 import { GatewayModule } from './gateway.module.js';
 import { handleBadUrl, handleClientError } from './http/client-error.handler.js';
 import { InputValidationPipe } from './http/input-validation.pipe.js';
+import { registerRequestMetrics } from './http/request-metrics.js';
+import { createGatewayMetrics } from './metrics/gateway-metrics.js';
 import { registerFileBodyParser } from './sandboxes/file-body.parser.js';
 import { openGatewaySecrets } from './secrets/open-gateway-secrets.js';
 import { parseStrictJsonBody } from './http/strict-json-body.js';
@@ -94,14 +96,17 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const sandboxes = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS } });
     cleanups.push(() => sandboxes.close());
 
+    const metrics = createGatewayMetrics();
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,
     });
     cleanups.push(() => app.close());
     const fastify = app.getHttpAdapter().getInstance();
+    // Before the routes are registered (at listen): every one of them, and the 404s, is counted.
+    registerRequestMetrics(fastify, metrics);
     const jsonParser = fastify.getDefaultJsonParser('error', 'error');
     // Fastify's JSON parser refuses an empty body; here it is "no body", which each route judges.
     // Bad UTF-8, duplicate names and excessive depth are E_INPUT (strict-json-body.ts).

@@ -223,6 +223,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
       lastHeartbeatAt: Date.now(),
       inFlight: [...this.active.values()].map((run) => run.reservation),
       images,
+      pool: this.engine.poolStats,
     };
   }
 

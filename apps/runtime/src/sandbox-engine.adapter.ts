@@ -101,6 +101,11 @@ export class SandboxEngine {
     return this.pooled.warmCount;
   }
 
+  /** The warm pool's size, hits and misses, and containers started, for the heartbeat (operational state). */
+  get poolStats(): { size: number; hits: number; misses: number; containersStarted: number } {
+    return this.pooled.poolStats;
+  }
+
   /** How the warm pool stays within the worker's capacity (see `DockerSandboxDriver.setPoolRoom`). */
   setPoolRoom(room: (held: readonly SandboxCaps[]) => boolean): void {
     this.pooled.setPoolRoom(room);

@@ -35,6 +35,18 @@ export const RegisteredWorkerSchema = z.strictObject({
   lastHeartbeatAt: z.number().int().min(0),
   inFlight: z.array(ReservationSchema).max(4096),
   images: z.record(LocalImageTagSchema, LocalImageDigestSchema),
+  /**
+   * The worker's warm pool and containers, counted since the worker started (`/metrics`). Optional:
+   * records written before it read as before.
+   */
+  pool: z
+    .strictObject({
+      size: z.number().int().min(0),
+      hits: z.number().int().min(0),
+      misses: z.number().int().min(0),
+      containersStarted: z.number().int().min(0),
+    })
+    .optional(),
 });
 export type RegisteredWorker = z.infer<typeof RegisteredWorkerSchema>;
 

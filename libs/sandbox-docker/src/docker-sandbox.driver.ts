@@ -195,6 +195,8 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly pool: WarmPoolBook<WarmSandbox>;
   /** Whether the worker has room for the pool to hold sandboxes of these caps (beside its placed work); default always. */
   private poolRoom: (held: readonly SandboxCaps[]) => boolean = () => true;
+  /** Counted since this driver started, for the worker's heartbeat and so `/metrics` (operational, never evidence). */
+  private readonly counts = { hits: 0, misses: 0, containersStarted: 0 };
   /** Names of warm sandboxes being created: reconcile must not take them for strays. */
   private readonly warmingNames = new Set<string>();
   /** Warm sandboxes being handed to a run (container id → its chain). */
@@ -264,7 +266,11 @@ export class DockerSandboxDriver implements SandboxDriver {
     const imageId = IMAGE_ID.test(spec.image) ? spec.image : await this.resolveImage(spec.image);
     if (createOptions.egress === undefined && this.pool.enabled && !this.poolClosed) {
       const claimed = await this.claimWarm(spec, imageId);
-      if (claimed !== null) return claimed;
+      if (claimed !== null) {
+        this.counts.hits += 1;
+        return claimed;
+      }
+      this.counts.misses += 1;
     }
     const session = createOptions.egress === undefined ? null : await this.egress.openFor(spec.labels, spec.instance, createOptions.egress);
     const hardened = hardenedContainerOptions(spec, imageId, this.user, session === null ? undefined : { name: session.networkName, env: session.env });
@@ -289,6 +295,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     try {
       token = endpoint === null ? null : await endpoint.sendToken(container);
       await container.start();
+      this.counts.containersStarted += 1;
       token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `sandbox ${name} stopped right after it started`, { name, state: info.State.Status });
@@ -565,6 +572,15 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
+   * The pool now and what it did since this driver started: idle sandboxes, creates served from it
+   * (hits) and creates it could not serve while enabled (misses), and containers started (a run's,
+   * a session's or a warm one).
+   */
+  get poolStats(): { size: number; hits: number; misses: number; containersStarted: number } {
+    return { size: this.pool.size, ...this.counts };
+  }
+
+  /**
    * How the pool stays within its worker's capacity: `room` says whether the worker, beside what is
    * placed on it, has room for idle sandboxes of these caps. A refill that would not fit is not
    * made; `trimPool` gives back what no longer fits.
@@ -735,6 +751,7 @@ export class DockerSandboxDriver implements SandboxDriver {
         token?.cancel();
         throw error;
       });
+      this.counts.containersStarted += 1;
       token?.send();
       const info = await container.inspect();
       if (!info.State.Running || info.State.Pid <= 0) throw new CairnError('E_SANDBOX_START', `warm sandbox ${name} stopped right after it started`, { name });

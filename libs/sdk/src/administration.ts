@@ -230,6 +230,13 @@ export class Operator {
     return this.http.json(method, path, API_COMPONENTS.SealKeys, signalOf(signal));
   }
 
+  /** What an operator watches, in the Prometheus text format, as scraped (a key with `metrics:read`; docs/metrics.md). */
+  async metrics(signal?: AbortSignal): Promise<string> {
+    const { method, path } = route('metrics');
+    const response = await this.http.send(method, path, { accept: 'text/plain', ...signalOf(signal) });
+    return response.text();
+  }
+
   /** This API's own OpenAPI 3.1 document. */
   async openApi(): Promise<Record<string, unknown>> {
     const { method, path } = route('openApi');

@@ -100,6 +100,7 @@ export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   getSandboxBundle: 'sandboxes.bundle',
   health: 'operator.health',
   getSealKeys: 'operator.sealKeys',
+  metrics: 'operator.metrics',
   openApi: 'operator.openApi',
 };
 

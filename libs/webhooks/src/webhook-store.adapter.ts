@@ -339,6 +339,27 @@ export class WebhookStore {
     return row === undefined ? null : toDelivery(row);
   }
 
+  /**
+   * Every tenant's deliveries by status and the attempts that failed (no answer, or not 2xx), for
+   * `/metrics`: two aggregates, bounded by `statement_timeout` (ms) so a slow table cannot hold a scrape.
+   */
+  async deliveryCounts(timeoutMs: number): Promise<{ byStatus: Record<DeliveryStatus, number>; failedAttempts: number }> {
+    return this.dataSource
+      .transaction(async (manager) => {
+        await manager.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+        const rows = await manager.query<{ status: DeliveryStatus; n: number }[]>(`SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status`);
+        const [failed] = await manager.query<{ n: number }[]>(
+          `SELECT count(*)::int AS n FROM webhook_delivery_attempts WHERE status_code IS NULL OR status_code < 200 OR status_code > 299`,
+        );
+        const byStatus: Record<DeliveryStatus, number> = { pending: 0, delivered: 0, dead: 0 };
+        for (const row of rows) byStatus[row.status] = row.n;
+        return { byStatus, failedAttempts: failed?.n ?? 0 };
+      })
+      .catch((error: unknown) => {
+        throw unavailable(error);
+      });
+  }
+
   private async query<T>(sql: string, params: unknown[]): Promise<T[]> {
     try {
       return await this.dataSource.query<T[]>(sql, params);

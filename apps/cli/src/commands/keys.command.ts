@@ -108,7 +108,7 @@ export function registerKeysCommand(program: Command, context: CommandContext): 
     .action(async (options: { scope?: ApiKeyScope[]; expires?: string; tenant?: string }, command: Command) => {
       const output = context.output(command);
       const scopes = options.scope ?? [];
-      if (scopes.length === 0) throw usageError('name at least one --scope (runs:read, runs:write, approve, secrets:write, secrets:use, admin)');
+      if (scopes.length === 0) throw usageError('name at least one --scope (runs:read, runs:write, approve, secrets:write, secrets:use, metrics:read, admin)');
       const body = {
         scopes,
         ...(options.expires === undefined ? {} : { expiresAt: parseExpires(options.expires) }),

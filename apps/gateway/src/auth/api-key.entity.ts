@@ -10,7 +10,7 @@ import { Check, Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
 @Check('ck_api_keys_unrecorded', `unrecorded IS NULL OR unrecorded IN ('created', 'revoked')`)
 @Check('ck_api_keys_rotations', `rotations >= 0`)
 @Check('ck_api_keys_sha256', `key_sha256 ~ '^[0-9a-f]{64}$'`)
-@Check('ck_api_keys_scopes', `cardinality(scopes) > 0 AND scopes <@ ARRAY['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'admin']::text[]`)
+@Check('ck_api_keys_scopes', `cardinality(scopes) > 0 AND scopes <@ ARRAY['runs:read', 'runs:write', 'approve', 'secrets:write', 'secrets:use', 'metrics:read', 'admin']::text[]`)
 export class ApiKeyEntity {
   @PrimaryColumn({ name: 'id', type: 'text', primaryKeyConstraintName: 'pk_api_keys' })
   id!: string;

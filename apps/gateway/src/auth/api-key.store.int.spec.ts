@@ -56,6 +56,13 @@ describe('the API key store', () => {
   });
 
   it('migrates down and up again', async () => {
+    const scopesCheck = async () =>
+      (await ds.query<{ def: string }[]>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'ck_api_keys_scopes'`))[0]?.def ?? '';
+    expect(await scopesCheck()).toContain('metrics:read');
+    // The metrics:read scope, then the key administration columns.
+    await ds.undoLastMigration({ transaction: 'all' });
+    expect(await scopesCheck()).not.toContain('metrics:read');
+    expect(await scopesCheck()).toContain('secrets:use');
     await ds.undoLastMigration({ transaction: 'all' });
     const columns = await ds.query<{ column_name: string }[]>(`SELECT column_name FROM information_schema.columns WHERE table_name = 'api_keys' ORDER BY column_name`);
     expect(columns.map((c) => c.column_name)).toEqual(['created_at', 'expires_at', 'id', 'key_sha256', 'prefix', 'revoked_at', 'scopes', 'tenant']);

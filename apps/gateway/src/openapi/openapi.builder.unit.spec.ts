@@ -35,6 +35,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual(
       [
         '/.well-known/cairn/keys',
+        '/metrics',
         '/openapi.json',
         '/v1/health',
         '/v1/keys',

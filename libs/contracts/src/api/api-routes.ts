@@ -730,6 +730,18 @@ export const API_ROUTES = {
     response: 'SealKeys',
     errors: ['E_INPUT'],
   },
+  metrics: {
+    operationId: 'metrics',
+    method: 'GET',
+    path: '/metrics',
+    summary:
+      "What an operator watches, in the Prometheus text exposition format (text/plain; version=0.0.4): runs by state and error code, stage latencies, receipts appended, consumer lag, warm pools and containers started per worker, webhook delivery failures, API requests by route template and status (docs/metrics.md). Never a run id, key or raw path. What it reads from PostgreSQL and NATS is cached for a few seconds and time-boxed: a source that did not answer keeps its last values and says so in `cairn_metrics_source_up`. Needs the metrics:read scope on a key of the operator's tenant `default` (a Prometheus key: `cairn keys create --scope metrics:read`): the series are the whole deployment's, so another tenant's key is 403 E_FORBIDDEN.",
+    scope: 'metrics:read',
+    status: 200,
+    response: 'bytes',
+    bytes: ['text/plain; version=0.0.4; charset=utf-8'],
+    errors: [],
+  },
   openApi: {
     operationId: 'openApi',
     method: 'GET',

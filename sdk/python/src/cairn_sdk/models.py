@@ -53,7 +53,7 @@ SandboxState = Literal["PENDING", "READY", "DESTROYED", "REJECTED", "FAILED"]
 DestroyReason = Literal["deleted", "ttl", "idle", "limit", "worker_lost", "failed"]
 ExecLimitHit = Literal["E_TIMEOUT", "E_MEM_LIMIT", "E_PROC_LIMIT", "E_DISK_LIMIT"]
 QueueWait = Literal["slots", "memory", "disk", "pids", "cpu", "runtime", "image"]
-ApiKeyScope = Literal["admin", "approve", "runs:read", "runs:write", "secrets:use", "secrets:write"]
+ApiKeyScope = Literal["admin", "approve", "metrics:read", "runs:read", "runs:write", "secrets:use", "secrets:write"]
 
 
 class Model(BaseModel):
