@@ -61,7 +61,7 @@ export class RuntimeWorld {
     readonly artifactDir: string,
     readonly artifacts: FsArtifactStore,
     readonly busyboxId: string,
-    private readonly names: { stream: string; prefix: string; workers: string; leases: string },
+    readonly names: { stream: string; prefix: string; workers: string; leases: string },
   ) {}
 
   static async create(prefix: string): Promise<RuntimeWorld> {
