@@ -34,6 +34,18 @@ export default defineConfig({
         },
       },
       {
+        // The fault suite (`npm run test:faults`): a fault injected into real processes, then every
+        // invariant of @cairn/fault-testing checked (docs/testing.md, "The fault matrix").
+        extends: true,
+        test: {
+          name: 'faults',
+          include: ['{libs,apps,tools}/**/*.fault.spec.ts'],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         // Hostile workloads submitted through a whole isolated stack (`npm run test:hostile`).
         extends: true,
         test: {

@@ -1,4 +1,4 @@
-import { runMigrationsUnderLock } from '@cairn/persistence';
+import { boundedPgSettings, runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from './auth/api-key.entity.js';
 import { TenantEntity } from './auth/tenant.entity.js';
@@ -29,7 +29,7 @@ export function createGatewayDataSource(url: string, poolSize = 8): DataSource {
     migrationsRun: false,
     // Failures surface as CairnErrors in the JSON log; TypeORM's own lines would echo SQL parameters.
     logging: false,
-    extra: { max: poolSize },
+    extra: { max: poolSize, ...boundedPgSettings() },
   });
 }
 

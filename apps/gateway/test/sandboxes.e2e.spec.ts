@@ -198,7 +198,7 @@ beforeAll(async () => {
     CAIRN_WORKERS_BUCKET: uniqueName('sbx_workers'),
     CAIRN_LEASES_BUCKET: uniqueName('sbx_leases'),
   };
-  const runtimeEnv = { ...env, CAIRN_WORKER_ID: workerId, CAIRN_ARTIFACT_DIR: artifacts, CAIRN_WORKER_SLOTS: '8', CAIRN_HEARTBEAT_MS: '500' };
+  const runtimeEnv = { ...env, CAIRN_WORKER_ID: workerId, CAIRN_ARTIFACT_DIR: artifacts, CAIRN_WORKER_STATE_DIR: join(artifacts, 'worker'), CAIRN_WORKER_SLOTS: '8', CAIRN_HEARTBEAT_MS: '500' };
   config = loadConfig(GatewayConfigSchema, { ...env, CAIRN_GATEWAY_PORT: '0', CAIRN_GATEWAY_SSE_HEARTBEAT_MS: '300', CAIRN_API_KEY: OPERATOR_KEY });
   nc = await connect({ servers: testNatsUrl() });
   jsm = await jetstreamManager(nc);

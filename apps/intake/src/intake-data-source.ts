@@ -1,4 +1,4 @@
-import { runMigrationsUnderLock } from '@cairn/persistence';
+import { boundedPgSettings, runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { IntakeIdempotencyEntity } from './intake-idempotency.entity.js';
 import { IntakeIdempotency1796100000000 } from './migrations/1796100000000-intake-idempotency.migration.js';
@@ -20,7 +20,7 @@ export function createIntakeDataSource(url: string, poolSize = 4): DataSource {
     synchronize: false,
     migrationsRun: false,
     logging: ['error'],
-    extra: { max: poolSize },
+    extra: { max: poolSize, ...boundedPgSettings() },
   });
 }
 

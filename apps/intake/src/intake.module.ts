@@ -1,3 +1,4 @@
+import { pgUnavailable } from '@cairn/persistence';
 import { CommandBus, commandBusOptionsFromConfig } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -24,7 +25,11 @@ export function intakeModule(config: IntakeConfig): DynamicModule {
       {
         provide: DataSource,
         useFactory: async (): Promise<DataSource> => {
-          const dataSource = await createIntakeDataSource(config.CAIRN_DATABASE_URL).initialize();
+          const dataSource = await createIntakeDataSource(config.CAIRN_DATABASE_URL)
+            .initialize()
+            .catch((error: unknown) => {
+              throw pgUnavailable(error, 'CAIRN_DATABASE_URL');
+            });
           try {
             await runIntakeMigrations(dataSource);
           } catch (error) {

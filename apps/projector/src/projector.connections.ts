@@ -1,6 +1,6 @@
 import { connectNats } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { createDataSource } from '@cairn/persistence';
+import { createDataSource, pgUnavailable } from '@cairn/persistence';
 import type { Consumer } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DataSource } from 'typeorm';
@@ -28,7 +28,9 @@ export async function openProjectorConnections(config: ProjectorConfig): Promise
   };
   try {
     const { consumer, log } = await openEvidenceConsumer(nc, config);
-    await dataSource.initialize();
+    await dataSource.initialize().catch((error: unknown) => {
+      throw pgUnavailable(error, 'CAIRN_DATABASE_URL');
+    });
     return { nc, consumer, log, dataSource, close };
   } catch (error) {
     await close().catch(() => undefined);

@@ -483,6 +483,7 @@ export class RunExecution {
   /** No decision by the deadline: the timeout's rejection, caused by the request (as the scheduler's timer would append it). */
   private async rejectExpired(request: EvidenceReceiptOf<'approval.requested'>): Promise<void> {
     const fields = { approval_id: request.approval_id, rejected_by: this.deps.ctx.service, cause: 'timeout' };
+    if (!(await this.fenced('approval.rejected'))) return;
     try {
       this.lastSeq = (await this.deps.ctx.causedBy(request).appendAt(this.lastSeq, 'approval.rejected', fields, request.approval_id)).receipt.seq;
     } catch (error) {
@@ -614,6 +615,7 @@ export class RunExecution {
     // What the workload chose (a host, a path, an error's text) is redacted before it is hashed.
     const fields = this.guard.receipt(type, unscanned);
     for (let reads = 0; ; reads++) {
+      if (!(await this.fenced(type))) return false;
       try {
         this.lastSeq = (await this.deps.ctx.appendAt(this.lastSeq, type, fields, key)).receipt.seq;
         return true;
@@ -636,6 +638,14 @@ export class RunExecution {
       const chain = parsed.receipts;
       const stop = stopCauseOf(chain);
       if (stop !== null) this.stop(stop);
+      // Ended because this worker was judged lost (the scheduler, from the expired lease): nothing
+      // more of this worker's belongs after that ending, not even what already happened (ADR 0019).
+      const lost = this.lostOnRecord(chain);
+      if (lost !== null) {
+        this.deps.logger.write('warn', `not recording ${type}: the run was ended with this worker judged lost`, { run_id: this.runId, reason: lost });
+        this.stop({ kind: 'lease_lost', reason: lost });
+        return false;
+      }
       const drop = kind === 'progress' ? stop !== null : foldRun(chain)?.sealed === true;
       if (drop) {
         this.deps.logger.write('warn', `not recording ${type}: the run moved on`, { run_id: this.runId, cause: stop?.kind ?? 'sealed' });
@@ -643,6 +653,26 @@ export class RunExecution {
       }
       this.lastSeq = chain.at(-1)?.seq ?? 0;
     }
+  }
+
+  /**
+   * The lease fence (docs/adr/0019): true while this worker may still write for the run. Refused,
+   * the run stops here — its sandbox destroyed, nothing more recorded by this worker, the lease
+   * and the run's ending left to the scheduler.
+   */
+  private async fenced(what: string): Promise<boolean> {
+    const lost = await this.keeper.fence();
+    if (lost === null) return true;
+    this.deps.logger.write('warn', `not recording ${what}: this worker no longer holds the run's lease`, { run_id: this.runId, reason: lost });
+    this.stop({ kind: 'lease_lost', reason: lost });
+    return false;
+  }
+
+  /** Why the chain says this placement's worker was lost (`E_WORKER_LOST` after its `run.scheduled`), or null. */
+  private lostOnRecord(chain: readonly EvidenceReceipt[]): string | null {
+    const placed = this.deps.scheduled.seq;
+    const ending = chain.find((r) => r.seq > placed && (r.type === 'run.failed' || r.type === 'run.cancelled') && r.error_code === 'E_WORKER_LOST');
+    return ending === undefined ? null : `${ending.type} E_WORKER_LOST by ${ending.actor} at seq ${ending.seq}`;
   }
 
   private async readChain(): Promise<EvidenceReceipt[]> {
@@ -680,7 +710,16 @@ export class RunExecution {
   private async recordTeardown(handle: SandboxHandle, gone: DestroyResult, outcome: Outcome, durationMs: number): Promise<void> {
     const { ctx, logger } = this.deps;
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      if (!(await this.fenced('sandbox.destroyed'))) {
+        logger.write('warn', 'the sandbox of a run whose lease was lost is destroyed, not recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone });
+        return;
+      }
       const parsed = parseChain(receipts);
+      const lost = parsed.ok ? this.lostOnRecord(parsed.receipts) : null;
+      if (lost !== null) {
+        logger.write('warn', 'the sandbox of a run ended with this worker judged lost is destroyed, not recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone, reason: lost });
+        return;
+      }
       const sealed = parsed.ok ? foldRun(parsed.receipts)?.sealed === true : receipts.some((r) => (r as { type?: unknown } | null)?.type === 'run.sealed');
       if (sealed) {
         logger.write('warn', 'the run was sealed before its teardown could be recorded', { run_id: this.runId, container: handle.name, verified_gone: gone.verifiedGone });
@@ -700,8 +739,10 @@ export class RunExecution {
   private async end(unsettled: Outcome, durationMs: number): Promise<void> {
     const { ctx, logger } = this.deps;
     if (unsettled.kind === 'stopped' && unsettled.cause.kind === 'lease_lost') return;
+    if (!(await this.fenced('the run\'s ending'))) return;
     const outcome = await this.settleLeaks(this.scanned(unsettled));
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
+      if (!(await this.fenced('the run\'s ending'))) return;
       const parsed = parseChain(receipts);
       if (!parsed.ok) {
         // I-5: whatever this worker's outcome, a chain it cannot read stops the run on the record.

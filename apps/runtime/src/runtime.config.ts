@@ -1,12 +1,11 @@
 import { DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
-import { WorkerIdSchema } from '@cairn/contracts';
+import { CairnError, WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_DOCKER_SOCKET, DEFAULT_SANDBOX_USER, parseEgressHosts, sandboxUserProblem } from '@cairn/sandbox-docker';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { workerIdFromHostname } from './worker-id.js';
 
 /** What the defaults are derived from; a parameter so the schema is testable without this host. */
 export interface HostFacts {
@@ -114,7 +113,21 @@ export function runtimeConfigSchema(host: HostFacts) {
   const pidsMax = host.pidsMax ?? 32_768;
   return EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape)
     .extend({
-      CAIRN_WORKER_ID: WorkerIdSchema.default(workerIdFromHostname(host.hostname)),
+      /**
+       * The worker's id. Absent: the one kept in CAIRN_WORKER_STATE_DIR, made on the first start from
+       * the host name and a random suffix (worker-identity.ts). Set: it names the worker on its first
+       * start, and must match the state directory's after that.
+       */
+      CAIRN_WORKER_ID: WorkerIdSchema.optional(),
+      /**
+       * The worker's own directory: its id and the lock that keeps a second runtime from starting on
+       * it. Default `.cairn/workers/<CAIRN_WORKER_ID>` when the id is set, else `.cairn/worker`.
+       */
+      CAIRN_WORKER_STATE_DIR: z
+        .string()
+        .min(1)
+        .optional()
+        .transform((dir) => (dir === undefined ? undefined : resolve(host.cwd, dir))),
       /**
        * Memory the worker's sandboxes may reserve together (each its memory cap plus its tmpfs):
        * a hard reservation, so at most the host's. Default: 90 % of the host's.
@@ -210,7 +223,25 @@ export function runtimeConfigSchema(host: HostFacts) {
     });
 }
 
-export type RuntimeConfig = z.output<ReturnType<typeof runtimeConfigSchema>>;
+/** The configuration as read from the environment, before the worker's identity is claimed. */
+export type RuntimeSettings = z.output<ReturnType<typeof runtimeConfigSchema>>;
+/** The configuration a runtime runs with: its worker id and state directory settled (`claimWorkerIdentity`). */
+export type RuntimeConfig = Omit<RuntimeSettings, 'CAIRN_WORKER_ID' | 'CAIRN_WORKER_STATE_DIR'> & { CAIRN_WORKER_ID: string; CAIRN_WORKER_STATE_DIR: string };
+
+/** Where the worker's state lives: CAIRN_WORKER_STATE_DIR, else under `.cairn` of the working directory. */
+export function workerStateDir(settings: Pick<RuntimeSettings, 'CAIRN_WORKER_ID' | 'CAIRN_WORKER_STATE_DIR'>, cwd: string = process.cwd()): string {
+  if (settings.CAIRN_WORKER_STATE_DIR !== undefined) return settings.CAIRN_WORKER_STATE_DIR;
+  return resolve(cwd, settings.CAIRN_WORKER_ID === undefined ? '.cairn/worker' : `.cairn/workers/${settings.CAIRN_WORKER_ID}`);
+}
+
+/**
+ * The settings of an in-process runtime whose id is given (tests): no state directory is claimed,
+ * so nothing stops two of them sharing an id — the process (`main.ts`) claims it.
+ */
+export function withGivenWorkerId(settings: RuntimeSettings): RuntimeConfig {
+  if (settings.CAIRN_WORKER_ID === undefined) throw new CairnError('E_INPUT', 'CAIRN_WORKER_ID must be set for an in-process runtime');
+  return { ...settings, CAIRN_WORKER_ID: settings.CAIRN_WORKER_ID, CAIRN_WORKER_STATE_DIR: workerStateDir(settings) };
+}
 
 /** The worker's slots: CAIRN_WORKER_SLOTS, else one per 128 MiB of its memory (at least 1, at most 1024). */
 export function workerSlots(config: Pick<RuntimeConfig, 'CAIRN_WORKER_SLOTS' | 'CAIRN_WORKER_MEMORY_MIB'>): number {
@@ -218,6 +249,6 @@ export function workerSlots(config: Pick<RuntimeConfig, 'CAIRN_WORKER_SLOTS' | '
 }
 
 /** The configuration from the environment; a bad variable is E_INPUT naming it (the process exits). */
-export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig {
+export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): RuntimeSettings {
   return loadConfig(runtimeConfigSchema(hostFacts()), env);
 }

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { idsOf, runtimeConfigSchema, workerSlots } from './runtime.config.js';
+import { idsOf, runtimeConfigSchema, workerSlots, workerStateDir } from './runtime.config.js';
 
 const host = {
   hostname: 'Box-7',
@@ -36,8 +36,10 @@ function inputError(env: Record<string, string>): string {
 describe('the runtime configuration', () => {
   it('derives its defaults from the host', () => {
     const config = loadConfig(runtimeConfigSchema(host), {});
+    // No id from the host name: the worker's own state directory keeps one (worker-identity.ts).
+    expect(config.CAIRN_WORKER_ID).toBeUndefined();
+    expect(workerStateDir(config, '/srv/cairn')).toBe('/srv/cairn/.cairn/worker');
     expect(config).toMatchObject({
-      CAIRN_WORKER_ID: 'box-7',
       CAIRN_WORKER_MEMORY_MIB: 7372,
       CAIRN_WORKER_CPUS: 6,
       CAIRN_WORKER_CPU_OVERSUBSCRIPTION: 64,
@@ -112,6 +114,9 @@ describe('the runtime configuration', () => {
   it('reads the environment, resolving a relative artifact directory against the working directory', () => {
     const config = loadConfig(runtimeConfigSchema(host), { CAIRN_WORKER_ID: 'w-2', CAIRN_WORKER_SLOTS: '2', CAIRN_ARTIFACT_DIR: 'data/art' });
     expect(config).toMatchObject({ CAIRN_WORKER_ID: 'w-2', CAIRN_WORKER_SLOTS: 2, CAIRN_ARTIFACT_DIR: '/srv/cairn/data/art' });
+    // A given id has a state directory of its own by default; one set is resolved like the artifacts'.
+    expect(workerStateDir(config, '/srv/cairn')).toBe('/srv/cairn/.cairn/workers/w-2');
+    expect(workerStateDir(loadConfig(runtimeConfigSchema(host), { CAIRN_WORKER_STATE_DIR: 'state/w' }), '/elsewhere')).toBe('/srv/cairn/state/w');
   });
 
   it('keeps 2 warm sandboxes per profile and 8 in all by default; 0 turns the pool off', () => {

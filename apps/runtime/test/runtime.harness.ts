@@ -17,7 +17,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostFacts, runtimeConfigSchema } from '../src/runtime.config.js';
+import { hostFacts, runtimeConfigSchema, withGivenWorkerId } from '../src/runtime.config.js';
 import type { RuntimeConfig } from '../src/runtime.config.js';
 import { RUNTIME_SERVICE, runtimeModule } from '../src/runtime.module.js';
 
@@ -61,7 +61,7 @@ export class RuntimeWorld {
     readonly artifactDir: string,
     readonly artifacts: FsArtifactStore,
     readonly busyboxId: string,
-    private readonly names: { stream: string; prefix: string; workers: string; leases: string },
+    readonly names: { stream: string; prefix: string; workers: string; leases: string },
   ) {}
 
   static async create(prefix: string): Promise<RuntimeWorld> {
@@ -78,6 +78,11 @@ export class RuntimeWorld {
     const registry = await WorkerRegistry.open(nc, { bucket: names.workers });
     const artifactDir = await mkdtemp(join(tmpdir(), `cairn-${prefix}-artifacts-`));
     return new RuntimeWorld(nc, log, leases, registry, artifactDir, new FsArtifactStore(artifactDir), busyboxId, names);
+  }
+
+  /** A worker's state directory in this world (removed with it). */
+  stateDir(workerId: string): string {
+    return join(this.artifactDir, 'workers', workerId);
   }
 
   newWorkerId(label: string): string {
@@ -98,6 +103,8 @@ export class RuntimeWorld {
       CAIRN_WORKER_ID: workerId,
       CAIRN_WORKER_SLOTS: '2',
       CAIRN_ARTIFACT_DIR: this.artifactDir,
+      // The worker's id and lock (main.ts), under this world's directory rather than the checkout's `.cairn`.
+      CAIRN_WORKER_STATE_DIR: this.stateDir(workerId),
       CAIRN_HEARTBEAT_MS: '300',
       CAIRN_LEASE_RENEW_MS: '300',
       CAIRN_LEASE_TTL_MS: '5000',
@@ -109,7 +116,7 @@ export class RuntimeWorld {
   }
 
   config(workerId: string, overrides: Record<string, string> = {}): RuntimeConfig {
-    return loadConfig(runtimeConfigSchema(hostFacts()), this.env(workerId, overrides));
+    return withGivenWorkerId(loadConfig(runtimeConfigSchema(hostFacts()), this.env(workerId, overrides)));
   }
 
   async startRuntime(workerId: string, overrides: Record<string, string> = {}): Promise<RunningService> {

@@ -313,18 +313,18 @@ describe('the runtime worker', () => {
     expect(await world.leases.get(runId)).toBeNull();
   });
 
-  it('a lost lease stops the run and destroys its sandbox; failing the run is left to the scheduler', async () => {
+  it('a lost lease stops the run and destroys its sandbox, recording nothing more; failing the run is left to the scheduler', async () => {
     const { runId, lease } = await world.submitRun(spec({ steps: [{ argv: ['sleep', '30'] }] }), { workerId });
     await world.waitForType(runId, ['step.started']);
     // Another worker holds the run now (a re-offer after this one looked dead).
     await world.leases.put({ ...lease, lease_id: `${lease.lease_id}x`, worker_id: 'someone-else' });
-    const chain = await world.waitForType(runId, ['sandbox.destroyed'], 15_000);
-    expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ verified_gone: true, reason: 'failed' });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const after = await world.types(runId);
-    // The step the teardown interrupted still gets its receipt (every step.started has one).
-    expect(after.slice(3)).toEqual(['sandbox.created', 'step.started', 'step.completed', 'sandbox.destroyed']);
-    expect(ofType(await world.receipts(runId), 'step.completed')[0]).toMatchObject({ exit_code: null, signal: 'SIGKILL', limits_hit: [] });
+    const end = Date.now() + 15_000;
+    while ((await world.containersOf(workerId)).length > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The fence (docs/adr/0019): neither the interrupted step's receipt nor the teardown is this worker's to write any more.
+    expect((await world.types(runId)).slice(3)).toEqual(['sandbox.created', 'step.started']);
+    // The lease is the new holder's, untouched.
+    expect(await world.leases.get(runId)).toMatchObject({ lease_id: `${lease.lease_id}x`, worker_id: 'someone-else' });
     expect(await world.containersOf(workerId)).toEqual([]);
   });
 });

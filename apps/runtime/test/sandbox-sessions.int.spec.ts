@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostFacts, runtimeConfigSchema } from '../src/runtime.config.js';
+import { hostFacts, runtimeConfigSchema, withGivenWorkerId } from '../src/runtime.config.js';
 import { RUNTIME_SERVICE, runtimeModule } from '../src/runtime.module.js';
 import { SandboxSessionHost } from '../src/sandbox-session.host.js';
 
@@ -138,7 +138,7 @@ beforeAll(async () => {
     // On, as in `cairn up`: sessions claim warm sandboxes.
     CAIRN_WARM_POOL_SIZE: '2',
   };
-  runtime = await startService(RUNTIME_SERVICE, runtimeModule(loadConfig(runtimeConfigSchema(hostFacts()), runtimeEnv)));
+  runtime = await startService(RUNTIME_SERVICE, runtimeModule(withGivenWorkerId(loadConfig(runtimeConfigSchema(hostFacts()), runtimeEnv))));
   for (const main of MAINS) processes.push(startProcess(main, env));
   // The services start as processes beside other suites: the first command may wait for intake to serve.
   sessions = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: 45_000 } });

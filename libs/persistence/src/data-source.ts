@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { boundedPgSettings } from './pg-bounds.js';
+import type { PgBounds } from './pg-bounds.js';
 import { EvidenceEventEntity } from './entities/evidence-event.entity.js';
 import { PoisonEventEntity } from './entities/poison-event.entity.js';
 import { ProjectionPositionEntity } from './entities/projection-position.entity.js';
@@ -18,6 +20,8 @@ export interface DataSourceOptions {
   poolSize?: number;
   /** Shown in pg_stat_activity. */
   applicationName?: string;
+  /** Connect and statement timeouts (pg-bounds.ts); keepalive is always on. */
+  bounds?: PgBounds;
 }
 
 /**
@@ -36,7 +40,7 @@ export function createDataSource(url: string, options: DataSourceOptions = {}): 
     synchronize: false,
     migrationsRun: false,
     logging: ['error'],
-    extra: { max: options.poolSize ?? 4 },
+    extra: { max: options.poolSize ?? 4, ...boundedPgSettings(options.bounds) },
   });
 }
 
@@ -54,7 +58,10 @@ export const PROJECTIONS_MIGRATION_LOCK = 2;
 export async function runMigrationsUnderLock(dataSource: DataSource, lockId: number): Promise<string[]> {
   const lock = dataSource.createQueryRunner();
   try {
+    // Waiting for another process's migrations is not a hung server: unbounded, then the session's bound again.
+    await lock.query('SET statement_timeout = 0');
     await lock.query('SELECT pg_advisory_lock($1, $2)', [MIGRATION_LOCK_NAMESPACE, lockId]);
+    await lock.query('RESET statement_timeout');
     try {
       const ran = await dataSource.runMigrations({ transaction: 'all' });
       return ran.map((migration) => migration.name);
@@ -73,7 +80,8 @@ export function runMigrations(dataSource: DataSource): Promise<string[]> {
 
 /** Connects to `url`, brings its schema up to date and disconnects; returns the migrations it ran. */
 export async function migrate(url: string): Promise<string[]> {
-  const dataSource = createDataSource(url, { poolSize: 2, applicationName: 'cairn-migrate' });
+  // A migration may rewrite a large table: bounded to connect, not per statement.
+  const dataSource = createDataSource(url, { poolSize: 2, applicationName: 'cairn-migrate', bounds: { statementTimeoutMs: 0 } });
   await dataSource.initialize();
   try {
     return await runMigrations(dataSource);

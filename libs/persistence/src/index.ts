@@ -21,6 +21,8 @@ export type { ChainHead, EvidenceEventRow, FoldOutcome, PoisonRow, RawEvidenceMe
 export { SANDBOX_SELECT_COLUMNS, sandboxRowFromDb } from './sandbox-row.mapper.js';
 export type { SandboxDbRow, SandboxRow } from './sandbox-row.mapper.js';
 export { EVIDENCE_PROJECTION } from './projection-lock.constants.js';
+export { boundedPgSettings, PG_CONNECT_TIMEOUT_MS, PG_KEEPALIVE_DELAY_MS, PG_STATEMENT_TIMEOUT_MS, pgUnavailable } from './pg-bounds.js';
+export type { PgBounds } from './pg-bounds.js';
 export { rebuildProjections } from './projection-rebuild.js';
 export type { ProjectionSource, RebuildOptions, RebuildProgress, RebuildResult } from './projection-rebuild.js';
 export { parseProjectionNotice, PROJECTION_NOTICE_CHANNEL, projectionNoticePayloads, ProjectionNotices } from './projection-notices.js';

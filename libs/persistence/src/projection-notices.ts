@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { boundedPgSettings } from './pg-bounds.js';
 
 /**
  * The PostgreSQL channel the projector notifies when a batch commits (NOTIFY is delivered on
@@ -114,7 +115,7 @@ export class ProjectionNotices {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'cairn-projection-notices' });
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'cairn-projection-notices', ...boundedPgSettings() });
     const lost = () => {
       if (this.client === client) this.client = null;
       void client.end().catch(() => undefined);

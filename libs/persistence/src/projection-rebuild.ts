@@ -73,7 +73,8 @@ const LINES_PER_CHUNK = 512;
  */
 export async function rebuildProjections(options: RebuildOptions): Promise<RebuildResult> {
   if (options.dataSource !== undefined) return rebuildWith(options.dataSource, options);
-  const dataSource = createDataSource(options.url, { poolSize: 2, applicationName: 'cairn-rebuild' });
+  // COPY of a whole stream is one long statement: bounded to connect, not per statement.
+  const dataSource = createDataSource(options.url, { poolSize: 2, applicationName: 'cairn-rebuild', bounds: { statementTimeoutMs: 0 } });
   await dataSource.initialize();
   try {
     await runMigrations(dataSource);

@@ -1,4 +1,4 @@
-import { runMigrationsUnderLock } from '@cairn/persistence';
+import { boundedPgSettings, runMigrationsUnderLock } from '@cairn/persistence';
 import { DataSource } from 'typeorm';
 import { SecretStore1796300000000 } from './migrations/1796300000000-secret-store.migration.js';
 import { SecretGrants1796500000000 } from './migrations/1796500000000-secret-grants.migration.js';
@@ -23,7 +23,7 @@ export function createSecretStoreDataSource(url: string, options: { poolSize?: n
     migrationsRun: false,
     // Parameters may be sealed values; TypeORM's own query log would print them.
     logging: false,
-    extra: { max: options.poolSize ?? 2 },
+    extra: { max: options.poolSize ?? 2, ...boundedPgSettings() },
   });
 }
 

@@ -29,7 +29,7 @@ export async function startService(service: string, module: DynamicModule, optio
  * would end the process with nothing released. A signal during boot stops the service once it is
  * up; a second one while stopping changes nothing.
  */
-export async function runServiceMain(service: string, build: () => DynamicModule): Promise<void> {
+export async function runServiceMain(service: string, build: () => DynamicModule | Promise<DynamicModule>): Promise<void> {
   const logger = new JsonLogger(service);
   let signalled: NodeJS.Signals | null = null;
   let running: RunningService | null = null;
@@ -51,7 +51,7 @@ export async function runServiceMain(service: string, build: () => DynamicModule
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    running = await startService(service, build());
+    running = await startService(service, await build());
     logger.write('info', 'started', { pid: process.pid });
   } catch (error) {
     logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });

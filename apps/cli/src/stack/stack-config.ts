@@ -88,6 +88,8 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
   }
   config.CAIRN_HOME = location.home;
   config.CAIRN_ARTIFACT_DIR = resolve(location.home, config.CAIRN_ARTIFACT_DIR ?? 'artifacts');
+  // The runtime's id and its lock: one worker per stack home and stack.
+  config.CAIRN_WORKER_STATE_DIR = resolve(location.home, config.CAIRN_WORKER_STATE_DIR ?? (location.stackId === 'default' ? 'worker' : `worker-${location.stackId}`));
   // A path, not a secret: the file (mode 0600) holds the key that seals the secret store's values.
   config.CAIRN_SECRETS_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_KEY_FILE ?? SECRETS_KEY_FILE);
   // Paths, not keys: the grader reads the private key at boot, the gateway only the public keys file.

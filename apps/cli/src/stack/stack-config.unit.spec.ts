@@ -37,6 +37,7 @@ describe('the stack configuration', () => {
       CAIRN_COMMAND_STREAM: 'CAIRN_COMMANDS_S1',
       CAIRN_HOME: '/srv/cairn',
       CAIRN_ARTIFACT_DIR: '/srv/cairn/artifacts',
+      CAIRN_WORKER_STATE_DIR: '/srv/cairn/worker-s1',
       CAIRN_GATEWAY_PORT: '7777',
     });
     expect(config).not.toHaveProperty('CAIRN_API_KEY');
@@ -46,7 +47,16 @@ describe('the stack configuration', () => {
 
   it('keeps the services’ default names for the default stack', () => {
     const config = stackServiceConfig({}, { home: '/h', stackId: 'default' }, 7410);
-    expect(Object.keys(config).sort()).toEqual(['CAIRN_ARTIFACT_DIR', 'CAIRN_GATEWAY_PORT', 'CAIRN_HOME', 'CAIRN_SEAL_KEY_FILE', 'CAIRN_SEAL_PUBLIC_KEYS_FILE', 'CAIRN_SECRETS_KEY_FILE']);
+    expect(Object.keys(config).sort()).toEqual([
+      'CAIRN_ARTIFACT_DIR',
+      'CAIRN_GATEWAY_PORT',
+      'CAIRN_HOME',
+      'CAIRN_SEAL_KEY_FILE',
+      'CAIRN_SEAL_PUBLIC_KEYS_FILE',
+      'CAIRN_SECRETS_KEY_FILE',
+      'CAIRN_WORKER_STATE_DIR',
+    ]);
+    expect(config.CAIRN_WORKER_STATE_DIR).toBe('/h/worker');
     // The key file's path (never its content) under the state directory, unless one is given.
     expect(config.CAIRN_SECRETS_KEY_FILE).toBe('/h/secrets.key');
     expect(stackServiceConfig({ CAIRN_SECRETS_KEY_FILE: '/etc/cairn/k' }, { home: '/h', stackId: 'default' }, 7410).CAIRN_SECRETS_KEY_FILE).toBe('/etc/cairn/k');
