@@ -1,7 +1,6 @@
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
-import { testNatsUrl } from '@cairn/testing';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { ServiceProcesses, testNatsUrl, until } from '@cairn/testing';
+import type { ServiceProcess } from '@cairn/testing';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,32 +12,12 @@ import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 let world: RuntimeWorld;
-const children: ChildProcess[] = [];
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+const processes = new ServiceProcesses();
 
 /** A runtime with no CAIRN_WORKER_ID: its id is whatever its state directory keeps (or makes). */
-function startRuntime(stateDir: string, extra: Record<string, string> = {}): Started {
+function startRuntime(stateDir: string, extra: Record<string, string> = {}): ServiceProcess {
   const { CAIRN_WORKER_ID: _given, ...env } = world.env('identity-unused', { CAIRN_WORKER_STATE_DIR: stateDir, ...extra });
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, output: () => output, exited };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  return processes.start(MAIN, { ...env, ...extra });
 }
 
 function logLines(output: string): Record<string, unknown>[] {
@@ -49,7 +28,7 @@ function logLines(output: string): Record<string, unknown>[] {
 }
 
 /** The id a runtime announced, once it is registered under it. */
-async function registeredId(started: Started): Promise<string> {
+async function registeredId(started: ServiceProcess): Promise<string> {
   let id: string | undefined;
   await until('the worker identity line', () => (id = logLines(started.output()).find((l) => l.msg === 'worker identity')?.worker_id as string | undefined) !== undefined);
   world.workerIds.add(id!);
@@ -63,7 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  processes.killAll();
   await world?.dispose();
 });
 

@@ -3,10 +3,8 @@ import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
 import { bucketStreamName } from '@cairn/operational';
 import { BUSYBOX_IMAGE_TAG } from '@cairn/sandbox-docker';
-import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { ServiceProcesses, testNatsUrl, uniqueName, until } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,32 +16,8 @@ const SCHEDULER_MAIN = fileURLToPath(new URL('../../scheduler/dist/main.js', imp
 const LEASE_TTL_MS = 2000;
 
 let world: RuntimeWorld;
-const children: ChildProcess[] = [];
+const processes = new ServiceProcesses();
 const commands = { CAIRN_COMMAND_STREAM: uniqueName('PAUSE_CMDS').toUpperCase(), CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('pause_cmd').toLowerCase() };
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<unknown>;
-}
-
-function startProcess(main: string, env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return { child, output: () => output, exited };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 beforeAll(async () => {
   for (const main of [RUNTIME_MAIN, SCHEDULER_MAIN]) if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build first`);
@@ -51,10 +25,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.signalCode === 'SIGSTOP') child.kill('SIGCONT');
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
+  processes.killAll();
   const jsm = await jetstreamManager(world.nc);
   const leases = world.names.leases;
   for (const stream of [commands.CAIRN_COMMAND_STREAM, bucketStreamName(`${leases}_queue`), bucketStreamName(`${leases}_approvals`)]) await jsm.streams.delete(stream).catch(() => false);
@@ -66,8 +37,8 @@ describe('fault: a runtime paused past its lease', () => {
     const clock = scenarioClock();
     const workerId = world.newWorkerId('paused');
     const leaseEnv = { CAIRN_LEASE_TTL_MS: String(LEASE_TTL_MS), CAIRN_LEASE_RENEW_MS: '300' };
-    const runtime = startProcess(RUNTIME_MAIN, { ...world.env(workerId, leaseEnv), ...commands });
-    const scheduler = startProcess(SCHEDULER_MAIN, {
+    const runtime = processes.start(RUNTIME_MAIN, { ...world.env(workerId, leaseEnv), ...commands });
+    const scheduler = processes.start(SCHEDULER_MAIN, {
       ...world.env(workerId),
       ...leaseEnv,
       ...commands,

@@ -1,8 +1,7 @@
 import { verifyChain } from '@cairn/evidence';
 import { foldRun } from '@cairn/lifecycle';
-import { uniqueName } from '@cairn/testing';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { ServiceProcesses, uniqueName, until } from '@cairn/testing';
+import type { ServiceProcess } from '@cairn/testing';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,31 +11,8 @@ import { ofType, RuntimeWorld, spec } from './runtime.harness.js';
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 let world: RuntimeWorld;
-const children: ChildProcess[] = [];
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startProcess(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, output: () => output, exited };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const processes = new ServiceProcesses();
+const startProcess = (env: Record<string, string>): ServiceProcess => processes.start(MAIN, env);
 
 beforeAll(async () => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
@@ -44,7 +20,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  processes.killAll();
   const left = await world?.leftoverContainers();
   await world?.dispose();
   expect(left).toEqual([]);

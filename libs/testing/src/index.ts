@@ -13,3 +13,5 @@ export { startOwnPostgres } from './own-postgres.js';
 export type { OwnPostgres, OwnPostgresOptions } from './own-postgres.js';
 export { randomJson, seededRandom } from './random-json.js';
 export type { RandomJsonOptions } from './random-json.js';
+export { ServiceProcesses, until } from './service-process.js';
+export type { ServiceProcess } from './service-process.js';
