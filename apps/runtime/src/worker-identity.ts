@@ -140,7 +140,20 @@ function isAlive(holder: LockHolder): boolean {
     // EPERM: alive, another user's.
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  // A runtime killed -9 whose parent has gone (`cairn up` detaches it) may stay a zombie until
+  // someone reaps it: dead all the same, and its lock is taken over.
+  if (isZombie(holder.pid)) return false;
   return holder.started === null || startTime(holder.pid) === null || startTime(holder.pid) === holder.started;
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
+  }
 }
 
 async function readHolder(lockPath: string): Promise<LockHolder | null> {
