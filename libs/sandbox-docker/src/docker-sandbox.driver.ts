@@ -1062,6 +1062,16 @@ export class DockerSandboxDriver implements SandboxDriver {
    * this sandbox, so a pid reused meanwhile is left alone.
    */
   private async killExec(exec: Docker.Exec, containerId: string): Promise<void> {
+    await this.signalExec(exec, containerId);
+    // And the engine's own word that it ended (it reaps the command; until then it is listed). A
+    // command this process could not signal ends too once its output is cut (SIGPIPE): waited for alike.
+    for (const deadline = performance.now() + KILL_WAIT_MS; performance.now() < deadline; await sleep(20)) {
+      const now = await exec.inspect().catch(() => null);
+      if (now === null || now.Running !== true) return;
+    }
+  }
+
+  private async signalExec(exec: Docker.Exec, containerId: string): Promise<void> {
     const info = await exec.inspect().catch(() => null);
     const pid = info?.Running === true ? info.Pid : 0;
     if (!Number.isInteger(pid) || pid <= 1) return;
