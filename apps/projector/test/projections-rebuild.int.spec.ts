@@ -4,7 +4,8 @@ import { createTestDatabase, uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector } from '../src/start-projector.js';
 import type { RunningProjector } from '../src/start-projector.js';
-import { appendChains, createProjectorWorld, dumpProjections, mixedChains } from './projector.harness.js';
+import { dumpProjections } from '@cairn/persistence/testing';
+import { appendChains, createProjectorWorld, mixedChains } from './projector.harness.js';
 import type { ProjectorWorld } from './projector.harness.js';
 
 let world: ProjectorWorld;

@@ -7,7 +7,8 @@ import { createTestDatabase, startOwnPostgres } from '@cairn/testing';
 import type { OwnPostgres } from '@cairn/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendChains, createProjectorWorld, dumpProjections, mixedChains } from './projector.harness.js';
+import { dumpProjections } from '@cairn/persistence/testing';
+import { appendChains, createProjectorWorld, mixedChains } from './projector.harness.js';
 import type { ProjectorWorld } from './projector.harness.js';
 
 /*

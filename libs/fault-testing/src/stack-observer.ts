@@ -1,11 +1,11 @@
 import { EvidenceLog } from '@cairn/evidence-log';
 import { LeaseStore, PlacementQueue } from '@cairn/operational';
 import { createDataSource, rebuildProjections } from '@cairn/persistence';
+import { dumpProjections } from '@cairn/persistence/testing';
 import { createDockerClient } from '@cairn/sandbox-docker';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { DataSource } from 'typeorm';
 import { checkInvariants } from './invariants.js';
 import type { InvariantInput, InvariantReport, Leftovers } from './invariants.js';
 
@@ -127,22 +127,6 @@ async function leftovers(stack: FaultStack): Promise<Leftovers> {
   const leases = stack.leasesBucket === undefined ? [] : (await (await LeaseStore.open(stack.nc, { bucket: stack.leasesBucket })).list()).map((l) => `${l.run_id} (${l.lease_id}, ${l.worker_id})`);
   const queueEntries = stack.queueBucket === undefined ? [] : (await (await PlacementQueue.open(stack.nc, { bucket: stack.queueBucket })).list()).map((e) => e.chain_id);
   return { containers, networks, leases, queueEntries };
-}
-
-/**
- * Every projection table, ordered, as JSON rows — left out only the wall-clock time a row was
- * written (`poison_events.recorded_at`, `projection_positions.updated_at`), which differs between
- * a live write and a rebuild by nature.
- */
-export async function dumpProjections(dataSource: DataSource): Promise<Record<string, unknown[]>> {
-  const rows = async (sql: string) => (await dataSource.query<{ row: unknown }[]>(sql)).map((r) => r.row);
-  return {
-    evidence_events: await rows('SELECT to_jsonb(t) AS row FROM evidence_events t ORDER BY stream_seq'),
-    runs: await rows('SELECT to_jsonb(t) AS row FROM runs t ORDER BY run_id'),
-    sandboxes: await rows('SELECT to_jsonb(t) AS row FROM sandboxes t ORDER BY sandbox_id'),
-    poison_events: await rows(`SELECT to_jsonb(t) - 'recorded_at' AS row FROM poison_events t ORDER BY stream_seq`),
-    projection_positions: await rows(`SELECT to_jsonb(t) - 'updated_at' AS row FROM projection_positions t ORDER BY name`),
-  };
 }
 
 /** Waits (bounded) for the live projections to reach the stream's end, then rebuilds into a database of its own and dumps both. */
