@@ -1,8 +1,6 @@
 import type { RunSpec } from '@cairn/contracts';
-import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
 import { bucketStreamName } from '@cairn/operational';
-import { BUSYBOX_IMAGE_TAG } from '@cairn/sandbox-docker';
 import { ServiceProcesses, testNatsUrl, uniqueName, until } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { existsSync } from 'node:fs';
@@ -48,22 +46,8 @@ describe('fault: a runtime paused past its lease', () => {
     await until('the runtime to register', async () => (await world.registry.get(workerId)) !== null);
 
     // Intake's and policy's receipts; the real scheduler places it with a short lease.
-    const runId = `run_${uniqueName('pause').toLowerCase()}`;
     const spec: RunSpec = { name: 'paused', steps: [{ argv: ['sh', '-c', 'echo started; sleep 4; echo done'] }, { argv: ['echo', 'second'] }] };
-    await world.log.append(runId, {
-      type: 'run.submitted',
-      actor: 'intake',
-      tenant: 'acme',
-      causation: null,
-      fields: { spec, spec_sha256: sha256Hex(canonicalJson(spec)), submitted_by: 'key:test', idempotency_key_sha256: sha256Hex(runId) },
-    });
-    await world.log.append(runId, {
-      type: 'policy.decided',
-      actor: 'policy',
-      tenant: 'acme',
-      causation: `${runId}:1`,
-      fields: { decision: 'allow', policy_version: 'e'.repeat(64), reasons: [], caps: { wall_seconds: 30, memory_mib: 32, pids: 32, disk_mib: 8, cpus: 0.5 }, image: `${BUSYBOX_IMAGE_TAG}@${world.busyboxId}` },
-    });
+    const { runId } = await world.submitAllowed(spec, { runId: `run_${uniqueName('pause').toLowerCase()}` });
     await world.waitForType(runId, ['step.started'], 30_000);
 
     runtime.child.kill('SIGSTOP');

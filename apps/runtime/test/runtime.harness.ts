@@ -125,10 +125,9 @@ export class RuntimeWorld {
     return service;
   }
 
-  /** Appends what intake, policy and the scheduler would: a submitted, allowed and placed run. */
-  async submitRun(spec: RunSpec, options: SubmitOptions): Promise<SubmittedRun> {
+  /** Appends what intake and policy would: a submitted and allowed run, not placed yet (a real scheduler may place it). */
+  async submitAllowed(spec: RunSpec, options: Omit<SubmitOptions, 'workerId' | 'lease' | 'leaseTtlMs'> = {}): Promise<{ runId: string; policySeq: number }> {
     const runId = options.runId ?? `run_${uniqueName('rt').toLowerCase()}`;
-    const caps = options.caps ?? DEFAULT_CAPS;
     await this.log.append(runId, {
       type: 'run.submitted',
       actor: 'intake',
@@ -145,11 +144,18 @@ export class RuntimeWorld {
         decision: 'allow',
         policy_version: 'e'.repeat(64),
         reasons: [],
-        caps,
+        caps: options.caps ?? DEFAULT_CAPS,
         image: options.image ?? `${BUSYBOX_IMAGE_TAG}@${this.busyboxId}`,
         ...(options.network === undefined ? {} : { network: options.network }),
       },
     });
+    return { runId, policySeq: policy.receipt.seq };
+  }
+
+  /** Appends what intake, policy and the scheduler would: a submitted, allowed and placed run. */
+  async submitRun(spec: RunSpec, options: SubmitOptions): Promise<SubmittedRun> {
+    const caps = options.caps ?? DEFAULT_CAPS;
+    const { runId, policySeq } = await this.submitAllowed(spec, options);
     const now = Date.now();
     const { isolation: _isolation, ...reservation } = reservationFor(runId, caps);
     const lease: LeaseRecord = {
@@ -166,7 +172,7 @@ export class RuntimeWorld {
       type: 'run.scheduled',
       actor: 'scheduler',
       tenant: 'acme',
-      causation: `${runId}:${policy.receipt.seq}`,
+      causation: `${runId}:${policySeq}`,
       fields: { worker_id: options.workerId, lease_id: lease.lease_id, lease_expires_at: lease.expires_at, attempt: 1 },
     });
     const parsed = parseEvidenceReceipt(appended.receipt);
