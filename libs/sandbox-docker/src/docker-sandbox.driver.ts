@@ -133,7 +133,7 @@ const LAST_LOOK_ATTEMPTS = 10;
 const LAST_LOOK_RETRY_MS = 100;
 /** The longest a refill waits for the first step of the sandbox handed out (see `warmAfterFirstStep`). */
 const REFILL_HOLD_MS = 1000;
-/** How long a transfer cut waits for its killed command to be dead. */
+/** How long a cut waits for the engine to say its killed command ended. */
 const KILL_WAIT_MS = 3000;
 
 interface SandboxState {
@@ -1063,8 +1063,10 @@ export class DockerSandboxDriver implements SandboxDriver {
    */
   private async killExec(exec: Docker.Exec, containerId: string): Promise<void> {
     await this.signalExec(exec, containerId);
-    // And the engine's own word that it ended (it reaps the command; until then it is listed). A
-    // command this process could not signal ends too once its output is cut (SIGPIPE): waited for alike.
+    // A SIGKILL is only queued: under load its target runs on for a while. Told "cut", the caller
+    // must find nothing of the command still running, so the engine's word that it ended (its
+    // shim has reaped it) is awaited, bounded. A command this process could not signal ends too
+    // once its output is cut (SIGPIPE): waited for alike.
     for (const deadline = performance.now() + KILL_WAIT_MS; performance.now() < deadline; await sleep(20)) {
       const now = await exec.inspect().catch(() => null);
       if (now === null || now.Running !== true) return;
@@ -1079,19 +1081,13 @@ export class DockerSandboxDriver implements SandboxDriver {
     if (!cgroup.includes(containerId)) return;
     // The command and what it started (its children, theirs, and its process group), as the agent
     // kills a command's session: a `sleep &` must not outlive its command's kill.
-    const targets = [pid, ...(await descendantsOf(pid))];
-    const signalled = targets.filter((target) => {
+    for (const target of [pid, ...(await descendantsOf(pid))]) {
       try {
         process.kill(target, 'SIGKILL');
-        return true;
       } catch {
         // Gone already, or not ours to signal (not root): its stream is cut all the same.
-        return false;
       }
-    });
-    // A SIGKILL is only queued: under load its target can run on for a while. Told "cut", the
-    // caller must find nothing of the command still running, so its death is awaited (bounded).
-    await Promise.all(signalled.map((target) => deathOf(target, KILL_WAIT_MS)));
+    }
   }
 
   /** The exit code once the engine has recorded it (it can trail the end of the stream). */
@@ -1256,17 +1252,6 @@ class OutputBudget {
 
 /** Calls `listener` once when `signal` aborts (at once if it has). */
 /** Every process below `pid` (by parent, on the host's /proc), and those of its process group. */
-/** Resolves once `pid` is gone or a zombie (dead, not yet reaped), or after `withinMs`. */
-async function deathOf(pid: number, withinMs: number): Promise<void> {
-  const deadline = performance.now() + withinMs;
-  while (performance.now() < deadline) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (stat === '' || state === 'Z' || state === 'X') return;
-    await sleep(10);
-  }
-}
-
 async function descendantsOf(pid: number): Promise<number[]> {
   const entries = await readdir('/proc').catch(() => [] as string[]);
   const procs: { pid: number; ppid: number; pgrp: number }[] = [];
