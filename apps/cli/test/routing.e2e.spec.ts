@@ -62,7 +62,7 @@ describe('routing by receipt type', () => {
     }
     // policy, scheduler, the runtime (its durable is per worker), kernel, verifier, grader: each with filters of its own types.
     const service = (name: string) => (name.startsWith('cairn-runtime-') ? 'cairn-runtime' : name);
-    const reactors = [...after.values()].filter((c) => c.name !== 'cairn-webhooks' && filteredTypes(c) !== null);
+    const reactors = [...after.values()].filter((c) => !c.name.startsWith('cairn-webhooks') && filteredTypes(c) !== null);
     expect(reactors.map((c) => service(c.name)).sort()).toEqual(['cairn-grader', 'cairn-kernel', 'cairn-policy', 'cairn-runtime', 'cairn-scheduler', 'cairn-verifier']);
 
     const delivered: Record<string, { delivered: number; expected: number }> = {};
@@ -84,7 +84,11 @@ describe('routing by receipt type', () => {
     const reactorDeliveries = reactors.filter((c) => c.name !== 'cairn-grader').reduce((sum, c) => sum + delivered[c.name]!.delivered, 0);
     // Were every receipt delivered to every one of these services (the layout before), it would be this.
     expect(reactorDeliveries).toBeLessThan((reactors.length - 1) * types.length / 3);
-    // The projector (and webhooks, which may fire on any type) take every receipt.
+    // With no webhook registered, the webhooks service is parked: it pulls, and is handed nothing (ADR 0024).
+    const webhooks = [...after.values()].filter((c) => c.name.startsWith('cairn-webhooks'));
+    expect(webhooks.map((c) => c.name)).toEqual(['cairn-webhooks-parked']);
+    expect(delivered['cairn-webhooks-parked']).toEqual({ delivered: 0, expected: 0 });
+    // The projector takes every receipt.
     const projector = [...after.values()].find((c) => filteredTypes(c) === null && c.name.includes('projector'));
     expect(projector === undefined ? null : delivered[projector.name]!.delivered).toBe(types.length);
   }, 120_000);

@@ -1,6 +1,5 @@
-import { EVENT_TYPES } from '@cairn/contracts';
 import { JsonLogger, SERVICE_LOGGER } from '@cairn/service-kit';
-import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
+import type { ReactionContext } from '@cairn/service-kit';
 import { WebhookStore } from '@cairn/webhooks';
 import { Inject, Injectable } from '@nestjs/common';
 import { DeliveryDispatcher } from './delivery-dispatcher.js';
@@ -8,15 +7,13 @@ import { webhookBody } from './event-payload.js';
 import { deliveriesFor } from './webhook-fanout.js';
 
 /**
- * The reactor half: for every receipt, queues one delivery per matching webhook of its tenant
+ * The reactor half: for every receipt routed to it (WebhookRouter), queues one delivery per matching webhook of its tenant
  * (in PostgreSQL, beside the log, never on it), then the reactor acks. A receipt seen again after
  * a crash queues nothing twice (one first delivery per webhook and event id). Sending is the
  * dispatcher's job, so a slow receiver never holds the stream up.
  */
 @Injectable()
-export class WebhookFanoutHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(EVENT_TYPES);
-
+export class WebhookFanoutHandler {
   constructor(
     private readonly store: WebhookStore,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,

@@ -23,6 +23,12 @@ export const WebhooksConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfi
     CAIRN_WEBHOOKS_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(1_000),
     /** … up to this. */
     CAIRN_WEBHOOKS_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
+    /**
+     * How often the service looks at the webhooks in force to route its consumer to their types
+     * (ADR 0024). A webhook registered in between still gets every receipt recorded after it: the
+     * new consumer begins before its registration. Only how soon its first deliveries go waits on this.
+     */
+    CAIRN_WEBHOOKS_ROUTES_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
     /** Unacked for this long, a receipt is delivered to the reactor again (after a crash). */
     CAIRN_WEBHOOKS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   });

@@ -832,13 +832,21 @@ export class EvidenceLog {
     return { head: { streamSeq: m.seq, seq: receipt.seq, hash: receipt.hash, msgId: m.header.get(PubHeaders.MsgIdHdr) }, receipt };
   }
 
+  /** The stream sequence of the first receipt stored at or after `time` (the server's clock); past the end when none is. */
+  async firstSeqAtOrAfter(time: Date): Promise<number> {
+    const m = await this.directGet({ start_time: time });
+    if (m !== null) return m.seq;
+    const info = await this.streamInfo();
+    return (info?.state.last_seq ?? 0) + 1;
+  }
+
   private async readStored(streamSeq: number): Promise<StoredReceipt> {
     const m = await this.directGet({ seq: streamSeq });
     if (m === null) throw new CairnError('E_UNAVAILABLE', `stream seq ${streamSeq} of ${this.streamName} is missing`);
     return { streamSeq, subject: m.subject, receipt: parseStoredReceipt(m.data, { subject: m.subject, streamSeq }) };
   }
 
-  private async directGet(query: { last_by_subj: string } | { seq: number }): Promise<StoredMsg | null> {
+  private async directGet(query: { last_by_subj: string } | { seq: number } | { start_time: Date }): Promise<StoredMsg | null> {
     try {
       return await this.jsm.direct.getMessage(this.streamName, query);
     } catch (error) {

@@ -41,6 +41,11 @@ export interface EvidenceReactorOptions {
    * reactions are idempotent and guarded, so a late finish of the stuck one stores nothing twice).
    */
   handlerTimeoutMs?: number;
+  /**
+   * Where a durable made by `start` begins: a stream sequence, or only what is appended next.
+   * An existing durable keeps its own position. Default: the whole stream.
+   */
+  startAt?: { seq: number } | 'new';
 }
 
 const DEFAULTS = { concurrency: 8, ackWaitMs: 30_000, maxDeliver: 5, handlerTimeoutMs: 60_000 } as const;
@@ -56,8 +61,8 @@ export class EvidenceReactor {
   private loop: Promise<void> | null = null;
   private readonly perChain = new KeyedSerialQueue();
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly options: Required<Omit<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log'>> &
-    Pick<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log'>;
+  private readonly options: Required<Omit<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log' | 'startAt'>> &
+    Pick<EvidenceReactorOptions, 'handler' | 'logger' | 'nc' | 'log' | 'startAt'>;
   private handled = 0;
 
   constructor(options: EvidenceReactorOptions) {
@@ -75,7 +80,7 @@ export class EvidenceReactor {
     await whileLeaderless(() => ensureDurable(jsm, log.streamName, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      ...deliverFrom(this.options.startAt),
       filter_subjects: reactorFilters(log.subjectPrefix, this.options.handler.types),
       ack_wait: nanos(ackWaitMs),
       max_ack_pending: concurrency * 4,
@@ -214,6 +219,12 @@ function retryAfterMs(error: unknown): number | null {
 
 function backoffMs(deliveries: number): number {
   return Math.min(30_000, 250 * 2 ** Math.max(0, deliveries - 1));
+}
+
+function deliverFrom(startAt: EvidenceReactorOptions['startAt']): { deliver_policy: DeliverPolicy; opt_start_seq?: number } {
+  if (startAt === undefined) return { deliver_policy: DeliverPolicy.All };
+  if (startAt === 'new') return { deliver_policy: DeliverPolicy.New };
+  return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, startAt.seq) };
 }
 
 /** A reactor's filter subjects: one per type its handler reacts to, sorted (E_INTERNAL for a type that cannot be a subject). */

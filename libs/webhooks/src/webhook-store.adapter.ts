@@ -222,6 +222,15 @@ export class WebhookStore {
     return rows.map((row) => ({ id: row.id, events: row.events, createdAt: row.created_at }));
   }
 
+  /**
+   * Every distinct filter in force, across tenants, with the registration of its first webhook:
+   * what the webhooks service routes its consumer by. A handful of rows however many webhooks.
+   */
+  async filterGroups(): Promise<{ events: string[]; firstCreatedAt: Date }[]> {
+    const rows = await this.query<{ events: string[]; first_at: Date }>('SELECT events, min(created_at) AS first_at FROM webhooks GROUP BY events', []);
+    return rows.map((row) => ({ events: row.events, firstCreatedAt: row.first_at }));
+  }
+
   /** Queues first deliveries; one already queued for the same (webhook, event) is left as it is. Returns how many are new. */
   async enqueue(deliveries: readonly NewDelivery[]): Promise<number> {
     if (deliveries.length === 0) return 0;
