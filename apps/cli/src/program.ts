@@ -14,6 +14,7 @@ import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerArtifactsCommand, registerLogsCommand } from './commands/outputs.command.js';
 import { registerProjectionsCommand } from './commands/projections.command.js';
+import { registerBackupCommands } from './commands/backup.command.js';
 import { registerRunCommand } from './commands/run.command.js';
 import { registerSandboxCommand } from './commands/sandbox.command.js';
 import { registerSecretsCommand } from './commands/secrets.command.js';
@@ -73,6 +74,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
+  registerBackupCommands(program, context);
   registerLogCommand(program, context);
   return program;
 }

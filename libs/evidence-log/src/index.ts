@@ -40,3 +40,5 @@ export type { ConnectNatsOptions } from './nats-connection.js';
 export { parseStoredReceipt } from './stored-receipt.parser.js';
 export { backupStreamName, migrateEvidenceLog } from './log-migration.js';
 export type { MigrationOptions, MigrationResult } from './log-migration.js';
+export { restoreStream, snapshotStream } from './stream-snapshot.js';
+export type { StreamSnapshot } from './stream-snapshot.js';
