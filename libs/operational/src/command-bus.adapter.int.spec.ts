@@ -107,4 +107,34 @@ describe('CommandBus on the real JetStream', () => {
       await (await jetstreamManager(nc)).streams.delete(otherStream);
     }
   });
+
+  it('bounds a handler that never finishes: delivered again, then answered E_UNAVAILABLE, never held for ever', async () => {
+    let calls = 0;
+    const otherStream = uniqueName('CMDS3').toUpperCase();
+    const other = await CommandBus.open(nc, { stream: otherStream, subjectPrefix: uniqueName('cmdstuck').toLowerCase() });
+    const server = await other.serve(
+      'cancel',
+      uniqueName('intake'),
+      (command, meta) => {
+        calls += 1;
+        // The first delivery hangs; a hung second one is answered as the outage it is.
+        if (meta.deliveryCount === 1 || command.run_id === 'run_stuck') return new Promise(() => undefined);
+        return Promise.resolve({ run_id: command.run_id, duplicate: false });
+      },
+      { handlerTimeoutMs: 300, maxDeliver: 2 },
+    );
+    try {
+      const recovered = await other.send('cancel', { tenant: 'acme', run_id: 'run_late', requested_by: 'key:test' }, { msgId: 'm-late', timeoutMs: 5000 });
+      expect(recovered).toEqual({ ok: true, run_id: 'run_late', duplicate: false });
+      expect(calls).toBe(2);
+      const started = Date.now();
+      const stuck = await other.send('cancel', { tenant: 'acme', run_id: 'run_stuck', requested_by: 'key:test' }, { msgId: 'm-stuck', timeoutMs: 5000 });
+      expect(stuck).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE', message: 'the cancel handler did not finish within 300 ms' } });
+      expect(Date.now() - started).toBeLessThan(4000);
+      expect(calls).toBe(4);
+    } finally {
+      await server.stop();
+      await (await jetstreamManager(nc)).streams.delete(otherStream);
+    }
+  });
 });

@@ -36,6 +36,12 @@ export interface ServeOptions {
   ackWaitMs?: number;
   /** Deliveries of a command whose handler keeps failing on an outage before it is answered with the error; default 5. */
   maxDeliver?: number;
+  /**
+   * The longest one handling may take; default 60 s. Past it the command counts as an outage: it is
+   * delivered again (commands are idempotent by message id), and after `maxDeliver` answered
+   * `E_UNAVAILABLE`. The keep-alive would otherwise hold a stuck handler's command for ever.
+   */
+  handlerTimeoutMs?: number;
   /** Told when the consumer itself fails and serving stops (default: nothing; `stop()` rethrows it). */
   onError?: (error: unknown) => void;
 }
@@ -197,10 +203,11 @@ export class CommandBus {
     const concurrency = options.concurrency ?? 8;
     const maxDeliver = options.maxDeliver ?? 5;
     const ackWaitMs = options.ackWaitMs ?? 30_000;
+    const handlerTimeoutMs = options.handlerTimeoutMs ?? 60_000;
     await this.ensureConsumer(durable, this.subjectFor(verb), ackWaitMs, concurrency);
     const consumer = await unavailableOnError(`cannot open consumer ${durable}`, () => whileLeaderless(() => this.js.consumers.get(this.streamName, durable)));
     const messages = await unavailableOnError(`cannot consume ${durable}`, () => consumer.consume({ max_messages: concurrency * 2, expires: CONSUMER_PULL_EXPIRES_MS }));
-    return new ServingLoop(verb, messages, concurrency, (msg) => this.handleOne(verb, msg, handler, maxDeliver), options.onError);
+    return new ServingLoop(verb, messages, concurrency, (msg) => this.handleOne(verb, msg, handler, maxDeliver, handlerTimeoutMs), options.onError);
   }
 
   private async ensureConsumer(durable: string, subject: string, ackWaitMs: number, concurrency: number): Promise<void> {
@@ -226,7 +233,7 @@ export class CommandBus {
     }
   }
 
-  private async handleOne<V extends CommandVerb>(verb: V, msg: JsMsg, handler: CommandHandler<V>, maxDeliver: number): Promise<void> {
+  private async handleOne<V extends CommandVerb>(verb: V, msg: JsMsg, handler: CommandHandler<V>, maxDeliver: number, handlerTimeoutMs: number): Promise<void> {
     const replyTo = msg.headers?.get(REPLY_TO_HEADER) ?? '';
     const answer = (reply: CommandReply) => {
       if (replyTo !== '') this.nc.publish(replyTo, this.encoder.encode(JSON.stringify(reply)));
@@ -248,8 +255,12 @@ export class CommandBus {
     }
     const meta: CommandMeta = { msgId: msg.headers?.get(MSG_ID_HEADER) || String(msg.seq), deliveryCount: msg.info.deliveryCount, streamSeq: msg.seq };
     const keepAlive = setInterval(() => msg.working(), 5000);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new CairnError('E_UNAVAILABLE', `the ${verb} handler did not finish within ${handlerTimeoutMs} ms`)), handlerTimeoutMs);
+    });
     try {
-      const result = await handler(parsed.data as CommandPayload<V>, meta);
+      const result = await Promise.race([handler(parsed.data as CommandPayload<V>, meta), timeout]);
       answer({ ok: true, run_id: result.run_id, duplicate: result.duplicate });
       msg.ack();
     } catch (error) {
@@ -262,6 +273,7 @@ export class CommandBus {
       msg.ack();
     } finally {
       clearInterval(keepAlive);
+      clearTimeout(timer);
     }
   }
 }
