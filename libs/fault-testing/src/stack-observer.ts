@@ -23,6 +23,11 @@ export interface FaultStack {
   queueBucket?: string;
   /** The projections' database; with it, P compares them with a rebuild into a fresh database of its own. */
   databaseUrl?: string;
+  /**
+   * The stack is still up with its warm pool: an idle pool container (no `io.cairn.chain` label yet)
+   * is the pool's, not something a chain left. Checked after the stack stopped, it counts.
+   */
+  warmPoolLive?: boolean;
   /** The server the rebuild's own database is made on (a URL whose database the role may connect to): `testDatabaseUrl()` of `@cairn/testing`. */
   databaseServerUrl?: string;
 }
@@ -121,7 +126,10 @@ async function leftovers(stack: FaultStack): Promise<Leftovers> {
   const networks: string[] = [];
   for (const workerId of stack.workerIds) {
     const label = [`io.cairn.worker=${workerId}`];
-    for (const c of await docker.listContainers({ all: true, filters: { label } })) containers.push(`${(c.Names[0] ?? c.Id).replace(/^\//, '')} (${c.State})`);
+    for (const c of await docker.listContainers({ all: true, filters: { label } })) {
+      if (stack.warmPoolLive === true && c.Labels['io.cairn.chain'] === undefined) continue;
+      containers.push(`${(c.Names[0] ?? c.Id).replace(/^\//, '')} (${c.State})`);
+    }
     for (const n of await docker.listNetworks({ filters: { label } })) networks.push(n.Name);
   }
   const leases = stack.leasesBucket === undefined ? [] : (await (await LeaseStore.open(stack.nc, { bucket: stack.leasesBucket })).list()).map((l) => `${l.run_id} (${l.lease_id}, ${l.worker_id})`);
