@@ -1,8 +1,10 @@
 import { ADMIN_EVENT_TYPES, COMMAND_VERBS, EVENT_TYPES } from '@cairn/contracts';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { bucketStream, commandDurableOf, evidenceDurableOf, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
 import type { StackNatsNames } from './nats-permissions.js';
-import { appendersOf, NATS_SERVICES, SERVICE_ROUTES, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+import { appendersOf, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
 
 const NAMES: StackNatsNames = {
   evidenceStream: 'CAIRN_EVIDENCE_T1',
@@ -18,8 +20,8 @@ const all = Object.fromEntries(NATS_SERVICES.map((s) => [s, natsPermissionsFor(s
 const STREAMS = [NAMES.evidenceStream, NAMES.commandStream, ...STACK_BUCKETS.map((b) => bucketStream(NAMES.buckets[b]))];
 
 describe('the service table against the contracts', () => {
-  it('names an appender for every receipt type but the two nobody writes yet', () => {
-    expect([...UNAPPENDED_TYPES].sort()).toEqual(['grade.failed', 'run.rolled_back']);
+  it('names an appender for every receipt type but the three nobody writes yet', () => {
+    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'grade.failed', 'run.rolled_back']);
     for (const type of EVENT_TYPES) expect(appendersOf(type).length > 0 || UNAPPENDED_TYPES.includes(type), type).toBe(true);
     for (const service of NATS_SERVICES) for (const type of SERVICE_ROUTES[service].appends) expect(EVENT_TYPES, `${service} ${type}`).toContain(type);
   });
@@ -35,7 +37,7 @@ describe('the service table against the contracts', () => {
     for (const type of ['step.started', 'step.completed', 'sandbox.created', 'sandbox.destroyed', 'run.executed', 'sandbox.exec.started', 'sandbox.exec.completed', 'sandbox.file.written', 'sandbox.file.read', 'sandbox.expired', 'egress.denied'] as const) {
       expect(appendersOf(type), type).toEqual(['runtime']);
     }
-    for (const type of ADMIN_EVENT_TYPES) expect(appendersOf(type), type).toEqual(['intake']);
+    for (const type of ADMIN_EVENT_TYPES) expect(appendersOf(type), type).toEqual(type === 'admin.policy_changed' ? [] : ['intake']);
     for (const service of ['gateway', 'projector', 'webhooks'] as const) expect(SERVICE_ROUTES[service].appends, service).toEqual([]);
   });
 
@@ -134,6 +136,14 @@ describe('natsPermissionsFor', () => {
     expect(text).toContain(`"${NAMES.evidencePrefix}.*.run.sealed"`);
     expect(text).toContain('deny: [');
     expect(text).not.toContain('password');
+  });
+
+  it('is the table docs/security.md shows', async () => {
+    const doc = await readFile(fileURLToPath(new URL('../../../docs/security.md', import.meta.url)), 'utf8');
+    const start = doc.indexOf('<!-- service-routes:start -->');
+    const end = doc.indexOf('<!-- service-routes:end -->');
+    expect(start, 'docs/security.md has the markers').toBeGreaterThan(0);
+    expect(doc.slice(start + '<!-- service-routes:start -->'.length, end).trim()).toBe(serviceRoutesMarkdown());
   });
 });
 

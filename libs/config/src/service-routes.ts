@@ -47,7 +47,8 @@ export interface ServiceRoute {
   monitors: boolean;
 }
 
-const ADMIN_TYPES = ['admin.tenant_created', 'admin.key_created', 'admin.key_rotated', 'admin.key_revoked', 'admin.policy_changed'] as const satisfies readonly EventType[];
+/** What intake records on admin chains (`admin.policy_changed` has no command that appends it yet). */
+const ADMIN_TYPES = ['admin.tenant_created', 'admin.key_created', 'admin.key_rotated', 'admin.key_revoked'] as const satisfies readonly EventType[];
 /** What every service that scans a run's derived text appends when it sees a secret (`endRunSecretSeen`), and a reaction that gives up (`run.failed`). */
 const SECRET_SEEN = ['secret.redacted', 'alert.raised', 'run.failed'] as const satisfies readonly EventType[];
 
@@ -135,4 +136,27 @@ export const UNAPPENDED_TYPES: readonly EventType[] = EVENT_TYPES.filter((type) 
 /** The services whose row names `type`. */
 export function appendersOf(type: EventType): NatsService[] {
   return NATS_SERVICES.filter((service) => SERVICE_ROUTES[service].appends.includes(type));
+}
+
+const EVIDENCE_READS: Record<ServiceRoute['evidence'], string> = {
+  durable: 'its durable consumer, chain reads',
+  reads: 'chain reads',
+  follows: 'chain reads, ordered consumers of a chain',
+};
+
+/** SERVICE_ROUTES as the markdown table docs/security.md shows (a unit test keeps the two equal). */
+export function serviceRoutesMarkdown(): string {
+  const rows = NATS_SERVICES.map((service) => {
+    const route = SERVICE_ROUTES[service];
+    const appends = route.appends.length === 0 ? 'nothing' : route.appends.map((t) => `\`${t}\``).join(', ');
+    const reads = `${EVIDENCE_READS[route.evidence]}${route.watchesChains ? '; subscribes to chains' : ''}`;
+    const commands = [
+      ...(route.sends.length > 0 ? [`sends ${route.sends.map((v) => `\`${v}\``).join(', ')}`] : []),
+      ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),
+      ...(route.sandboxOps === 'none' ? [] : [`${route.sandboxOps === 'send' ? 'sends' : 'serves (its worker\'s)'} sandbox ops`]),
+    ];
+    const buckets = STACK_BUCKETS.filter((b) => route.buckets[b] !== undefined).map((b) => `${b} (${route.buckets[b]})`);
+    return `| ${service} | ${appends} | ${reads} | ${commands.join('; ') || '—'} | ${buckets.join(', ') || '—'} |`;
+  });
+  return ['| service | appends (publish on `<prefix>.*.<type>`) | evidence reads | commands | buckets |', '|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -1,4 +1,4 @@
-import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   approvalsBucketFor,
@@ -62,9 +62,12 @@ export function natsCredsFileOf(home: string, user: NatsService | typeof OPERATO
   return join(home, NATS_AUTH_DIR, `${user}.nk`);
 }
 
-/** The worker id a stack's runtime runs as: the configured one, else the stack's own. */
-export function stackWorkerId(config: Record<string, string>, stackId: string): string {
-  return config.CAIRN_WORKER_ID ?? isolatedNames(stackId).CAIRN_WORKER_ID;
+/** The worker id a stack's runtime runs as: the configured one, else the one its state directory keeps, else the stack's own. */
+export async function stackWorkerId(config: Record<string, string>, stackId: string): Promise<string> {
+  if (config.CAIRN_WORKER_ID !== undefined) return config.CAIRN_WORKER_ID;
+  // The runtime's own file (`worker-id`, apps/runtime): a worker that ran before keeps its id.
+  const kept = config.CAIRN_WORKER_STATE_DIR === undefined ? null : await readFile(join(config.CAIRN_WORKER_STATE_DIR, 'worker-id'), 'utf8').catch(() => null);
+  return kept?.trim() || isolatedNames(stackId).CAIRN_WORKER_ID;
 }
 
 /** The names the stack's services resolve from `config` (the same defaults they use). */
@@ -81,7 +84,7 @@ export function stackNatsNames(config: Record<string, string>, stackId: string):
       approvals: config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(leases),
       queue: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(leases),
     },
-    workerId: stackWorkerId(config, stackId),
+    workerId: config.CAIRN_WORKER_ID ?? isolatedNames(stackId).CAIRN_WORKER_ID,
   };
 }
 
@@ -152,6 +155,6 @@ export async function writeNatsAuthFor(env: NodeJS.ProcessEnv): Promise<StackNat
   const location = stackLocation(env);
   await ensureHome(location.home);
   const config = stackServiceConfig(env, location, 0);
-  config.CAIRN_WORKER_ID = stackWorkerId(config, location.stackId);
+  config.CAIRN_WORKER_ID = await stackWorkerId(config, location.stackId);
   return { ...(await writeStackNatsAuth(location.home, config, location.stackId)), stackId: location.stackId };
 }

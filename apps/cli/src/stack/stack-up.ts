@@ -219,7 +219,7 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const config = stackServiceConfig(env, location, port);
   if (options.natsAuth === true) {
     // The runtime's user is its worker's: the id is fixed before the permissions name it.
-    config.CAIRN_WORKER_ID = stackWorkerId(config, location.stackId);
+    config.CAIRN_WORKER_ID = await stackWorkerId(config, location.stackId);
     const auth = await writeStackNatsAuth(location.home, config, location.stackId);
     config.CAIRN_NATS_CREDS_DIR = auth.dir;
     config.CAIRN_NATS_CREDS_FILE = auth.files.operator;
