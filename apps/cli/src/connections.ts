@@ -55,16 +55,21 @@ export interface OpenEvidenceLogOptions {
   mustExist?: boolean;
 }
 
+/** The NATS credentials file the environment names (CAIRN_NATS_CREDS_FILE), as `connectNats` takes it. */
+export function credsOf(config: { CAIRN_NATS_CREDS_FILE?: string | undefined }): { credsFile?: string } {
+  return config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE };
+}
+
 /** Opens the evidence log named by the environment, or fails fast with E_UNAVAILABLE. */
 export async function openEvidenceLog(env: NodeJS.ProcessEnv, options: OpenEvidenceLogOptions = {}): Promise<OpenEvidenceLog> {
   const config = loadConfig(EvidenceLogConfigSchema, env);
   const url = config.CAIRN_NATS_URL;
   let nc: NatsConnection;
   try {
-    nc = await connectNats({ servers: url, name: 'cairn-cli', timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: 0, noAsyncTraces: false });
+    nc = await connectNats({ servers: url, name: 'cairn-cli', timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: 0, noAsyncTraces: false, ...credsOf(config) });
   } catch (error) {
-    // A server too old for the log says so in its own words; anything else is "cannot reach".
-    if (isCairnError(error) && error.details?.['minimum'] !== undefined) throw error;
+    // A server too old for the log, refused or unreadable credentials say so in their own words; anything else is "cannot reach".
+    if (isCairnError(error) && (error.details?.['minimum'] !== undefined || error.code === 'E_UNAUTHORIZED' || error.code === 'E_INPUT')) throw error;
     throw unavailableError('NATS', 'CAIRN_NATS_URL', url, error);
   }
   const close = async () => {

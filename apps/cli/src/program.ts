@@ -19,7 +19,7 @@ import { registerRunCommand } from './commands/run.command.js';
 import { registerSandboxCommand } from './commands/sandbox.command.js';
 import { registerSecretsCommand } from './commands/secrets.command.js';
 import { registerStatusCommand } from './commands/status.command.js';
-import { registerUpCommand } from './commands/up.command.js';
+import { registerNatsAuthCommand, registerUpCommand } from './commands/up.command.js';
 import { registerVerifyCommand } from './commands/verify.command.js';
 import { EXIT_OK, EXIT_USAGE, toCliFailure } from './exit-codes.js';
 import { Output } from './output.js';
@@ -57,6 +57,7 @@ export function buildProgram(context: CommandContext): Command {
         'Exit status: 0 ok, 1 failed (e.g. a run ended ROLLBACK, E_CHAIN_BROKEN, E_UNAVAILABLE), 2 usage (E_INPUT).',
     );
   registerUpCommand(program, context);
+  registerNatsAuthCommand(program, context);
   registerDownCommand(program, context);
   registerRunCommand(program, context);
   registerStatusCommand(program, context);

@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isolatedNames } from '@cairn/config';
 import type { ApiKeyScope } from '@cairn/contracts';
+import { natsAuthenticatorFromFile } from '@cairn/evidence-log';
 import { isolatedStackStreams } from '@cairn/operational';
 import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
@@ -90,8 +91,9 @@ export class TestStack {
     return runCairn(args, { ...this.env, ...extraEnv });
   }
 
-  async up(): Promise<{ url: string; apiKey: string; outcome: string; restarted: string[] }> {
-    const run = await this.cairn(['up', '--no-setup', '--json', '--timeout', '90']);
+  /** `natsAuth`: `cairn up --nats-auth` (per-service NATS users; the server must include `natsAuthInclude`). */
+  async up(options: { natsAuth?: boolean } = {}): Promise<{ url: string; apiKey: string; outcome: string; restarted: string[] }> {
+    const run = await this.cairn(['up', '--no-setup', '--json', '--timeout', '90', ...(options.natsAuth === true ? ['--nats-auth'] : [])]);
     if (run.code !== 0) throw new Error(`cairn up failed (${run.code}):\n${run.stdout}\n${run.stderr}\n${await this.logs()}`);
     const result = JSON.parse(run.stdout) as { url: string; apiKey: string; outcome: string; restarted: string[] };
     this.url = result.url;
@@ -223,7 +225,9 @@ export class TestStack {
     // The worker's agent sockets (a runtime killed mid-test leaves them).
     await rm(join(defaultAgentSocketRoot(), this.names.workerId), { recursive: true, force: true });
     // The stack's own servers: the machine's, or a cluster of the test's.
-    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    const operator = join(this.home, 'nats', 'operator.nk');
+    const authenticator = existsSync(operator) ? await natsAuthenticatorFromFile(operator) : undefined;
+    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(','), ...(authenticator === undefined ? {} : { authenticator }) });
     try {
       const jsm = await jetstreamManager(nc);
       for (const stream of isolatedStackStreams(this.stackId)) await jsm.streams.delete(stream).catch(() => false);

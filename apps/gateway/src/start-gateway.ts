@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
-import { queueBucketFor } from '@cairn/config';
+import { queueBucketFor, SERVICE_ROUTES } from '@cairn/config';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
@@ -60,7 +60,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   };
   try {
-    const nc: NatsConnection = await connectNats({ servers: config.CAIRN_NATS_URL, name: 'cairn-gateway', maxReconnectAttempts: -1 });
+    const nc: NatsConnection = await connectNats({
+      servers: config.CAIRN_NATS_URL,
+      name: 'cairn-gateway',
+      maxReconnectAttempts: -1,
+      ...(config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE }),
+    });
     cleanups.push(() => nc.drain());
 
     const dataSource: DataSource = createGatewayDataSource(config.CAIRN_DATABASE_URL);
@@ -91,7 +96,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const queue = await PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
     cleanups.push(() => Promise.resolve(queue.close()));
     // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
-    const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
+    // The gateway appends nothing itself (SERVICE_ROUTES): what it asks for goes through commands.
+    const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config, { appends: new Set(SERVICE_ROUTES.gateway.appends) }));
     cleanups.push(() => log.close());
     const sandboxes = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS } });
     cleanups.push(() => sandboxes.close());

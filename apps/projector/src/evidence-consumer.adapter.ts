@@ -16,7 +16,7 @@ import type { ProjectorConfig } from './projector.config.js';
 export async function openEvidenceConsumer(nc: NatsConnection, config: ProjectorConfig): Promise<{ consumer: Consumer; log: EvidenceLog }> {
   const stream = config.CAIRN_EVIDENCE_STREAM;
   const filter = evidenceSubjects(config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
-  const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config));
+  const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config, { appends: new Set() }));
   const jsm = await jetstreamManager(nc);
 
   // The writer only moves its position over consecutive stream seqs, so every message of the

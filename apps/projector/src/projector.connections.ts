@@ -20,7 +20,11 @@ export interface ProjectorConnections {
 
 /** Opens NATS (checking the stream and the durable consumer) and the database, or nothing. */
 export async function openProjectorConnections(config: ProjectorConfig): Promise<ProjectorConnections> {
-  const nc = await connectNats({ servers: config.CAIRN_NATS_URL, name: 'cairn-projector' });
+  const nc = await connectNats({
+    servers: config.CAIRN_NATS_URL,
+    name: 'cairn-projector',
+    ...(config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE }),
+  });
   const dataSource = createDataSource(config.CAIRN_DATABASE_URL, { applicationName: 'cairn-projector' });
   const close = async () => {
     if (!nc.isClosed()) await nc.drain();

@@ -1,7 +1,6 @@
 import { ApprovalIdSchema, CairnError, isCairnError, RunIdSchema, TimestampSchema } from '@cairn/contracts';
 import { DEFAULT_NATS_REPLICAS } from '@cairn/config';
-import { bucketStreamName, openBucket } from '@cairn/operational';
-import type { BucketLimits } from '@cairn/operational';
+import { APPROVAL_DEADLINES_LIMITS, bucketStreamName, openBucket } from '@cairn/operational';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -19,8 +18,7 @@ export const ApprovalDeadlineSchema = z.strictObject({
 export type ApprovalDeadline = z.infer<typeof ApprovalDeadlineSchema>;
 
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-/** Approval timeouts are at most 7 days (the policy document's bound); a forgotten entry goes a day later. */
-const LIMITS: BucketLimits = { history: 1, ttlMs: 8 * 86_400_000, maxBytes: 64 * 1024 * 1024, maxValueBytes: 4096 };
+const LIMITS = APPROVAL_DEADLINES_LIMITS;
 
 /**
  * Pending approval requests and their deadlines, in a KV bucket (operational state, like leases:

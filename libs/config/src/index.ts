@@ -23,3 +23,17 @@ export {
 export { redactUrl } from './redact-url.js';
 export { approvalsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';
+export { appendersOf, isNatsService, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+export type { BucketAccess, NatsService, ServiceRoute, StackBucket } from './service-routes.js';
+export {
+  bucketStream,
+  commandDurableOf,
+  evidenceDurableOf,
+  natsPermissionsFor,
+  OPERATOR_PERMISSIONS,
+  permits,
+  renderAuthorization,
+  sandboxOpsDurableOf,
+  subjectMatches,
+} from './nats-permissions.js';
+export type { NatsPermissions, NatsUser, StackNatsNames, SubjectPermission } from './nats-permissions.js';

@@ -43,6 +43,11 @@ export const EvidenceLogConfigSchema = z.object({
   CAIRN_NATS_REPLICAS: NatsReplicasSchema,
   CAIRN_EVIDENCE_STREAM: streamName.default(DEFAULT_EVIDENCE_STREAM),
   CAIRN_EVIDENCE_SUBJECT_PREFIX: subjectPrefix.default(DEFAULT_EVIDENCE_SUBJECT_PREFIX),
+  /**
+   * A file holding this process's NATS nkey seed (mode 0600; docs/adr/0022), read at boot. A path,
+   * never the credential: unset, the process connects without credentials (an open server).
+   */
+  CAIRN_NATS_CREDS_FILE: z.string().min(1).optional(),
 });
 export type EvidenceLogConfig = z.infer<typeof EvidenceLogConfigSchema>;
 

@@ -514,3 +514,18 @@ describe('EvidenceLog batches and subjects', () => {
     expect(info.state.messages).toBe(1);
   });
 });
+
+describe('a log limited to its service row (appends)', () => {
+  it('refuses any other type E_FORBIDDEN, alone or in a batch, and publishes nothing of it', async () => {
+    const options = logOptions({ appends: new Set(['step.started', 'step.completed']) });
+    const log = await open(options);
+    const chain = uniqueName('run').toLowerCase();
+    await log.append(chain, event({ type: 'step.started', fields: { step_index: 0 } }));
+    const refused = await log.append(chain, event({ type: 'run.sealed', actor: 'runtime', fields: {} })).catch((error: unknown) => error);
+    expect(isCairnError(refused) && refused.code).toBe('E_FORBIDDEN');
+    expect(String(refused)).toContain('runtime may not append run.sealed');
+    const batch = await log.appendBatch(chain, [event(), event({ type: 'grade.recorded', key: 'g' })]).catch((error: unknown) => error);
+    expect(isCairnError(batch) && batch.code).toBe('E_FORBIDDEN');
+    expect(await subjectCount(options.stream, `${options.subjectPrefix}.${chain}.>`)).toBe(1);
+  });
+});

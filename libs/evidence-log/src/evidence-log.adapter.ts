@@ -122,7 +122,7 @@ export class EvidenceLog {
   /** Opens its own connection and ensures the stream; `close()` closes the connection. */
   static async connect(options: EvidenceLogOptions): Promise<EvidenceLog> {
     const resolved = resolveEvidenceLogOptions(options);
-    const nc = await connectNats({ servers: resolved.servers, name: resolved.name });
+    const nc = await connectNats({ servers: resolved.servers, name: resolved.name, ...(resolved.credsFile === null ? {} : { credsFile: resolved.credsFile }) });
     try {
       return await EvidenceLog.open(nc, resolved, true);
     } catch (error) {
@@ -206,6 +206,7 @@ export class EvidenceLog {
    */
   async append(chainId: string, input: AppendInput, options: AppendOptions = {}): Promise<AppendResult> {
     // Validated and queued synchronously, so appends to one chain keep their call order.
+    this.checkAppendable(input.type, input.actor);
     const subject = this.subjectFor(chainId, input.type);
     const prepared = prepareAppend(chainId, input);
     const expected = checkExpectedHeadSeq(options);
@@ -224,6 +225,7 @@ export class EvidenceLog {
     if (inputs.length === 0) return [];
     if (inputs.length > MAX_BATCH) throw new CairnError('E_INPUT', `a batch holds at most ${MAX_BATCH} receipts, not ${inputs.length}`);
     if (inputs.length === 1) return [await this.append(chainId, inputs[0]!, options)];
+    for (const input of inputs) this.checkAppendable(input.type, input.actor);
     const items = inputs.map((input) => ({ subject: this.subjectFor(chainId, input.type), prepared: prepareAppend(chainId, input) }));
     if (new Set(items.map((item) => item.prepared.msgId)).size !== items.length) {
       throw new CairnError('E_INPUT', 'a batch holds the same logical event twice (same causation, type and key)');
@@ -231,6 +233,13 @@ export class EvidenceLog {
     const expected = checkExpectedHeadSeq(options);
     const publisher = this.openPublisher();
     return this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected));
+  }
+
+  /** A type outside this process's row (`appends`) is refused here, not left to a server that enforces it to time out. */
+  private checkAppendable(type: string, actor: string): void {
+    const allowed = this.options.appends;
+    if (allowed === null || allowed.has(type)) return;
+    throw new CairnError('E_FORBIDDEN', `${actor} may not append ${type}: it is not in that service's row of SERVICE_ROUTES (libs/config/src/service-routes.ts)`, { type, actor });
   }
 
   private openPublisher(): JetStreamAckPublisher {

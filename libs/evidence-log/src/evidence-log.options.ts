@@ -19,9 +19,16 @@ export interface EvidenceLogOptions {
   headCacheSize?: number;
   /** How long an append waits for JetStream's ack before it re-reads the head; default 5 s. */
   publishTimeoutMs?: number;
+  /**
+   * The receipt types this process may append (its row of SERVICE_ROUTES, docs/adr/0022); any other
+   * is E_FORBIDDEN before anything is published. Absent: any type (tools and tests).
+   */
+  appends?: ReadonlySet<string>;
+  /** The NATS credentials file (CAIRN_NATS_CREDS_FILE) for a connection the log opens itself. */
+  credsFile?: string;
 }
 
-export type ResolvedEvidenceLogOptions = Required<EvidenceLogOptions>;
+export type ResolvedEvidenceLogOptions = Required<Omit<EvidenceLogOptions, 'appends' | 'credsFile'>> & { appends: ReadonlySet<string> | null; credsFile: string | null };
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60_000;
 export const DEFAULT_MAX_ATTEMPTS = 32;
@@ -51,6 +58,8 @@ export function resolveEvidenceLogOptions(options: EvidenceLogOptions): Resolved
     maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     headCacheSize: options.headCacheSize ?? DEFAULT_HEAD_CACHE_SIZE,
     publishTimeoutMs: options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS,
+    appends: options.appends ?? null,
+    credsFile: options.credsFile ?? null,
   };
   if (!Number.isSafeInteger(resolved.duplicateWindowMs) || resolved.duplicateWindowMs < 1000) {
     problems.push('duplicateWindowMs: an integer of at least 1000');
@@ -72,6 +81,7 @@ export function evidenceLogOptionsFromConfig(
 ): EvidenceLogOptions {
   return {
     replicas: config.CAIRN_NATS_REPLICAS,
+    ...(config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE }),
     ...overrides,
     servers: config.CAIRN_NATS_URL,
     stream: config.CAIRN_EVIDENCE_STREAM,

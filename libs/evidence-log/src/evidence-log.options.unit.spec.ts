@@ -16,6 +16,8 @@ describe('resolveEvidenceLogOptions', () => {
       maxAttempts: 32,
       headCacheSize: 10_000,
       publishTimeoutMs: 5_000,
+      appends: null,
+      credsFile: null,
     });
   });
 

@@ -37,6 +37,7 @@ export type { PublishOutcome } from './jetstream-ack.publisher.js';
 export { KeyedSerialQueue } from './keyed-serial.queue.js';
 export { assertSupportedNatsServer, connectNats, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
 export type { ConnectNatsOptions } from './nats-connection.js';
+export { ensureNatsSeedFile, natsAuthenticatorFromFile, natsPublicKeyOf, readNatsSeedFile } from './nats-credentials.js';
 export { parseStoredReceipt } from './stored-receipt.parser.js';
 export { backupStreamName, migrateEvidenceLog } from './log-migration.js';
 export type { MigrationOptions, MigrationResult } from './log-migration.js';

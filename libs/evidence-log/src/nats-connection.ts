@@ -2,6 +2,7 @@ import { redactUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { connect } from '@nats-io/transport-node';
 import type { ConnectionOptions, NatsConnection } from '@nats-io/transport-node';
+import { natsAuthenticatorFromFile } from './nats-credentials.js';
 
 /**
  * The oldest nats-server Cairn runs on. 2.12 brings what the log relies on or will: a replicated
@@ -47,6 +48,8 @@ export function assertSupportedNatsServer(nc: NatsConnection): void {
 export interface ConnectNatsOptions extends Omit<ConnectionOptions, 'servers'> {
   /** One URL or several, comma-separated (as `CAIRN_NATS_URL` holds them). */
   servers: string;
+  /** This process's nkey seed file (CAIRN_NATS_CREDS_FILE, mode 0600); checked before anything connects. */
+  credsFile?: string;
 }
 
 /**
@@ -55,14 +58,22 @@ export interface ConnectNatsOptions extends Omit<ConnectionOptions, 'servers'> {
  * (the connection is closed first).
  */
 export async function connectNats(options: ConnectNatsOptions): Promise<NatsConnection> {
-  const { servers, ...rest } = options;
+  const { servers, credsFile, ...rest } = options;
+  // A bad file is E_INPUT naming it, before any connection is tried.
+  const authenticator = credsFile === undefined ? undefined : await natsAuthenticatorFromFile(credsFile);
   let nc: NatsConnection;
   try {
     // noAsyncTraces: no Error (and its stack) made ahead of every request, publish and ack on the chance
     // it times out — a few % of a service's CPU; a timeout is still reported, without the caller's frames.
-    nc = await connect({ noAsyncTraces: true, ...rest, servers: servers.split(',') });
+    nc = await connect({ noAsyncTraces: true, ...rest, ...(authenticator === undefined ? {} : { authenticator }), servers: servers.split(',') });
   } catch (error) {
-    throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${servers.split(',').map(redactUrl).join(',')}: ${error instanceof Error ? error.message : String(error)}`);
+    const where = servers.split(',').map(redactUrl).join(',');
+    // Refused credentials are not an outage: say which, and where they came from.
+    if (error instanceof Error && /authoriz|authentic/i.test(error.message)) {
+      const given = credsFile === undefined ? 'no credentials (CAIRN_NATS_CREDS_FILE is unset)' : `the credentials in ${credsFile}`;
+      throw new CairnError('E_UNAUTHORIZED', `the NATS server at ${where} refused ${given}: ${error.message}`, credsFile === undefined ? {} : { credsFile });
+    }
+    throw new CairnError('E_UNAVAILABLE', `cannot connect to NATS at ${where}: ${error instanceof Error ? error.message : String(error)}`);
   }
   try {
     assertSupportedNatsServer(nc);

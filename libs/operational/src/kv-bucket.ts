@@ -20,6 +20,13 @@ export interface BucketLimits {
 const BUCKET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
+ * The scheduler's approval deadlines (`<leases bucket>_approvals`): timeouts are at most 7 days (the
+ * policy document's bound), a forgotten entry goes a day later. Here, not in the scheduler, so
+ * `cairn up --nats-auth` can make the bucket before a scheduler that may not create it starts.
+ */
+export const APPROVAL_DEADLINES_LIMITS: BucketLimits = { history: 1, ttlMs: 8 * 86_400_000, maxBytes: 64 * 1024 * 1024, maxValueBytes: 4096 };
+
+/**
  * Opens the bucket, creating it with `limits` and `replicas` (CAIRN_NATS_REPLICAS) when it does not
  * exist; an existing one keeps its own limits, but one with other replicas is refused (E_UNAVAILABLE,
  * naming the setting), as the streams are.

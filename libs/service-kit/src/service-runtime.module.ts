@@ -1,3 +1,4 @@
+import { isNatsService, SERVICE_ROUTES } from '@cairn/config';
 import type { EvidenceLogConfig } from '@cairn/config';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { Inject, Injectable, Module } from '@nestjs/common';
@@ -23,6 +24,16 @@ export interface ServiceModuleOptions<C extends EvidenceLogConfig> {
   providers?: Provider[];
   imports?: DynamicModule['imports'];
   exports?: DynamicModule['exports'];
+}
+
+/** The connection's credentials file, when the process has one (CAIRN_NATS_CREDS_FILE). */
+export function credsOf(config: EvidenceLogConfig): { credsFile?: string } {
+  return config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE };
+}
+
+/** A service appends only the types of its row of SERVICE_ROUTES (docs/adr/0022); a name outside the table, any. */
+export function appendsOf(service: string): { appends?: ReadonlySet<string> } {
+  return isNatsService(service) ? { appends: new Set(SERVICE_ROUTES[service].appends) } : {};
 }
 
 /** Starts the reactor once the module is up and stops it (and NATS) on shutdown. */
@@ -91,13 +102,13 @@ export class ServiceRuntimeModule {
         {
           provide: NATS_CONNECTION,
           useFactory: async (): Promise<NatsConnection> => {
-            return connectNats({ servers: options.config.CAIRN_NATS_URL, name: `cairn-${options.service}`, maxReconnectAttempts: -1 });
+            return connectNats({ servers: options.config.CAIRN_NATS_URL, name: `cairn-${options.service}`, maxReconnectAttempts: -1, ...credsOf(options.config) });
           },
         },
         {
           provide: EVIDENCE_LOG,
           inject: [NATS_CONNECTION],
-          useFactory: (nc: NatsConnection) => EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(options.config)),
+          useFactory: (nc: NatsConnection) => EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(options.config, appendsOf(options.service))),
         },
         ...handlerProviders,
         ReactorLifecycle,

@@ -37,6 +37,11 @@ export interface NatsServersOptions {
   sync?: 'always' | 'default';
   /** Names the servers and the cluster (`<label>-n1`, …). */
   label?: string;
+  /**
+   * An authorization include (`cairn nats-auth`'s auth.conf) the servers load: copied beside their
+   * configs, since nats-server includes only relative paths. Absent: no authentication.
+   */
+  authorizationFile?: string;
 }
 
 export interface NatsNode {
@@ -181,6 +186,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
   const sync = options.sync ?? 'always';
   // The deployed sync policy, copied beside the configs (nats-server includes only relative paths).
   if (sync === 'always') await writeFile(join(dir, 'sync.conf'), await readFile(SYNC_CONF, 'utf8'));
+  if (options.authorizationFile !== undefined) await writeFile(join(dir, 'auth.conf'), await readFile(options.authorizationFile, 'utf8'));
   const ports: NodePorts[] = [];
   for (let i = 0; i < count; i++) ports.push({ client: await freePort(), cluster: await freePort(), http: await freePort() });
   const nodes: ServerProcess[] = [];
@@ -193,6 +199,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
       `listen: 127.0.0.1:${port.client}`,
       `http: 127.0.0.1:${port.http}`,
       'max_payload: 4MB',
+      ...(options.authorizationFile === undefined ? [] : ['include ./auth.conf']),
       'jetstream {',
       `  store_dir: "${storeDir}"`,
       ...(sync === 'always' ? ['  include ./sync.conf'] : []),

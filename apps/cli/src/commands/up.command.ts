@@ -6,6 +6,7 @@ import type { UpResult } from '../stack/stack-up.js';
 interface UpOptions {
   setup: boolean;
   timeout: string;
+  natsAuth?: boolean;
 }
 
 /** Seconds from an option, as milliseconds; E_INPUT when it is not a positive number. */
@@ -53,6 +54,7 @@ export function registerUpCommand(program: Command, context: CommandContext): vo
     .description('start the whole stack on this machine in the background (NATS, PostgreSQL and Docker must answer) and wait until it is healthy')
     .option('--no-setup', 'never run tools/ensure-services.sh; only say what is missing')
     .option('--timeout <seconds>', 'how long to wait for the stack to become healthy', '120')
+    .option('--nats-auth', 'one NATS user per service (see `cairn nats-auth`; the server must include <home>/nats/auth.conf)')
     .addHelpText(
       'after',
       '\nChecks the Docker engine, NATS and PostgreSQL (running tools/ensure-services.sh as root when one does not answer),\n' +
@@ -72,8 +74,35 @@ export function registerUpCommand(program: Command, context: CommandContext): vo
         timeoutMs,
         progress: (message) => output.note(`[up] ${message}`),
         stderr: context.streams.stderr,
+        natsAuth: options.natsAuth === true,
       });
       const { human, machine } = formatUp(result, output.okMark());
       output.result(human, machine);
+    });
+}
+
+export function registerNatsAuthCommand(program: Command, context: CommandContext): void {
+  program
+    .command('nats-auth')
+    .description("write the stack's NATS users: an nkey per service and the server's authorization include (docs/adr/0022)")
+    .addHelpText(
+      'after',
+      '\nWrites <home>/nats/<service>.nk (mode 0600, kept when present) for every service and for the operator, and\n' +
+        '<home>/nats/auth.conf: the nats-server `authorization` block with their public keys and each service\'s\n' +
+        'permissions (what it appends, consumes, sends and serves — SERVICE_ROUTES in libs/config). Include it in the\n' +
+        'server\'s configuration (`include ./auth.conf`, beside it), reload the server, then `cairn up --nats-auth`.\n' +
+        'The stack\'s names (CAIRN_STACK_ID, CAIRN_EVIDENCE_STREAM, …) are read as `cairn up` reads them.',
+    )
+    .action(async (_options: unknown, command: Command) => {
+      const output = context.output(command);
+      const { writeNatsAuthFor } = await import('../stack/nats-auth.js');
+      const auth = await writeNatsAuthFor(context.env);
+      const human = [
+        `${output.okMark()}  NATS users of stack ${auth.stackId}`,
+        `  include   ${auth.include}  (public keys and permissions; add it to the server's configuration)`,
+        ...Object.entries(auth.files).map(([user, file]) => `  ${user.padEnd(9)} ${file}${auth.created.includes(user) ? '  (new)' : ''}`),
+        '  then      npx --no-install cairn up --nats-auth',
+      ].join('\n');
+      output.result(human, { ok: true, stackId: auth.stackId, include: auth.include, dir: auth.dir, files: auth.files, created: auth.created });
     });
 }

@@ -38,9 +38,9 @@ async function checkDocker(socket: string): Promise<PrerequisiteProblem | null> 
   }
 }
 
-async function checkNats(url: string, replicas: number): Promise<PrerequisiteProblem | null> {
+async function checkNats(url: string, replicas: number, credsFile: string | undefined): Promise<PrerequisiteProblem | null> {
   try {
-    const nc = await connectNats({ servers: url, name: 'cairn-up', timeout: CHECK_TIMEOUT_MS, maxReconnectAttempts: 0 });
+    const nc = await connectNats({ servers: url, name: 'cairn-up', timeout: CHECK_TIMEOUT_MS, maxReconnectAttempts: 0, ...(credsFile === undefined ? {} : { credsFile }) });
     // A server outside a cluster refuses every stream of more than one replica: say so before anything starts.
     const cluster = nc.info?.cluster;
     await nc.close();
@@ -53,6 +53,8 @@ async function checkNats(url: string, replicas: number): Promise<PrerequisitePro
     return null;
   } catch (error) {
     if (isCairnError(error) && error.details?.['minimum'] !== undefined) return { what: 'nats', message: `${error.message} (CAIRN_NATS_URL ${redactUrl(url)})` };
+    // Refused credentials, or a file that holds none, in their own words.
+    if (isCairnError(error) && (error.code === 'E_UNAUTHORIZED' || error.code === 'E_INPUT')) return { what: 'nats', message: error.message };
     return { what: 'nats', message: `NATS does not answer at ${redactUrl(url)} (CAIRN_NATS_URL): ${causeOf(error)}` };
   }
 }
@@ -75,7 +77,7 @@ export async function checkPrerequisites(config: Record<string, string>): Promis
   const nats = loadConfig(EvidenceLogConfigSchema, config);
   const database = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
   const socket = config.CAIRN_DOCKER_SOCKET ?? DEFAULT_DOCKER_SOCKET;
-  const problems = await Promise.all([checkDocker(socket), checkNats(nats.CAIRN_NATS_URL, nats.CAIRN_NATS_REPLICAS), checkPostgres(database)]);
+  const problems = await Promise.all([checkDocker(socket), checkNats(nats.CAIRN_NATS_URL, nats.CAIRN_NATS_REPLICAS, nats.CAIRN_NATS_CREDS_FILE), checkPostgres(database)]);
   return problems.filter((p): p is PrerequisiteProblem => p !== null);
 }
 

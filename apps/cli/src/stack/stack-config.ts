@@ -101,4 +101,4 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
 }
 
 /** The evidence-log variables of a stack, for commands that read the log (`export`, `projections`). */
-export const EVIDENCE_VARIABLES = ['CAIRN_NATS_URL', 'CAIRN_NATS_REPLICAS', 'CAIRN_EVIDENCE_STREAM', 'CAIRN_EVIDENCE_SUBJECT_PREFIX', 'CAIRN_DATABASE_URL'] as const;
+export const EVIDENCE_VARIABLES = ['CAIRN_NATS_URL', 'CAIRN_NATS_REPLICAS', 'CAIRN_NATS_CREDS_FILE', 'CAIRN_EVIDENCE_STREAM', 'CAIRN_EVIDENCE_SUBJECT_PREFIX', 'CAIRN_DATABASE_URL'] as const;

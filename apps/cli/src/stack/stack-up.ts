@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { DatabaseConfigSchema, loadConfig } from '@cairn/config';
+import { DatabaseConfigSchema, isNatsService, loadConfig } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import type { Health } from '@cairn/contracts';
 import { cairnClient } from '../cairn-client.js';
@@ -10,6 +10,7 @@ import type { StackLocation, StackService } from './stack-config.js';
 import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, withStackLock, writeApiKey, writeStackFile } from './stack-file.js';
 import type { ServiceRecord, StackFile } from './stack-file.js';
 import { isServiceAlive, logTail, missingBuilds, REPO_ROOT, startServiceProcess, stopProcesses } from './service-process.js';
+import { natsCredsFileOf, provisionStackStreams, stackWorkerId, writeStackNatsAuth } from './nats-auth.js';
 
 export interface UpOptions {
   /** May run tools/ensure-services.sh when a prerequisite does not answer. */
@@ -20,6 +21,12 @@ export interface UpOptions {
   /** Where the setup script's output goes. */
   stderr: NodeJS.WritableStream;
   root?: string;
+  /**
+   * Per-service NATS users (docs/adr/0022): writes them under `<home>/nats/` (`cairn nats-auth`),
+   * makes the streams and buckets with the operator's user and starts each service with its own.
+   * The server must already include `<home>/nats/auth.conf`.
+   */
+  natsAuth?: boolean;
 }
 
 export interface UpResult {
@@ -146,6 +153,15 @@ async function ensureMcpPort(stack: StackFile, env: NodeJS.ProcessEnv): Promise<
   stack.mcpUrl = `http://127.0.0.1:${stack.config.CAIRN_MCP_PORT}/mcp`;
 }
 
+/**
+ * A stack with per-service NATS users gives each service its own credentials file, never the
+ * operator's the stack's configuration names (the MCP gateway, which has no NATS connection, none).
+ */
+function serviceCredentials(stack: StackFile, service: StackService): Record<string, string> {
+  if (stack.config.CAIRN_NATS_CREDS_DIR === undefined) return {};
+  return { CAIRN_NATS_CREDS_FILE: isNatsService(service) ? natsCredsFileOf(stack.home, service) : '' };
+}
+
 async function startServices(
   services: readonly StackService[],
   stack: StackFile,
@@ -158,8 +174,10 @@ async function startServices(
   for (const service of services) {
     // Only the gateway learns the key, and only to register it at start. The MCP gateway learns
     // where the REST gateway is; each MCP client brings its own key.
-    const extra: Record<string, string> =
-      service === 'gateway' ? { CAIRN_API_KEY: apiKey } : service === 'mcp-gateway' ? { CAIRN_MCP_UPSTREAM_URL: stack.url } : {};
+    const extra: Record<string, string> = {
+      ...(service === 'gateway' ? { CAIRN_API_KEY: apiKey } : service === 'mcp-gateway' ? { CAIRN_MCP_UPSTREAM_URL: stack.url } : {}),
+      ...serviceCredentials(stack, service),
+    };
     const record: ServiceRecord = await startServiceProcess({ service, home: stack.home, env: serviceEnv(baseEnv, stack.config, extra), root });
     stack.services[service] = record;
     progress(`started ${service} (pid ${record.pid})`);
@@ -199,8 +217,26 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const settings = loadConfig(StackSettingsSchema, env);
   const port = settings.CAIRN_GATEWAY_PORT === 0 ? await freeLoopbackPort() : settings.CAIRN_GATEWAY_PORT;
   const config = stackServiceConfig(env, location, port);
+  if (options.natsAuth === true) {
+    // The runtime's user is its worker's: the id is fixed before the permissions name it.
+    config.CAIRN_WORKER_ID = await stackWorkerId(config, location.stackId);
+    const auth = await writeStackNatsAuth(location.home, config, location.stackId);
+    config.CAIRN_NATS_CREDS_DIR = auth.dir;
+    config.CAIRN_NATS_CREDS_FILE = auth.files.operator;
+    options.progress(`NATS users of this stack: ${auth.include}${auth.created.length > 0 ? ` (new: ${auth.created.join(', ')})` : ''}`);
+  }
 
-  await ensurePrerequisites(config, options, env, root);
+  try {
+    await ensurePrerequisites(config, options, env, root);
+  } catch (error) {
+    if (options.natsAuth !== true || !isCairnError(error) || !error.message.includes('refused')) throw error;
+    const include = `${config.CAIRN_NATS_CREDS_DIR}/auth.conf`;
+    throw new CairnError('E_UNAVAILABLE', `${error.message}; the NATS server must load ${include} (\`include\` it in the server's configuration, then \`nats-server --signal reload\`)`, { ...error.details, include });
+  }
+  if (options.natsAuth === true) {
+    await provisionStackStreams(config, config.CAIRN_NATS_CREDS_FILE!);
+    options.progress('streams and buckets made with the operator user');
+  }
 
   // Loaded on use: dockerode and TypeORM are not needed by the other commands.
   const { ensureBusyboxImage, BUSYBOX_IMAGE_TAG, createDockerClient } = await import('@cairn/sandbox-docker');

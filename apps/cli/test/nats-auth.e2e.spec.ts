@@ -1,0 +1,159 @@
+import { fileURLToPath } from 'node:url';
+import { EVENT_TYPES, isCairnError } from '@cairn/contracts';
+import { connectNats, natsAuthenticatorFromFile, natsPublicKeyOf } from '@cairn/evidence-log';
+import { startNatsServers } from '@cairn/testing';
+import type { NatsServers } from '@cairn/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestStack } from './stack.harness.js';
+
+/*
+ * A stack under per-service NATS users (docs/adr/0022) on a nats-server of the test's own (the pinned
+ * binary, loopback, a free port) that loads the authorization `cairn nats-auth` wrote: each refusal is
+ * the real server's, against the real services' credentials, and a whole run still seals.
+ */
+
+const QUICKSTART = fileURLToPath(new URL('../../../examples/quickstart.yaml', import.meta.url));
+
+let stack: TestStack;
+let nats: NatsServers;
+let files: Record<string, string>;
+const open: NatsConnection[] = [];
+
+beforeAll(async () => {
+  stack = await TestStack.create('nats-auth');
+  const written = await stack.cairn(['nats-auth', '--json']);
+  expect(written.code, written.stderr).toBe(0);
+  const auth = JSON.parse(written.stdout) as { include: string; files: Record<string, string> };
+  files = auth.files;
+  nats = await startNatsServers({ nodes: 1, label: 'cairn-auth', authorizationFile: auth.include });
+  stack.env.CAIRN_NATS_URL = nats.urls;
+  await stack.up({ natsAuth: true });
+}, 240_000);
+
+afterAll(async () => {
+  for (const nc of open) await nc.close().catch(() => undefined);
+  await stack?.dispose();
+  await nats?.stop();
+});
+
+/** A connection as `user` (a service, or `operator`), with its credentials file. */
+async function as(user: string): Promise<NatsConnection> {
+  const nc = await connect({ servers: nats.urls, authenticator: await natsAuthenticatorFromFile(files[user]!), name: `probe-${user}` });
+  open.push(nc);
+  return nc;
+}
+
+/** What the server answers a request to `subject`: `refused` (a permissions violation) or `answered`. */
+async function attempt(nc: NatsConnection, subject: string, body = '{}'): Promise<'refused' | 'answered'> {
+  try {
+    await nc.request(subject, new TextEncoder().encode(body), { timeout: 3_000 });
+    return 'answered';
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : '';
+    if (error instanceof Error && /permissions violation/i.test(`${error.message} ${cause}`)) return 'refused';
+    throw error;
+  }
+}
+
+/** Messages the evidence stream holds on `subject` (a filter). */
+async function storedOn(subject: string): Promise<number> {
+  const jsm = await jetstreamManager(await as('operator'));
+  const info = await jsm.streams.info(stack.names.evidenceStream, { subjects_filter: subject });
+  return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+}
+
+const prefix = () => `cairn.${stack.stackId}.evidence`;
+
+describe('per-service NATS users on a server that enforces them', () => {
+  it('refuses a client without credentials, and one with a key the server does not know', async () => {
+    const bare = await connect({ servers: nats.urls, maxReconnectAttempts: 0 }).then(
+      () => 'connected',
+      (error: unknown) => String(error),
+    );
+    expect(bare).toMatch(/authoriz/i);
+    const viaCairn = await connectNats({ servers: nats.urls, maxReconnectAttempts: 0 }).catch((error: unknown) => error);
+    expect(isCairnError(viaCairn) && viaCairn.code).toBe('E_UNAUTHORIZED');
+    expect(String(viaCairn)).toContain('CAIRN_NATS_CREDS_FILE is unset');
+  });
+
+  it('runs every service as its own user (the server names each connection by its key)', async () => {
+    const connz = await nats.monitor<{ connections: { name?: string; authorized_user?: string; nkey?: string }[] }>(nats.nodes[0]!.name, '/connz?auth=true&limit=1024');
+    const byName = new Map((connz?.connections ?? []).map((c) => [c.name ?? '', c.nkey ?? c.authorized_user ?? '']));
+    for (const service of ['intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'projector', 'webhooks', 'gateway']) {
+      expect(byName.get(`cairn-${service}`), service).toBe(await natsPublicKeyOf(files[service]!));
+    }
+  });
+
+  it("the gateway's user cannot append to the evidence stream, nor change or delete it", async () => {
+    const gateway = await as('gateway');
+    const chain = `run_probe_${Date.now().toString(36)}`;
+    for (const type of ['run.submitted', 'run.sealed', 'step.completed', 'admin.key_created']) {
+      expect(await attempt(gateway, `${prefix()}.${chain}.${type}`), type).toBe('refused');
+    }
+    expect(await attempt(gateway, `$JS.API.STREAM.DELETE.${stack.names.evidenceStream}`)).toBe('refused');
+    expect(await attempt(gateway, `$JS.API.STREAM.UPDATE.${stack.names.evidenceStream}`)).toBe('refused');
+    expect(await attempt(gateway, `$JS.API.STREAM.CREATE.PROBE_${Date.now()}`)).toBe('refused');
+    // What it may do, it may: read the stream's state.
+    expect(await attempt(gateway, `$JS.API.STREAM.INFO.${stack.names.evidenceStream}`)).toBe('answered');
+    expect(await storedOn(`${prefix()}.${chain}.>`)).toBe(0);
+  });
+
+  it("the runtime's user cannot append run.sealed, grade.recorded or a policy decision", async () => {
+    const runtime = await as('runtime');
+    const chain = `run_probe_${Date.now().toString(36)}`;
+    for (const type of ['run.sealed', 'grade.recorded', 'verification.completed', 'policy.decided', 'run.submitted']) {
+      expect(await attempt(runtime, `${prefix()}.${chain}.${type}`), type).toBe('refused');
+    }
+    expect(await storedOn(`${prefix()}.${chain}.>`)).toBe(0);
+  });
+
+  it("the projector's user can publish nothing but its acks and reads", async () => {
+    const projector = await as('projector');
+    const chain = `run_probe_${Date.now().toString(36)}`;
+    for (const type of EVENT_TYPES) expect(await attempt(projector, `${prefix()}.${chain}.${type}`), type).toBe('refused');
+    expect(await attempt(projector, `cairn.${stack.stackId}.cmd.submit`)).toBe('refused');
+    expect(await attempt(projector, `$KV.${stack.names.leasesBucket}.${chain}`)).toBe('refused');
+    expect(await attempt(projector, `$JS.API.CONSUMER.MSG.NEXT.${stack.names.evidenceStream}.cairn-grader`, '{"batch":1,"expires":1000000000}')).toBe('refused');
+    expect(await attempt(projector, `$JS.API.STREAM.PURGE.${stack.names.evidenceStream}`)).toBe('refused');
+    expect(await attempt(projector, `$JS.API.STREAM.INFO.${stack.names.evidenceStream}`)).toBe('answered');
+    expect(await storedOn(`${prefix()}.${chain}.>`)).toBe(0);
+  });
+
+  it('a whole run seals under per-service users, and its chain exports and verifies', async () => {
+    const run = await stack.cairn(['run', QUICKSTART, '--wait', '--json']);
+    expect(run.code, `${run.stdout}\n${run.stderr}\n${await stack.logs()}`).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { runId: string; state: string; verdict: string };
+    expect(outcome).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS' });
+    await stack.expectCleanAndVerifiable(outcome.runId);
+  }, 120_000);
+
+  it('a sandbox session works under them: ops to the worker, a file in and out through the gateway, its chain verifies', async () => {
+    const created = await stack.cairn(['sandbox', 'create', '--memory', '64', '--cpus', '0.5', '--ttl', '600', '--json']);
+    expect(created.code, `${created.stdout}\n${created.stderr}\n${await stack.logs()}`).toBe(0);
+    const id = (JSON.parse(created.stdout) as { id: string }).id;
+    const file = await stack.specFile('payload', { hello: 'through the gateway' });
+    const copied = await stack.cairn(['sandbox', 'cp', file, `${id}:/work/payload.json`, '--json']);
+    expect(copied.code, copied.stderr).toBe(0);
+    const exec = await stack.cairn(['sandbox', 'exec', id, '--', 'cat', '/work/payload.json']);
+    expect(exec.code, exec.stderr).toBe(0);
+    expect(exec.stdout).toContain('through the gateway');
+    const out = await stack.cairn(['sandbox', 'cp', `${id}:/work/payload.json`, '-']);
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toContain('through the gateway');
+    const removed = await stack.cairn(['sandbox', 'rm', id, '--json']);
+    expect(removed.code, removed.stderr).toBe(0);
+    const verified = await stack.cairn(['verify', id, '--json']);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+  }, 120_000);
+
+  it('refused no service anything while it worked: the server logged no violation by a cairn-* connection', async () => {
+    const log = await nats.logTail(nats.nodes[0]!.name, 1_000_000);
+    const violations = log.split('\n').filter((line) => /violation/i.test(line) && !/probe-/.test(line));
+    expect(violations).toEqual([]);
+    // The probes' refusals are there: the server logs what it refuses.
+    expect(log).toMatch(/probe-gateway.*Publish Violation/);
+  });
+});

@@ -1,0 +1,208 @@
+import { SERVICE_ROUTES, STACK_BUCKETS } from './service-routes.js';
+import type { NatsService, StackBucket } from './service-routes.js';
+
+/*
+ * Each service's NATS user, derived from its row of SERVICE_ROUTES and the stack's names
+ * (docs/adr/0022). Only allows: nats-server denies whatever a user's allow list does not match.
+ * The JetStream API subjects are the server's (`$JS.API.STREAM.INFO.<stream>`,
+ * `$JS.API.CONSUMER.CREATE.<stream>.<consumer>[.<filter>]`, `$JS.API.CONSUMER.DURABLE.CREATE.<stream>.<durable>`,
+ * `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`, `$JS.API.DIRECT.GET.<stream>[.<subject>]`, acks on
+ * `$JS.ACK.<stream>.<consumer>.>`, flow control on `$JS.FC.<stream>.<consumer>.<id>`); no service may
+ * create, update, delete or purge a stream: `cairn up` makes them with the operator's user first, since
+ * a stream a service could configure could republish into the evidence subjects.
+ */
+
+/** The names a stack's users are scoped to (what the services' CAIRN_* settings resolve to). */
+export interface StackNatsNames {
+  evidenceStream: string;
+  /** `<prefix>.<chain id>.<type>` (CAIRN_EVIDENCE_SUBJECT_PREFIX). */
+  evidencePrefix: string;
+  commandStream: string;
+  /** `<prefix>.cmd.<verb>` (CAIRN_COMMAND_SUBJECT_PREFIX). */
+  commandPrefix: string;
+  buckets: Record<StackBucket, string>;
+  /** The runtime worker the runtime's user is for: its durables carry the id. */
+  workerId: string;
+}
+
+export interface SubjectPermission {
+  allow: string[];
+  deny: string[];
+}
+
+export interface NatsPermissions {
+  publish: SubjectPermission;
+  subscribe: SubjectPermission;
+}
+
+/** `.` may not be in a consumer name, and a worker id may hold it (as the runtime names its durables). */
+function consumerToken(id: string): string {
+  return id.replace(/\./g, '_');
+}
+
+/** The durable consumer `service` reads the evidence stream with (the services' defaults). */
+export function evidenceDurableOf(service: NatsService, workerId: string): string {
+  return service === 'runtime' ? `cairn-runtime-${consumerToken(workerId)}` : `cairn-${service}`;
+}
+
+/** Intake's durable for `verb` (CAIRN_INTAKE_DURABLE_PREFIX's default, `cairn-intake`). */
+export function commandDurableOf(verb: string): string {
+  return `cairn-intake-${verb.replace(/_/g, '-')}`;
+}
+
+/** The worker's durable of its sandbox ops. */
+export function sandboxOpsDurableOf(workerId: string): string {
+  return `cairn-runtime-sbxop-${consumerToken(workerId)}`;
+}
+
+/** Everything a durable pull consumer's owner does with it: make it (or update its filters), read it, pull, ack. */
+function durableGrants(stream: string, durable: string): string[] {
+  return [
+    `$JS.API.CONSUMER.INFO.${stream}.${durable}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.${durable}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.${durable}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${durable}`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.${durable}`,
+    `$JS.ACK.${stream}.${durable}.>`,
+  ];
+}
+
+/** Ordered consumers of the caller's own (random names): made, pulled or pushed, answered, removed. */
+function orderedConsumerGrants(stream: string): string[] {
+  return [
+    `$JS.API.CONSUMER.CREATE.${stream}.*`,
+    `$JS.API.CONSUMER.CREATE.${stream}.*.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.*`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
+    `$JS.API.CONSUMER.DELETE.${stream}.*`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+/** What a user with ordered-consumer grants on `stream` must still not touch: the stack's durables on it. */
+function durableDenials(stream: string, durables: readonly string[]): string[] {
+  return durables.flatMap((d) => [`$JS.API.CONSUMER.*.${stream}.${d}`, `$JS.API.CONSUMER.*.${stream}.${d}.>`, `$JS.API.CONSUMER.*.*.${stream}.${d}`]);
+}
+
+export function bucketStream(bucket: string): string {
+  return `KV_${bucket}`;
+}
+
+function unique(subjects: readonly string[]): string[] {
+  return [...new Set(subjects)];
+}
+
+/** The evidence durables of the whole stack: what `follows` users are kept off. */
+function stackEvidenceDurables(names: StackNatsNames): string[] {
+  return (Object.keys(SERVICE_ROUTES) as NatsService[]).filter((s) => SERVICE_ROUTES[s].evidence === 'durable').map((s) => evidenceDurableOf(s, names.workerId));
+}
+
+/** The NATS permissions of `service`'s user on the stack named by `names`. */
+export function natsPermissionsFor(service: NatsService, names: StackNatsNames): NatsPermissions {
+  const route = SERVICE_ROUTES[service];
+  const ev = names.evidenceStream;
+  const cmd = names.commandStream;
+  const publish: string[] = ['$JS.API.INFO'];
+  const publishDeny: string[] = [];
+  const subscribe: string[] = ['_INBOX.>'];
+
+  // The evidence stream: every service reads chains; only its own types may it publish.
+  publish.push(`$JS.API.STREAM.INFO.${ev}`, `$JS.API.DIRECT.GET.${ev}`, `$JS.API.DIRECT.GET.${ev}.>`);
+  if (route.evidence === 'durable') publish.push(...durableGrants(ev, evidenceDurableOf(service, names.workerId)));
+  if (route.evidence === 'follows') {
+    publish.push(...orderedConsumerGrants(ev));
+    publishDeny.push(...durableDenials(ev, stackEvidenceDurables(names)));
+  }
+  for (const type of route.appends) publish.push(`${names.evidencePrefix}.*.${type}`);
+  if (route.watchesChains) subscribe.push(`${names.evidencePrefix}.>`);
+
+  // Commands: the work queue, and answers on the sender's reply inbox.
+  const commands = route.sends.length > 0 || route.serves.length > 0 || route.sandboxOps !== 'none';
+  if (commands) publish.push(`$JS.API.STREAM.INFO.${cmd}`);
+  for (const verb of route.sends) publish.push(`${names.commandPrefix}.cmd.${verb}`);
+  for (const verb of route.serves) publish.push(...durableGrants(cmd, commandDurableOf(verb)));
+  if (route.sandboxOps === 'send') publish.push(`${names.commandPrefix}.cmd.sbxop.*`);
+  if (route.sandboxOps === 'serve') publish.push(...durableGrants(cmd, sandboxOpsDurableOf(names.workerId)));
+  // A command's reply subject travels in a header, so answering it is a publish, not a NATS response;
+  // the gateway answers a worker's requests for a file's chunks the same way.
+  if (route.serves.length > 0 || route.sandboxOps !== 'none') publish.push('_INBOX.>');
+
+  for (const bucket of STACK_BUCKETS) {
+    const access = route.buckets[bucket];
+    if (access === undefined) continue;
+    const name = names.buckets[bucket];
+    const stream = bucketStream(name);
+    publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, ...orderedConsumerGrants(stream));
+    if (access === 'write') publish.push(`$KV.${name}.>`);
+  }
+
+  if (route.monitors) {
+    for (const stream of [ev, cmd, ...STACK_BUCKETS.map((b) => bucketStream(names.buckets[b]))]) {
+      publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.CONSUMER.LIST.${stream}`, `$JS.API.CONSUMER.NAMES.${stream}`);
+    }
+  }
+
+  return { publish: { allow: unique(publish), deny: unique(publishDeny) }, subscribe: { allow: unique(subscribe), deny: [] } };
+}
+
+/** The operator's user (`cairn up`, `cairn log migrate`, exports): everything, as root on the broker would have. */
+export const OPERATOR_PERMISSIONS: NatsPermissions = { publish: { allow: ['>'], deny: [] }, subscribe: { allow: ['>'], deny: [] } };
+
+export interface NatsUser {
+  /** Who it is for: a service, or `operator`. */
+  name: string;
+  /** The user's nkey (public, `U…`). */
+  nkey: string;
+  permissions: NatsPermissions;
+}
+
+function list(subjects: readonly string[], indent: string): string {
+  return `[\n${subjects.map((s) => `${indent}  ${JSON.stringify(s)}`).join(',\n')}\n${indent}]`;
+}
+
+function permissionBlock(name: string, permission: SubjectPermission, indent: string): string {
+  const lines = [`${indent}${name}: {`, `${indent}  allow: ${list(permission.allow, `${indent}  `)}`];
+  if (permission.deny.length > 0) lines.push(`${indent}  deny: ${list(permission.deny, `${indent}  `)}`);
+  lines.push(`${indent}}`);
+  return lines.join('\n');
+}
+
+/**
+ * The nats-server `authorization` block for `users`: nkeys only (the server holds no secret), one
+ * user each with its allow lists. A server that includes it refuses a client without one of these keys.
+ */
+export function renderAuthorization(users: readonly NatsUser[], header: string): string {
+  const entries = users.map((user) =>
+    [
+      `    # ${user.name}`,
+      '    {',
+      `      nkey: ${JSON.stringify(user.nkey)}`,
+      '      permissions: {',
+      permissionBlock('publish', user.permissions.publish, '        '),
+      permissionBlock('subscribe', user.permissions.subscribe, '        '),
+      '      }',
+      '    }',
+    ].join('\n'),
+  );
+  return `${header
+    .split('\n')
+    .map((line) => `# ${line}`.trimEnd())
+    .join('\n')}\nauthorization {\n  users: [\n${entries.join(',\n')}\n  ]\n}\n`;
+}
+
+/** Whether the NATS subject pattern `pattern` (`*` one token, `>` the rest) covers `subject`. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}
+
+/** Whether a user with `permission` may publish (or subscribe to) `subject`: an allow covers it and no deny does. */
+export function permits(permission: SubjectPermission, subject: string): boolean {
+  return permission.allow.some((p) => subjectMatches(p, subject)) && !permission.deny.some((p) => subjectMatches(p, subject));
+}

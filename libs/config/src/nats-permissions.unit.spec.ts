@@ -1,0 +1,159 @@
+import { ADMIN_EVENT_TYPES, COMMAND_VERBS, EVENT_TYPES } from '@cairn/contracts';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { bucketStream, commandDurableOf, evidenceDurableOf, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
+import type { StackNatsNames } from './nats-permissions.js';
+import { appendersOf, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+
+const NAMES: StackNatsNames = {
+  evidenceStream: 'CAIRN_EVIDENCE_T1',
+  evidencePrefix: 'cairn.t1.evidence',
+  commandStream: 'CAIRN_COMMANDS_T1',
+  commandPrefix: 'cairn.t1',
+  buckets: { workers: 'cairn_workers_t1', leases: 'cairn_leases_t1', approvals: 'cairn_leases_t1_approvals', queue: 'cairn_leases_t1_queue' },
+  workerId: 'local-t1',
+};
+const RUN = 'run_01jabc';
+const receiptSubject = (type: string, chain = RUN) => `${NAMES.evidencePrefix}.${chain}.${type}`;
+const all = Object.fromEntries(NATS_SERVICES.map((s) => [s, natsPermissionsFor(s, NAMES)])) as Record<(typeof NATS_SERVICES)[number], ReturnType<typeof natsPermissionsFor>>;
+const STREAMS = [NAMES.evidenceStream, NAMES.commandStream, ...STACK_BUCKETS.map((b) => bucketStream(NAMES.buckets[b]))];
+
+describe('the service table against the contracts', () => {
+  it('names an appender for every receipt type but the three nobody writes yet', () => {
+    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'grade.failed', 'run.rolled_back']);
+    for (const type of EVENT_TYPES) expect(appendersOf(type).length > 0 || UNAPPENDED_TYPES.includes(type), type).toBe(true);
+    for (const service of NATS_SERVICES) for (const type of SERVICE_ROUTES[service].appends) expect(EVENT_TYPES, `${service} ${type}`).toContain(type);
+  });
+
+  it('gives the receipts that carry the claim to one service each', () => {
+    expect(appendersOf('run.sealed')).toEqual(['grader']);
+    expect(appendersOf('grade.recorded')).toEqual(['grader']);
+    expect(appendersOf('verification.completed')).toEqual(['verifier']);
+    expect(appendersOf('kernel.facts')).toEqual(['kernel']);
+    expect(appendersOf('policy.decided')).toEqual(['policy']);
+    expect(appendersOf('run.scheduled')).toEqual(['scheduler']);
+    expect(appendersOf('run.submitted')).toEqual(['intake']);
+    for (const type of ['step.started', 'step.completed', 'sandbox.created', 'sandbox.destroyed', 'run.executed', 'sandbox.exec.started', 'sandbox.exec.completed', 'sandbox.file.written', 'sandbox.file.read', 'sandbox.expired', 'egress.denied'] as const) {
+      expect(appendersOf(type), type).toEqual(['runtime']);
+    }
+    for (const type of ADMIN_EVENT_TYPES) expect(appendersOf(type), type).toEqual(type === 'admin.policy_changed' ? [] : ['intake']);
+    for (const service of ['gateway', 'projector', 'webhooks'] as const) expect(SERVICE_ROUTES[service].appends, service).toEqual([]);
+  });
+
+  it('has intake serve every command verb and the gateway send them', () => {
+    for (const verb of COMMAND_VERBS) {
+      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].serves.includes(verb)), verb).toEqual(['intake']);
+      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].sends.includes(verb)), verb).toEqual(['gateway']);
+    }
+  });
+});
+
+describe('natsPermissionsFor', () => {
+  it('lets each service publish exactly the receipt types of its row, on any chain', () => {
+    for (const service of NATS_SERVICES) {
+      for (const type of EVENT_TYPES) {
+        const chain = type.startsWith('admin.') ? 'adm_acme' : type.startsWith('sandbox.') ? 'sbx_01j' : RUN;
+        expect(permits(all[service].publish, receiptSubject(type, chain)), `${service} ${type}`).toBe(SERVICE_ROUTES[service].appends.includes(type));
+      }
+      // A subject outside the layout (no type, or a bare chain) is nobody's.
+      expect(permits(all[service].publish, `${NAMES.evidencePrefix}.${RUN}`), service).toBe(false);
+      expect(permits(all[service].publish, `${NAMES.evidencePrefix}.${RUN}.run.sealed.extra`), service).toBe(false);
+    }
+  });
+
+  it('gives no service a stream to create, change, delete or purge, nor a message to delete', () => {
+    for (const service of NATS_SERVICES) {
+      for (const stream of STREAMS) {
+        for (const op of ['STREAM.CREATE', 'STREAM.UPDATE', 'STREAM.DELETE', 'STREAM.PURGE', 'STREAM.MSG.DELETE', 'STREAM.SNAPSHOT', 'STREAM.RESTORE']) {
+          expect(permits(all[service].publish, `$JS.API.${op}.${stream}`), `${service} ${op} ${stream}`).toBe(false);
+        }
+      }
+      expect(permits(all[service].publish, '$JS.API.STREAM.CREATE.OTHER'), service).toBe(false);
+    }
+  });
+
+  it('leaves the projector nothing to publish but its acks and reads', () => {
+    const projector = all.projector.publish;
+    for (const subject of projector.allow) {
+      expect(subject, subject).toMatch(/^\$JS\.(ACK\.CAIRN_EVIDENCE_T1\.cairn-projector\.>|API\.(INFO|STREAM\.INFO\.|DIRECT\.GET\.|CONSUMER\.(INFO|CREATE|DURABLE\.CREATE|MSG\.NEXT)\.CAIRN_EVIDENCE_T1\.cairn-projector))/);
+    }
+    expect(permits(projector, `$JS.ACK.${NAMES.evidenceStream}.cairn-projector.1.2.3.4.5`)).toBe(true);
+    expect(permits(projector, `$KV.${NAMES.buckets.leases}.${RUN}`)).toBe(false);
+    expect(permits(projector, `${NAMES.commandPrefix}.cmd.submit`)).toBe(false);
+    expect(permits(projector, '_INBOX.abc')).toBe(false);
+  });
+
+  it('lets the gateway send commands and sandbox ops, and keeps it off the stack durables it could otherwise pull from', () => {
+    const gateway = all.gateway.publish;
+    for (const verb of COMMAND_VERBS) expect(permits(gateway, `${NAMES.commandPrefix}.cmd.${verb}`), verb).toBe(true);
+    expect(permits(gateway, `${NAMES.commandPrefix}.cmd.sbxop.local-t1`)).toBe(true);
+    // Its own ordered consumers of a chain, yes; the grader's or the runtime's durable, no.
+    expect(permits(gateway, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.Xyz_1.${NAMES.evidencePrefix}.${RUN}.>`)).toBe(true);
+    expect(permits(gateway, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.Xyz_1`)).toBe(true);
+    for (const service of ['grader', 'runtime', 'projector'] as const) {
+      const durable = evidenceDurableOf(service, NAMES.workerId);
+      expect(permits(gateway, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(gateway, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.${durable}.${NAMES.evidencePrefix}.>`), durable).toBe(false);
+      expect(permits(gateway, `$JS.ACK.${NAMES.evidenceStream}.${durable}.1.2.3.4.5`), durable).toBe(false);
+    }
+    expect(permits(gateway, `$KV.${NAMES.buckets.workers}.local-t1`)).toBe(false);
+  });
+
+  it('scopes durables to their owner: intake its verbs, a runtime its own worker', () => {
+    for (const verb of COMMAND_VERBS) {
+      expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(true);
+      expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(false);
+    }
+    expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(true);
+    const other = natsPermissionsFor('runtime', { ...NAMES, workerId: 'w2.example' });
+    expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(false);
+    expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-runtime-w2_example`)).toBe(true);
+    expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-runtime-local-t1`)).toBe(false);
+  });
+
+  it('writes a bucket only for the services whose row says write', () => {
+    for (const service of NATS_SERVICES) {
+      for (const bucket of STACK_BUCKETS) {
+        const access = SERVICE_ROUTES[service].buckets[bucket];
+        const name = NAMES.buckets[bucket];
+        expect(permits(all[service].publish, `$KV.${name}.some-key`), `${service} writes ${bucket}`).toBe(access === 'write');
+        expect(permits(all[service].publish, `$JS.API.DIRECT.GET.${bucketStream(name)}.$KV.${name}.some-key`), `${service} reads ${bucket}`).toBe(access !== undefined);
+      }
+    }
+  });
+
+  it('renders a nats-server authorization block of nkeys, one user each', () => {
+    const text = renderAuthorization(
+      [
+        { name: 'grader', nkey: 'UGRADER', permissions: all.grader },
+        { name: 'gateway', nkey: 'UGATEWAY', permissions: all.gateway },
+      ],
+      'generated\nfor a test',
+    );
+    expect(text).toMatch(/^# generated\n# for a test\nauthorization \{\n {2}users: \[/);
+    expect(text).toContain('nkey: "UGRADER"');
+    expect(text).toContain(`"${NAMES.evidencePrefix}.*.run.sealed"`);
+    expect(text).toContain('deny: [');
+    expect(text).not.toContain('password');
+  });
+
+  it('is the table docs/security.md shows', async () => {
+    const doc = await readFile(fileURLToPath(new URL('../../../docs/security.md', import.meta.url)), 'utf8');
+    const start = doc.indexOf('<!-- service-routes:start -->');
+    const end = doc.indexOf('<!-- service-routes:end -->');
+    expect(start, 'docs/security.md has the markers').toBeGreaterThan(0);
+    expect(doc.slice(start + '<!-- service-routes:start -->'.length, end).trim()).toBe(serviceRoutesMarkdown());
+  });
+});
+
+describe('subjectMatches', () => {
+  it('reads * as one token and > as one or more', () => {
+    expect(subjectMatches('a.*.c', 'a.b.c')).toBe(true);
+    expect(subjectMatches('a.*.c', 'a.b.x.c')).toBe(false);
+    expect(subjectMatches('a.>', 'a')).toBe(false);
+    expect(subjectMatches('a.>', 'a.b.c')).toBe(true);
+    expect(subjectMatches('a.b', 'a.b.c')).toBe(false);
+    expect(subjectMatches('>', 'anything.at.all')).toBe(true);
+  });
+});

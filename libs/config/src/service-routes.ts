@@ -1,0 +1,162 @@
+import { COMMAND_VERBS, EVENT_TYPES } from '@cairn/contracts';
+import type { CommandVerb, EventType } from '@cairn/contracts';
+
+/*
+ * Who does what on NATS, one row per service: the receipt types it appends, the commands it sends
+ * or serves, the buckets it reads or writes, and how it reads the evidence stream. Each service's
+ * NATS user is derived from its row (nats-permissions.ts, docs/adr/0022), and each service's
+ * evidence log refuses to append a type its row does not name, so a row that falls behind what
+ * the service does fails its tests before it fails under a server that enforces it.
+ */
+
+/** Every process of a stack that connects to NATS (the MCP gateway is a REST client and does not). */
+export const NATS_SERVICES = ['intake', 'policy', 'scheduler', 'runtime', 'kernel', 'verifier', 'grader', 'projector', 'webhooks', 'gateway'] as const;
+export type NatsService = (typeof NATS_SERVICES)[number];
+
+export function isNatsService(name: string): name is NatsService {
+  return (NATS_SERVICES as readonly string[]).includes(name);
+}
+
+/** The operational buckets of a stack (`@cairn/operational`, the scheduler's approval deadlines). */
+export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue'] as const;
+export type StackBucket = (typeof STACK_BUCKETS)[number];
+
+/** `read`: get, list and watch; `write`: that and put and delete. */
+export type BucketAccess = 'read' | 'write';
+
+export interface ServiceRoute {
+  /** The receipt types it appends to the evidence stream; nothing else may it publish there. */
+  appends: readonly EventType[];
+  /**
+   * How it reads the evidence stream: `durable` — its own durable consumer (`cairn-<service>`, the
+   * runtime's `cairn-runtime-<worker id>`) and batch direct gets of chains; `reads` — direct gets
+   * only; `follows` — direct gets and short-lived ordered consumers of one chain (the gateway's
+   * sandbox reads).
+   */
+  evidence: 'durable' | 'reads' | 'follows';
+  /** Core subscriptions to a chain's subjects (the runtime's cancel watch, the gateway's SSE wake-ups). */
+  watchesChains: boolean;
+  /** The commands it publishes to the command stream (and whose replies it awaits). */
+  sends: readonly CommandVerb[];
+  /** The commands it takes from the command stream with its own durables, answering each. */
+  serves: readonly CommandVerb[];
+  /** Sandbox operations (`<prefix>.cmd.sbxop.<worker id>`): sent by the gateway, served by the worker holding the session. */
+  sandboxOps: 'send' | 'serve' | 'none';
+  buckets: Partial<Record<StackBucket, BucketAccess>>;
+  /** Stream and consumer state for health and metrics (stream info, consumer lists) of every stack stream. */
+  monitors: boolean;
+}
+
+/** What intake records on admin chains (`admin.policy_changed` has no command that appends it yet). */
+const ADMIN_TYPES = ['admin.tenant_created', 'admin.key_created', 'admin.key_rotated', 'admin.key_revoked'] as const satisfies readonly EventType[];
+/** What every service that scans a run's derived text appends when it sees a secret (`endRunSecretSeen`), and a reaction that gives up (`run.failed`). */
+const SECRET_SEEN = ['secret.redacted', 'alert.raised', 'run.failed'] as const satisfies readonly EventType[];
+
+const NO_COMMANDS = { sends: [], serves: [], sandboxOps: 'none' } as const;
+
+export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
+  intake: {
+    appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'sandbox.requested', ...ADMIN_TYPES],
+    evidence: 'reads',
+    watchesChains: false,
+    sends: [],
+    serves: [...COMMAND_VERBS],
+    sandboxOps: 'none',
+    buckets: {},
+    monitors: false,
+  },
+  policy: {
+    // run.failed: a reaction that gives up (defaultGiveUp).
+    appends: ['policy.decided', 'approval.requested', 'run.failed'],
+    evidence: 'durable',
+    watchesChains: false,
+    ...NO_COMMANDS,
+    buckets: { workers: 'read' },
+    monitors: false,
+  },
+  scheduler: {
+    appends: ['run.scheduled', 'run.failed', 'run.cancelled', 'approval.rejected'],
+    evidence: 'durable',
+    watchesChains: false,
+    ...NO_COMMANDS,
+    buckets: { workers: 'read', leases: 'write', approvals: 'write', queue: 'write' },
+    monitors: false,
+  },
+  runtime: {
+    appends: [
+      'sandbox.created',
+      'step.started',
+      'step.completed',
+      'sandbox.destroyed',
+      'run.executed',
+      'run.failed',
+      'run.cancelled',
+      'approval.requested',
+      'approval.rejected',
+      'egress.denied',
+      'secret.redacted',
+      'alert.raised',
+      'sandbox.exec.started',
+      'sandbox.exec.completed',
+      'sandbox.file.written',
+      'sandbox.file.read',
+      'sandbox.expired',
+    ],
+    evidence: 'durable',
+    watchesChains: true,
+    sends: [],
+    serves: [],
+    sandboxOps: 'serve',
+    buckets: { workers: 'write', leases: 'write' },
+    monitors: false,
+  },
+  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  // Reads every receipt, writes PostgreSQL only.
+  projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
+  webhooks: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
+  gateway: {
+    appends: [],
+    evidence: 'follows',
+    watchesChains: true,
+    sends: [...COMMAND_VERBS],
+    serves: [],
+    sandboxOps: 'send',
+    buckets: { workers: 'read', leases: 'read', queue: 'read' },
+    monitors: true,
+  },
+};
+
+/** Receipt types no service appends today (their schemas exist for what is planned); no user may publish them. */
+export const UNAPPENDED_TYPES: readonly EventType[] = EVENT_TYPES.filter((type) => !NATS_SERVICES.some((s) => SERVICE_ROUTES[s].appends.includes(type)));
+
+/** The services whose row names `type`. */
+export function appendersOf(type: EventType): NatsService[] {
+  return NATS_SERVICES.filter((service) => SERVICE_ROUTES[service].appends.includes(type));
+}
+
+const EVIDENCE_READS: Record<ServiceRoute['evidence'], string> = {
+  durable: 'its durable consumer, chain reads',
+  reads: 'chain reads',
+  follows: 'chain reads, ordered consumers of a chain',
+};
+
+/** SERVICE_ROUTES as the markdown table docs/security.md shows (a unit test keeps the two equal). */
+export function serviceRoutesMarkdown(): string {
+  const rows = NATS_SERVICES.map((service) => {
+    const route = SERVICE_ROUTES[service];
+    const appends = route.appends.length === 0 ? 'nothing' : route.appends.map((t) => `\`${t}\``).join(', ');
+    const reads = `${EVIDENCE_READS[route.evidence]}${route.watchesChains ? '; subscribes to chains' : ''}`;
+    const commands = [
+      ...(route.sends.length > 0 ? [`sends ${route.sends.map((v) => `\`${v}\``).join(', ')}`] : []),
+      ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),
+      ...(route.sandboxOps === 'none' ? [] : [`${route.sandboxOps === 'send' ? 'sends' : 'serves (its worker\'s)'} sandbox ops`]),
+    ];
+    const buckets = STACK_BUCKETS.filter((b) => route.buckets[b] !== undefined).map((b) => `${b} (${route.buckets[b]})`);
+    return `| ${service} | ${appends} | ${reads} | ${commands.join('; ') || '—'} | ${buckets.join(', ') || '—'} |`;
+  });
+  return ['| service | appends (publish on `<prefix>.*.<type>`) | evidence reads | commands | buckets |', '|---|---|---|---|---|', ...rows].join('\n');
+}
