@@ -94,7 +94,7 @@ function unique(subjects: readonly string[]): string[] {
 
 /** The evidence durables of the whole stack: what `follows` users are kept off. */
 function stackEvidenceDurables(names: StackNatsNames): string[] {
-  return (Object.keys(SERVICE_ROUTES) as NatsService[]).filter((s) => SERVICE_ROUTES[s].evidence === 'durable').map((s) => evidenceDurableOf(s, names.workerId));
+  return (Object.keys(SERVICE_ROUTES) as NatsService[]).filter((s) => SERVICE_ROUTES[s].evidence === 'durable' || SERVICE_ROUTES[s].evidence === 'routed').map((s) => evidenceDurableOf(s, names.workerId));
 }
 
 /** The NATS permissions of `service`'s user on the stack named by `names`. */
@@ -109,6 +109,13 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
   // The evidence stream: every service reads chains; only its own types may it publish.
   publish.push(`$JS.API.STREAM.INFO.${ev}`, `$JS.API.DIRECT.GET.${ev}`, `$JS.API.DIRECT.GET.${ev}.>`);
   if (route.evidence === 'durable') publish.push(...durableGrants(ev, evidenceDurableOf(service, names.workerId)));
+  if (route.evidence === 'routed') {
+    // Durables of any name (the webhooks service names them for the types in force, ADR 0024), listed
+    // to find its own, and acked; never another service's durable, nor its acks.
+    const others = stackEvidenceDurables(names).filter((d) => d !== evidenceDurableOf(service, names.workerId));
+    publish.push(...orderedConsumerGrants(ev), `$JS.API.CONSUMER.DURABLE.CREATE.${ev}.*`, `$JS.API.CONSUMER.LIST.${ev}`, `$JS.API.CONSUMER.NAMES.${ev}`, `$JS.ACK.${ev}.*.>`);
+    publishDeny.push(...durableDenials(ev, others), ...others.map((d) => `$JS.ACK.${ev}.${d}.>`));
+  }
   if (route.evidence === 'follows') {
     publish.push(...orderedConsumerGrants(ev));
     publishDeny.push(...durableDenials(ev, stackEvidenceDurables(names)));

@@ -100,6 +100,24 @@ describe('natsPermissionsFor', () => {
     expect(permits(gateway, `$KV.${NAMES.buckets.workers}.local-t1`)).toBe(false);
   });
 
+  it('lets the webhooks service make, pull, ack and remove durables named for its types, and no other service\'s', () => {
+    const webhooks = all.webhooks.publish;
+    for (const name of ['cairn-webhooks-parked', 'cairn-webhooks-4bdd01ae085f']) {
+      expect(permits(webhooks, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.${name}.${NAMES.evidencePrefix}.*.run.sealed`), name).toBe(true);
+      expect(permits(webhooks, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.${name}`), name).toBe(true);
+      expect(permits(webhooks, `$JS.ACK.${NAMES.evidenceStream}.${name}.1.2.3.4.5`), name).toBe(true);
+      expect(permits(webhooks, `$JS.API.CONSUMER.DELETE.${NAMES.evidenceStream}.${name}`), name).toBe(true);
+    }
+    expect(permits(webhooks, `$JS.API.CONSUMER.LIST.${NAMES.evidenceStream}`)).toBe(true);
+    for (const service of ['grader', 'runtime', 'projector', 'policy'] as const) {
+      const durable = evidenceDurableOf(service, NAMES.workerId);
+      expect(permits(webhooks, `$JS.API.CONSUMER.DELETE.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(webhooks, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(webhooks, `$JS.ACK.${NAMES.evidenceStream}.${durable}.1.2.3.4.5`), durable).toBe(false);
+    }
+    expect(permits(webhooks, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
+  });
+
   it('scopes durables to their owner: intake its verbs, a runtime its own worker', () => {
     for (const verb of COMMAND_VERBS) {
       expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(true);

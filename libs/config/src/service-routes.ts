@@ -31,9 +31,10 @@ export interface ServiceRoute {
    * How it reads the evidence stream: `durable` — its own durable consumer (`cairn-<service>`, the
    * runtime's `cairn-runtime-<worker id>`) and batch direct gets of chains; `reads` — direct gets
    * only; `follows` — direct gets and short-lived ordered consumers of one chain (the gateway's
-   * sandbox reads).
+   * sandbox reads); `routed` — durables of its own named for the types in force
+   * (`cairn-webhooks-<digest>`, ADR 0024), made and removed as they change, and chain reads.
    */
-  evidence: 'durable' | 'reads' | 'follows';
+  evidence: 'durable' | 'reads' | 'follows' | 'routed';
   /** Core subscriptions to a chain's subjects (the runtime's cancel watch, the gateway's SSE wake-ups). */
   watchesChains: boolean;
   /** The commands it publishes to the command stream (and whose replies it awaits). */
@@ -116,7 +117,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
   // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
-  webhooks: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
   // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
   gateway: {
     appends: [],
@@ -142,6 +143,7 @@ const EVIDENCE_READS: Record<ServiceRoute['evidence'], string> = {
   durable: 'its durable consumer, chain reads',
   reads: 'chain reads',
   follows: 'chain reads, ordered consumers of a chain',
+  routed: 'durable consumers named for the types in force (made and removed as they change), chain reads',
 };
 
 /** SERVICE_ROUTES as the markdown table docs/security.md shows (a unit test keeps the two equal). */
