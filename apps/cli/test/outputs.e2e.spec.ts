@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCairnError } from '@cairn/contracts';
@@ -169,11 +169,9 @@ describe('outputs, read back exactly', () => {
 describe('a tampered artifact', () => {
   it('is refused by REST (500 E_INTERNAL artifact_corrupt), the CLI, the SDK and MCP; nothing of it is served', async () => {
     const digest = sha(REPORT);
-    const stored = join(stack.home, 'artifacts', 'sha256', digest.slice(0, 2), digest.slice(2));
-    expect((await readFile(stored)).toString('utf8')).toBe(REPORT);
+    expect((await stack.storedArtifact(digest))?.toString('utf8')).toBe(REPORT);
     const forged = REPORT.replace('true', 'fals');
-    await chmod(stored, 0o600);
-    await writeFile(stored, forged);
+    await stack.tamperArtifact(digest, new TextEncoder().encode(forged));
 
     const rest = await stack.api(`/v1/runs/${runId}/artifacts/out/report.txt`);
     expect(rest.status).toBe(500);

@@ -687,7 +687,8 @@ async function receiptsOf(runId: string): Promise<Record<string, unknown>[]> {
 /** An artifact's bytes from the stack's store, checked against the hash it is stored under. */
 async function artifact(sha256: string): Promise<Buffer> {
   expect(sha256).toMatch(/^[0-9a-f]{64}$/);
-  const bytes = await readFile(join(stack.home, 'artifacts', 'sha256', sha256.slice(0, 2), sha256.slice(2)));
+  const bytes = await stack.storedArtifact(sha256);
+  if (bytes === null) throw new Error(`no artifact ${sha256} in the stack's store`);
   expect(createHash('sha256').update(bytes).digest('hex')).toBe(sha256);
   return bytes;
 }
