@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCairnError } from '@cairn/contracts';
@@ -164,6 +164,18 @@ describe('outputs, read back exactly', () => {
       await client.close();
     }
   }, 60_000);
+});
+
+describe('where the bytes are', () => {
+  it('in the stack\'s object store, named by sha256, and on no disk: every reader got them over NATS', async () => {
+    for (const [bytes, name] of [[REPORT, 'report'], [BINARY, 'data'], [STDOUT0, 'stdout']] as const) {
+      expect(Buffer.compare((await stack.storedArtifact(sha(bytes))) ?? Buffer.alloc(0), Buffer.from(bytes)), name).toBe(0);
+    }
+    // The directory older stacks wrote is not made, nor written: nothing on this host's disk served the reads above.
+    await expect(readdir(join(stack.home, 'artifacts'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const files = await readdir(stack.home, { recursive: true });
+    expect(files.filter((f) => f.includes('sha256'))).toEqual([]);
+  });
 });
 
 describe('a tampered artifact', () => {

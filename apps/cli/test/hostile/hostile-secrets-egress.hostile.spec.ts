@@ -946,6 +946,10 @@ describe('hostile workloads that need secrets and egress, submitted through the 
     const files = await filesUnder(stack.home);
     expect(files.some((f) => f.endsWith('runtime.log'))).toBe(true);
     for (const file of files) haystacks.push([file, await readFile(file)]);
+    // And every artifact the runs stored, in the stack's object store.
+    const stored = await stack.storedArtifacts();
+    expect(stored.size).toBeGreaterThan(ROWS.length);
+    for (const [name, bytes] of stored) haystacks.push([`artifacts ${name}`, bytes]);
     const found: string[] = [];
     for (const [name, value] of Object.entries(SECRETS)) {
       for (const spelling of spellings(value)) for (const [where, bytes] of haystacks) if (bytes.includes(spelling)) found.push(`${name} in ${where}`);
