@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCairnError } from '@cairn/contracts';
@@ -166,14 +166,24 @@ describe('outputs, read back exactly', () => {
   }, 60_000);
 });
 
+describe('where the bytes are', () => {
+  it('in the stack\'s object store, named by sha256, and on no disk: every reader got them over NATS', async () => {
+    for (const [bytes, name] of [[REPORT, 'report'], [BINARY, 'data'], [STDOUT0, 'stdout']] as const) {
+      expect(Buffer.compare((await stack.storedArtifact(sha(bytes))) ?? Buffer.alloc(0), Buffer.from(bytes)), name).toBe(0);
+    }
+    // The directory older stacks wrote is not made, nor written: nothing on this host's disk served the reads above.
+    await expect(readdir(join(stack.home, 'artifacts'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const files = await readdir(stack.home, { recursive: true });
+    expect(files.filter((f) => f.includes('sha256'))).toEqual([]);
+  });
+});
+
 describe('a tampered artifact', () => {
   it('is refused by REST (500 E_INTERNAL artifact_corrupt), the CLI, the SDK and MCP; nothing of it is served', async () => {
     const digest = sha(REPORT);
-    const stored = join(stack.home, 'artifacts', 'sha256', digest.slice(0, 2), digest.slice(2));
-    expect((await readFile(stored)).toString('utf8')).toBe(REPORT);
+    expect((await stack.storedArtifact(digest))?.toString('utf8')).toBe(REPORT);
     const forged = REPORT.replace('true', 'fals');
-    await chmod(stored, 0o600);
-    await writeFile(stored, forged);
+    await stack.tamperArtifact(digest, new TextEncoder().encode(forged));
 
     const rest = await stack.api(`/v1/runs/${runId}/artifacts/out/report.txt`);
     expect(rest.status).toBe(500);

@@ -263,7 +263,7 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
   }
 
   /** The bytes the artifact store keeps for a hash. */
-  const artifact = (sha256: string) => readFile(join(stack.home, 'artifacts', 'sha256', sha256.slice(0, 2), sha256.slice(2)), 'utf8');
+  const artifact = async (sha256: string) => (await stack.storedArtifact(sha256))?.toString('utf8');
 
   it('printed plain on stdout: the stored stdout holds the marker, the step says what was redacted, nothing runs after it', async () => {
     const chain = await expectCaught('plain', 'LEAK_PLAIN', 'secret.plain', 'stdout');
@@ -312,11 +312,14 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
     expect(dump).toContain('COPY public.secrets');
     expect(dump).toContain('LEAK_PLAIN');
     haystacks.push(['pg_dump', Buffer.from(dump)]);
-    // Every file the stack wrote: logs, artifacts, stack file, keys — and the chain files just exported.
+    // Every file the stack wrote: logs, stack file, keys — and the chain files just exported.
     const files = await filesUnder(stack.home);
     expect(files.some((f) => f.endsWith('runtime.log'))).toBe(true);
-    expect(files.filter((f) => f.includes(`${join('artifacts', 'sha256')}`)).length).toBeGreaterThan(5);
     for (const file of files) haystacks.push([file, await readFile(file)]);
+    // Every artifact in the stack's object store.
+    const stored = await stack.storedArtifacts();
+    expect(stored.size).toBeGreaterThan(5);
+    for (const [name, bytes] of stored) haystacks.push([`artifacts ${name}`, bytes]);
     expect(haystacks.length).toBeGreaterThan(20);
 
     // The search reaches what runs wrote: the digest the first run stored in /out is found.

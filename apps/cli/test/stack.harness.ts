@@ -9,6 +9,8 @@ import { isolatedStackStreams } from '@cairn/operational';
 import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import type { ObjectStore } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'vitest';
 import { STACK_SERVICES } from '../src/stack/stack-config.js';
@@ -67,8 +69,42 @@ export class TestStack {
       commandStream: names.CAIRN_COMMAND_STREAM,
       workersBucket: names.CAIRN_WORKERS_BUCKET,
       leasesBucket: names.CAIRN_LEASES_BUCKET,
+      artifactBucket: names.CAIRN_ARTIFACT_BUCKET,
       workerId: names.CAIRN_WORKER_ID,
     };
+  }
+
+  /** Runs `fn` on the stack's artifact object store as the raw client sees it (no digest check of ours). */
+  private async rawArtifacts<T>(fn: (store: ObjectStore) => Promise<T>): Promise<T> {
+    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    try {
+      return await fn(await new Objm(nc).open(this.names.artifactBucket));
+    } finally {
+      await nc.close();
+    }
+  }
+
+  /** The bytes the artifact store keeps under a sha256, as stored (null: none). */
+  async storedArtifact(sha256: string): Promise<Buffer | null> {
+    const bytes = await this.rawArtifacts((store) => store.getBlob(sha256));
+    return bytes === null ? null : Buffer.from(bytes);
+  }
+
+  /** Every object in the stack's artifact store: name → bytes. */
+  async storedArtifacts(): Promise<Map<string, Buffer>> {
+    return this.rawArtifacts(async (store) => {
+      const out = new Map<string, Buffer>();
+      for (const info of await store.list()) {
+        const bytes = await store.getBlob(info.name);
+        if (bytes !== null) out.set(info.name, Buffer.from(bytes));
+      }
+      return out;
+    });
+  }
+
+  /** Replaces what the store keeps under a sha256 through the raw API, as tampering would. */
+  async tamperArtifact(sha256: string, bytes: Uint8Array): Promise<void> {
+    await this.rawArtifacts((store) => store.putBlob({ name: sha256 }, bytes));
   }
 
   /** A stack not started yet; `tuning` adds CAIRN_* settings (short leases for crash tests, …). */
@@ -82,6 +118,8 @@ export class TestStack {
       CAIRN_NATS_URL: testNatsUrl(),
       CAIRN_DATABASE_URL: database.url,
       CAIRN_GATEWAY_PORT: '0',
+      // Small: every stack's artifact store reserves its max_bytes on the shared server.
+      CAIRN_ARTIFACT_STORE_MAX_BYTES: String(256 * 1024 * 1024),
       ...tuning,
     };
     return new TestStack(home, stackId, database, env);

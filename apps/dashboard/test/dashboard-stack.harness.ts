@@ -59,7 +59,7 @@ export class DashboardStack {
     const home = await mkdtemp(join(tmpdir(), `cairn-${prefix}-`));
     const stackId = uniqueName(prefix).toLowerCase().replace(/_/g, '-');
     const database = await createTestDatabase(`cairn_${prefix.replace(/-/g, '_')}`);
-    const env = { CAIRN_HOME: home, CAIRN_STACK_ID: stackId, CAIRN_NATS_URL: testNatsUrl(), CAIRN_DATABASE_URL: database.url, CAIRN_GATEWAY_PORT: '0', ...tuning };
+    const env = { CAIRN_HOME: home, CAIRN_STACK_ID: stackId, CAIRN_NATS_URL: testNatsUrl(), CAIRN_DATABASE_URL: database.url, CAIRN_GATEWAY_PORT: '0', CAIRN_ARTIFACT_STORE_MAX_BYTES: String(256 * 1024 * 1024), ...tuning };
     return new DashboardStack(home, stackId, database, env);
   }
 

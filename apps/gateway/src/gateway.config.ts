@@ -1,4 +1,4 @@
-import { ArtifactReadConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './auth/api-key.codec.js';
@@ -41,8 +41,8 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_DASHBOARD_DIR: z.string().min(1).optional(),
     /** The policy document the policy service runs with (the same variable); absent: the built-in default. Read by GET /v1/policy. */
     CAIRN_POLICY_FILE: z.string().min(1).optional(),
-    /** The runtime's artifact store, where the outputs routes read a run's stdout, stderr and files (as the kernel does). */
-    CAIRN_ARTIFACT_DIR: ArtifactReadConfigSchema.shape.CAIRN_ARTIFACT_DIR,
+    /** The runtime's artifact object store, where the outputs routes read a run's stdout, stderr and files over NATS (as the kernel does). */
+    CAIRN_ARTIFACT_BUCKET: ArtifactBucketConfigSchema.shape.CAIRN_ARTIFACT_BUCKET,
     /** The largest output served (a step's stream, a file); a larger one is 413 E_TOO_LARGE. Served streamed: memory stays bounded either way. */
     CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: z.coerce.number().int().min(1).max(16 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
     /** How long `/metrics` reuses what it read from PostgreSQL and NATS: scrapes stay cheap however often they come. */

@@ -39,9 +39,11 @@ describe('GatewayConfigSchema', () => {
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_RATE_LIMIT_BURST: '0.5' })).toThrow(/CAIRN_GATEWAY_RATE_LIMIT_BURST/);
   });
 
-  it('reads outputs from the runtime\'s artifact store (its default directory), served up to a bound', () => {
-    expect(loadConfig(GatewayConfigSchema, {})).toMatchObject({ CAIRN_ARTIFACT_DIR: `${process.cwd()}/.cairn/artifacts`, CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 256 * 1024 * 1024 });
-    expect(loadConfig(GatewayConfigSchema, { CAIRN_ARTIFACT_DIR: '/srv/a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '1024' })).toMatchObject({ CAIRN_ARTIFACT_DIR: '/srv/a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 1024 });
+  it('reads outputs from the runtime\'s artifact object store (its default bucket), served up to a bound', () => {
+    expect(loadConfig(GatewayConfigSchema, {})).toMatchObject({ CAIRN_ARTIFACT_BUCKET: 'cairn_artifacts', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 256 * 1024 * 1024 });
+    expect(loadConfig(GatewayConfigSchema, { CAIRN_ARTIFACT_BUCKET: 'art_a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '1024' })).toMatchObject({ CAIRN_ARTIFACT_BUCKET: 'art_a', CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: 1024 });
+    // The outputs come over NATS: the gateway has no artifact directory to be given.
+    expect(Object.keys(GatewayConfigSchema.shape)).not.toContain('CAIRN_ARTIFACT_DIR');
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '0' })).toThrow(/CAIRN_GATEWAY_ARTIFACT_MAX_BYTES/);
   });
 });

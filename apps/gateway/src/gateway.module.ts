@@ -1,4 +1,4 @@
-import { FsArtifactStore } from '@cairn/artifact-store';
+import type { ArtifactStore } from '@cairn/artifact-store';
 import { CommandBus, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
@@ -66,6 +66,8 @@ export interface GatewayResources {
   notices: ProjectionNotices;
   /** The metrics `/metrics` serves; the request hook `startGateway` adds counts into them too. */
   metrics: GatewayMetrics;
+  /** The runtime's artifact object store, opened to read: the outputs routes serve from it. */
+  artifacts: ArtifactStore;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -105,8 +107,7 @@ export class GatewayModule {
         { provide: ProjectionNotices, useValue: resources.notices },
         { provide: GATEWAY_METRICS, useValue: resources.metrics },
         MetricsSources,
-        // The runtime's artifact store, read only: the outputs routes serve from it.
-        { provide: GATEWAY_ARTIFACTS, useValue: new FsArtifactStore(resources.config.CAIRN_ARTIFACT_DIR) },
+        { provide: GATEWAY_ARTIFACTS, useValue: resources.artifacts },
         RunOutputsService,
         { provide: GatewayWebhooks, useFactory: () => GatewayWebhooks.open(resources.config, resources.logger) },
         ApiKeyRepository,

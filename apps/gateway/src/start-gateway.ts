@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { NatsArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
@@ -98,13 +99,15 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     // Interactive sandbox sessions: created through intake, operated on the worker that holds each one.
     // The gateway appends nothing itself (SERVICE_ROUTES): what it asks for goes through commands.
     const log = await EvidenceLog.fromConnection(nc, evidenceLogOptionsFromConfig(config, { appends: new Set(SERVICE_ROUTES.gateway.appends) }));
+    // Opened, never created: the runtime writes it, from whichever host it runs on.
+    const artifacts = await NatsArtifactStore.open(nc, { bucket: config.CAIRN_ARTIFACT_BUCKET });
     cleanups.push(() => log.close());
     const sandboxes = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS } });
     cleanups.push(() => sandboxes.close());
 
     const metrics = createGatewayMetrics();
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics, artifacts }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,

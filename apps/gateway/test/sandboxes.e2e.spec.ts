@@ -197,8 +197,10 @@ beforeAll(async () => {
     CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('sbx_cmd').toLowerCase(),
     CAIRN_WORKERS_BUCKET: uniqueName('sbx_workers'),
     CAIRN_LEASES_BUCKET: uniqueName('sbx_leases'),
+    CAIRN_ARTIFACT_BUCKET: uniqueName('sbx_artifacts'),
   };
-  const runtimeEnv = { ...env, CAIRN_WORKER_ID: workerId, CAIRN_ARTIFACT_DIR: artifacts, CAIRN_WORKER_STATE_DIR: join(artifacts, 'worker'), CAIRN_WORKER_SLOTS: '8', CAIRN_HEARTBEAT_MS: '500' };
+  // Only the runtime has a directory (its state); the gateway reads the outputs over NATS.
+  const runtimeEnv = { ...env, CAIRN_WORKER_ID: workerId, CAIRN_ARTIFACT_STORE_MAX_BYTES: String(256 * 1024 * 1024), CAIRN_ARTIFACT_DIR: join(artifacts, 'artifacts'), CAIRN_WORKER_STATE_DIR: join(artifacts, 'worker'), CAIRN_WORKER_SLOTS: '8', CAIRN_HEARTBEAT_MS: '500' };
   config = loadConfig(GatewayConfigSchema, { ...env, CAIRN_GATEWAY_PORT: '0', CAIRN_GATEWAY_SSE_HEARTBEAT_MS: '300', CAIRN_API_KEY: OPERATOR_KEY });
   nc = await connect({ servers: testNatsUrl() });
   jsm = await jetstreamManager(nc);
@@ -248,6 +250,7 @@ afterAll(async () => {
       bucketStreamName(config.CAIRN_WORKERS_BUCKET),
       bucketStreamName(leases),
       bucketStreamName(`${leases}_approvals`),
+      `OBJ_${config.CAIRN_ARTIFACT_BUCKET}`,
     ]) {
       await jsm.streams.delete(stream).catch(() => false);
     }

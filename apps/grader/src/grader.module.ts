@@ -1,4 +1,3 @@
-import { FsArtifactStore } from '@cairn/artifact-store';
 import { readSealKeyFile } from '@cairn/secret-store';
 import { ArtifactLoader, JsonLogger, RunScanners, ServiceRuntimeModule } from '@cairn/service-kit';
 import { describeKey } from '@cairn/transparency';
@@ -11,18 +10,13 @@ export const GRADER_SERVICE = 'grader';
 
 /** The grader service: grades verified runs and seals every run that is over. */
 export function graderModule(config: GraderConfig): DynamicModule {
-  new JsonLogger(GRADER_SERVICE).write('info', 'reading artifacts', { dir: config.CAIRN_ARTIFACT_DIR });
-  const loader = new ArtifactLoader(new FsArtifactStore(config.CAIRN_ARTIFACT_DIR), {
-    maxArtifactBytes: config.CAIRN_ARTIFACT_READ_MAX_BYTES,
-    maxRunBytes: config.CAIRN_RUN_READ_MAX_BYTES,
-  });
   return ServiceRuntimeModule.forRoot({
     service: GRADER_SERVICE,
     config,
     handler: GradingHandler,
     ackWaitMs: config.CAIRN_GRADER_ACK_WAIT_MS,
     providers: [
-      { provide: ArtifactLoader, useValue: loader },
+      ArtifactLoader.provider(config),
       RunScanners.provider(config, 'cairn-grader-secrets'),
       {
         provide: SEAL_SIGNER,

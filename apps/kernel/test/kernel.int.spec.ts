@@ -112,6 +112,8 @@ describe('the kernel service', () => {
 
   it('refuses a configuration with a read bound that is not a number, naming the variable', () => {
     expect(() => loadConfig(KernelConfigSchema, { ...world.env, CAIRN_ARTIFACT_READ_MAX_BYTES: 'lots' })).toThrow(/CAIRN_ARTIFACT_READ_MAX_BYTES/);
-    expect(loadConfig(KernelConfigSchema, {}).CAIRN_ARTIFACT_DIR).toBe(`${process.cwd()}/.cairn/artifacts`);
+    // Artifacts come from the object store over NATS: the kernel has no directory to be pointed at.
+    expect(loadConfig(KernelConfigSchema, {}).CAIRN_ARTIFACT_BUCKET).toBe('cairn_artifacts');
+    expect(Object.keys(KernelConfigSchema.shape)).not.toContain('CAIRN_ARTIFACT_DIR');
   });
 });

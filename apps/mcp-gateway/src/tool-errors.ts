@@ -32,7 +32,7 @@ export const MCP_ERROR_HINTS: Readonly<Record<ErrorCode, string>> = {
   E_IDEMPOTENCY_MISMATCH: 'this idempotency key was used with a different spec: use a new key',
   E_TOO_LARGE: 'the request is too large: send less',
   E_RATE_LIMITED: 'too many requests with this key: wait details.retryAfterSeconds seconds, then try again',
-  E_CAPACITY: 'every worker is full (details.resource names what ran out): try again after details.retryAfterSeconds seconds, or create with waitSeconds to wait in the queue',
+  E_CAPACITY: 'every worker is full (details.resource names what ran out): try again after details.retryAfterSeconds seconds, or create with waitSeconds to wait in the queue; on a run that failed with it, the artifact store was full',
   E_UNAVAILABLE: 'Cairn is not reachable right now: try again later',
   E_INTERNAL: 'Cairn failed unexpectedly: try again, or report it',
 };

@@ -28,10 +28,12 @@ import {
   sandboxDestroyedFields,
   stepCompletedFields,
   stepStartedFields,
+  unstoredStepFields,
 } from './runtime-receipts.builder.js';
 import type { CompletedStep, TeardownReason } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { recordableOutputs } from './output-names.js';
+import { putStreams } from './output-store.js';
 import { describeRedactions, redactFiles, redactStepResult, secretAlertFields, secretRedactedFields, withRedactions } from './output-redaction.js';
 import type { SecretValuesReader } from '@cairn/secret-store';
 import { confirmedHardening } from './sandbox-hardening.js';
@@ -395,8 +397,17 @@ export class RunExecution {
     // Redaction before hashing: what is stored, hashed and appended is the scanned output.
     const scanned = redactStepResult(this.scanner, result);
     result = scanned.result;
-    const [stdoutSha256, stderrSha256] = await Promise.all([artifacts.put(result.stdout), artifacts.put(result.stderr)]);
-    const fields = stepCompletedFields(step, result, { stdoutSha256, stderrSha256 });
+    const stored = await putStreams(artifacts, result.stdout, result.stderr);
+    if (stored.full) {
+      // The step ran, but its output has nowhere to go: its receipt says so, and the run stops here.
+      if (result.teardown !== null) this.teardown ??= Promise.resolve(result.teardown);
+      await this.appendOwn('record', 'step.completed', withRedactions(unstoredStepFields(step, result, stored.stdoutSha256), scanned.redactions), key);
+      this.completed.push({ exitCode: result.exitCode });
+      if (scanned.redactions.length > 0) return this.secretSeen(scanned.redactions, `the output of step ${step.index}`, step.index);
+      const message = `step ${step.index}: the artifact store ${this.deps.config.CAIRN_ARTIFACT_BUCKET} is full (CAIRN_ARTIFACT_STORE_MAX_BYTES ${this.deps.config.CAIRN_ARTIFACT_STORE_MAX_BYTES}): its output was not kept`;
+      return { kind: 'failed', code: 'E_CAPACITY', message, stepIndex: step.index };
+    }
+    const fields = stepCompletedFields(step, result, stored);
     const breach = budgetBreach(result, plan.budget, timeout.byBudget);
     await this.appendOwn('record', 'step.completed', withRedactions(breach === null ? fields : budgetStepFields(fields, breach), scanned.redactions), key);
     this.completed.push({ exitCode: result.exitCode });
@@ -589,7 +600,7 @@ export class RunExecution {
   private internalFailure(error: unknown): Outcome {
     if (isCairnError(error) && error.code === 'E_UNAVAILABLE') throw error;
     this.deps.logger.write('error', 'the run failed inside the runtime', { run_id: this.runId, error: describe(error) });
-    const code: ErrorCode = isCairnError(error) && error.code === 'E_UNKNOWN_STATE' ? 'E_UNKNOWN_STATE' : 'E_INTERNAL';
+    const code: ErrorCode = isCairnError(error) && (error.code === 'E_UNKNOWN_STATE' || error.code === 'E_CAPACITY') ? error.code : 'E_INTERNAL';
     return { kind: 'failed', code, message: `the runtime failed during the run: ${describe(error)}` };
   }
 
@@ -842,7 +853,7 @@ function createFailureCode(error: unknown): ErrorCode {
 
 /** A file transfer that hit a cap ends the run with that cap; any other failure is the runtime's. */
 function transferFailure(error: unknown, what: string): Extract<Outcome, { kind: 'failed' }> {
-  if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT' || error.code === 'E_SECRET_SEEN')) {
+  if (isCairnError(error) && (isLimit(error.code) || error.code === 'E_BUDGET' || error.code === 'E_RUNTIME_ABSENT' || error.code === 'E_SECRET_SEEN' || error.code === 'E_CAPACITY')) {
     return { kind: 'failed', code: error.code, message: `${what}: ${error.message}` };
   }
   // Outputs the sandbox made uncollectable (a fifo, a hard link, …): the workload's doing, named precisely.

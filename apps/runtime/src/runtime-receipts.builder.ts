@@ -112,6 +112,20 @@ export function stepCompletedFields(step: PlannedStep, result: ExecResult, store
 }
 
 /**
+ * The receipt of a step that ran but whose output the artifact store could not take (full,
+ * E_CAPACITY): what it wrote is counted, none of it kept — the receipt names the empty artifact
+ * (stored at boot, so it is there however full the store is), so it never names bytes the store
+ * does not hold (docs/adr/0021).
+ */
+export function unstoredStepFields(step: PlannedStep, result: ExecResult, emptySha256: string): EventFields<'step.completed'> {
+  return {
+    ...stepCompletedFields(step, result, { stdoutSha256: emptySha256, stderrSha256: emptySha256 }),
+    output_truncated: true,
+    error_code: 'E_CAPACITY',
+  };
+}
+
+/**
  * The receipt of a step stopped from outside — a cancel, or a lost lease — by destroying its
  * sandbox under it. The contracts have no code for "cancelled" (no cap stopped it, so no
  * `error_code` and no `limits_hit`): the receipt says the step never exited (`exit_code: null`)

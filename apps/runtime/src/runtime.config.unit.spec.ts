@@ -47,6 +47,8 @@ describe('the runtime configuration', () => {
       CAIRN_WORKER_DISK_MIB: 8192,
       CAIRN_WORKER_PIDS: 16_384,
       CAIRN_ARTIFACT_DIR: '/srv/cairn/.cairn/artifacts',
+      CAIRN_ARTIFACT_BUCKET: 'cairn_artifacts',
+      CAIRN_ARTIFACT_STORE_MAX_BYTES: 4 * 1024 * 1024 * 1024,
       CAIRN_DOCKER_SOCKET: '/var/run/docker.sock',
       CAIRN_WORKERS_BUCKET: 'cairn_workers',
       CAIRN_LEASES_BUCKET: 'cairn_leases',
@@ -109,6 +111,8 @@ describe('the runtime configuration', () => {
     expect(inputError({ CAIRN_WORKER_CPU_OVERSUBSCRIPTION: '0.5' })).toMatch(/CAIRN_WORKER_CPU_OVERSUBSCRIPTION/);
     expect(inputError({ CAIRN_WORKER_CPU_OVERSUBSCRIPTION: '4', CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: '8' })).toMatch(/CAIRN_WORKER_RUN_CPU_OVERSUBSCRIPTION: runs share the CPU with sessions/);
     expect(inputError({ CAIRN_WORKER_SLOTS: '1025' })).toMatch(/CAIRN_WORKER_SLOTS/);
+    expect(inputError({ CAIRN_ARTIFACT_BUCKET: 'OBJ.x' })).toMatch(/CAIRN_ARTIFACT_BUCKET: an object store bucket name/);
+    expect(inputError({ CAIRN_ARTIFACT_STORE_MAX_BYTES: '1000' })).toMatch(/CAIRN_ARTIFACT_STORE_MAX_BYTES/);
   });
 
   it('reads the environment, resolving a relative artifact directory against the working directory', () => {

@@ -1,4 +1,4 @@
-import { FsArtifactStore } from '@cairn/artifact-store';
+import { importArtifactDir, NatsArtifactStore } from '@cairn/artifact-store';
 import { FROZEN_CAPS } from '@cairn/contracts';
 import { LeaseStore, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, SERVICE_LOGGER, ServiceRuntimeModule } from '@cairn/service-kit';
@@ -46,7 +46,11 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
             requireUserns: config.CAIRN_SANDBOX_REQUIRE_USERNS,
           }),
       },
-      { provide: ARTIFACT_STORE, useFactory: () => new FsArtifactStore(config.CAIRN_ARTIFACT_DIR) },
+      {
+        provide: ARTIFACT_STORE,
+        inject: [NATS_CONNECTION, SERVICE_LOGGER],
+        useFactory: (nc: NatsConnection, logger: JsonLogger) => openArtifactStore(nc, config, logger),
+      },
       // The key file is read and checked at boot: one that others may read stops the worker here.
       { provide: RUNTIME_SECRETS, useFactory: () => SecretValuesReader.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL, 'cairn-runtime-secrets') },
       {
@@ -64,4 +68,27 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
     ],
     exports: [RuntimeWorker, SandboxSessionHost],
   });
+}
+
+/**
+ * The object store this worker writes artifacts to (docs/adr/0021), created when absent. The empty
+ * artifact is stored at boot, so a step cut short still has the record it names even once the store
+ * is full; an older stack's artifact directory is uploaded once.
+ */
+async function openArtifactStore(nc: NatsConnection, config: RuntimeConfig, logger: JsonLogger): Promise<NatsArtifactStore> {
+  const store = await NatsArtifactStore.open(nc, { bucket: config.CAIRN_ARTIFACT_BUCKET, create: { replicas: config.CAIRN_NATS_REPLICAS, maxBytes: config.CAIRN_ARTIFACT_STORE_MAX_BYTES } });
+  await store.put(new Uint8Array(0));
+  const imported = await importArtifactDir(config.CAIRN_ARTIFACT_DIR, store);
+  if (imported !== null) {
+    logger.write(imported.corrupt.length > 0 ? 'error' : 'info', 'an artifact directory of an older stack was uploaded to the object store', {
+      dir: config.CAIRN_ARTIFACT_DIR,
+      bucket: store.bucket,
+      imported: imported.imported,
+      present: imported.present,
+      corrupt: imported.corrupt,
+      skipped: imported.skipped,
+    });
+  }
+  logger.write('info', 'writing artifacts', { bucket: store.bucket, max_bytes: config.CAIRN_ARTIFACT_STORE_MAX_BYTES, replicas: config.CAIRN_NATS_REPLICAS });
+  return store;
 }

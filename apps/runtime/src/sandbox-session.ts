@@ -18,6 +18,7 @@ import { LiveRedactor } from './live-output.js';
 import { describeLeaks, leakRedactedFields } from './leak-guard.js';
 import type { LeakGuard } from './leak-guard.js';
 import { describeRedactions, redactionsOf, secretRedactedFields } from './output-redaction.js';
+import { putStreams } from './output-store.js';
 import { egressDeniedFields, limitsHit, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { EventFields, TeardownReason } from './runtime-receipts.builder.js';
 import type { SandboxEngine } from './sandbox-engine.adapter.js';
@@ -299,9 +300,10 @@ export class SandboxSession {
       // The workload ended its own sandbox (or the engine went away): the exec still gets its
       // receipt (every started one has one), naming what was already sent, and the session ends.
       const [stdout, stderr] = [live.stdout.finish(), live.stderr.finish()];
+      const stored = await putStreams(artifacts, stdout.bytes, stderr.bytes);
       const fields = interruptedExecFields(op, {
-        stdoutSha256: await artifacts.put(stdout.bytes),
-        stderrSha256: await artifacts.put(stderr.bytes),
+        stdoutSha256: stored.stdoutSha256,
+        stderrSha256: stored.stderrSha256,
         stdoutBytes: stdout.bytes.byteLength,
         stderrBytes: stderr.bytes.byteLength,
         redactions: [...redactionsOf(stdout.findings, 'stdout'), ...redactionsOf(stderr.findings, 'stderr')],
@@ -315,10 +317,11 @@ export class SandboxSession {
     const [stdout, stderr] = [live.stdout.finish(), live.stderr.finish()];
     const scanned = { redactions: [...redactionsOf(stdout.findings, 'stdout'), ...redactionsOf(stderr.findings, 'stderr')] };
     result = { ...result, stdout: stdout.bytes, stderr: stderr.bytes };
-    const [stdoutSha256, stderrSha256] = await Promise.all([artifacts.put(result.stdout), artifacts.put(result.stderr)]);
+    // A full store keeps neither stream (the receipt names the empty artifact, E_CAPACITY); the session goes on.
+    const { stdoutSha256, stderrSha256, full } = await putStreams(artifacts, result.stdout, result.stderr);
     const limit = result.limitHit ?? (result.outputBudgetHit ? 'E_BUDGET' : null);
     const interrupted = result.interrupted === true;
-    const errorCode: ErrorCode | undefined = limit ?? (interrupted ? 'E_TIMEOUT' : scanned.redactions.length > 0 ? 'E_SECRET_SEEN' : undefined);
+    const errorCode: ErrorCode | undefined = limit ?? (interrupted ? 'E_TIMEOUT' : scanned.redactions.length > 0 ? 'E_SECRET_SEEN' : full ? 'E_CAPACITY' : undefined);
     const fields: EventFields<'sandbox.exec.completed'> = {
       exec_id: op.exec_id,
       argv: op.argv,
@@ -329,7 +332,7 @@ export class SandboxSession {
       stderr_sha256: stderrSha256,
       stdout_bytes: result.stdoutBytes,
       stderr_bytes: result.stderrBytes,
-      output_truncated: result.truncated,
+      output_truncated: result.truncated || full,
       duration_ms: Math.max(0, Math.round(result.durationMs)),
       limits_hit: limitsHit(result),
       redactions: scanned.redactions.slice(0, 256),

@@ -1,4 +1,4 @@
-import { FsArtifactStore } from '@cairn/artifact-store';
+import { NatsArtifactStore } from '@cairn/artifact-store';
 import { loadConfig } from '@cairn/config';
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, RunSpec } from '@cairn/contracts';
@@ -45,8 +45,8 @@ export interface SubmittedRun {
 
 /**
  * One test file's world on the real NATS and Docker engine: its own evidence stream and subject
- * prefix, its own worker and lease buckets, its own artifact directory and worker ids (every
- * container a test makes carries one), all removed by `dispose()`.
+ * prefix, its own worker and lease buckets and artifact object store, its own directory (worker
+ * state) and worker ids (every container a test makes carries one), all removed by `dispose()`.
  */
 export class RuntimeWorld {
   readonly workerIds = new Set<string>();
@@ -59,9 +59,10 @@ export class RuntimeWorld {
     readonly leases: LeaseStore,
     readonly registry: WorkerRegistry,
     readonly artifactDir: string,
-    readonly artifacts: FsArtifactStore,
+    /** The runtime's object store, opened to read (the runtime creates it). */
+    readonly artifacts: NatsArtifactStore,
     readonly busyboxId: string,
-    readonly names: { stream: string; prefix: string; workers: string; leases: string },
+    readonly names: { stream: string; prefix: string; workers: string; leases: string; artifacts: string },
   ) {}
 
   static async create(prefix: string): Promise<RuntimeWorld> {
@@ -72,12 +73,14 @@ export class RuntimeWorld {
       prefix: uniqueName(`${prefix}.ev`).toLowerCase(),
       workers: uniqueName(`${prefix}_workers`),
       leases: uniqueName(`${prefix}_leases`),
+      artifacts: uniqueName(`${prefix}_artifacts`),
     };
     const log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: names.stream, subjectPrefix: names.prefix });
     const leases = await LeaseStore.open(nc, { bucket: names.leases });
     const registry = await WorkerRegistry.open(nc, { bucket: names.workers });
-    const artifactDir = await mkdtemp(join(tmpdir(), `cairn-${prefix}-artifacts-`));
-    return new RuntimeWorld(nc, log, leases, registry, artifactDir, new FsArtifactStore(artifactDir), busyboxId, names);
+    const artifactDir = await mkdtemp(join(tmpdir(), `cairn-${prefix}-`));
+    const artifacts = await NatsArtifactStore.open(nc, { bucket: names.artifacts });
+    return new RuntimeWorld(nc, log, leases, registry, artifactDir, artifacts, busyboxId, names);
   }
 
   /** A worker's state directory in this world (removed with it). */
@@ -102,7 +105,11 @@ export class RuntimeWorld {
       CAIRN_LEASES_BUCKET: this.names.leases,
       CAIRN_WORKER_ID: workerId,
       CAIRN_WORKER_SLOTS: '2',
-      CAIRN_ARTIFACT_DIR: this.artifactDir,
+      CAIRN_ARTIFACT_BUCKET: this.names.artifacts,
+      // Small: every test's store reserves its max_bytes on the shared server.
+      CAIRN_ARTIFACT_STORE_MAX_BYTES: String(256 * 1024 * 1024),
+      // No older stack's directory to import: an empty one of this world's.
+      CAIRN_ARTIFACT_DIR: join(this.artifactDir, 'artifacts'),
       // The worker's id and lock (main.ts), under this world's directory rather than the checkout's `.cairn`.
       CAIRN_WORKER_STATE_DIR: this.stateDir(workerId),
       CAIRN_HEARTBEAT_MS: '300',
@@ -242,7 +249,7 @@ export class RuntimeWorld {
     // A runtime killed by a test leaves its agent socket directory behind.
     for (const workerId of this.workerIds) await rm(join(defaultAgentSocketRoot(), workerId), { recursive: true, force: true });
     const jsm = await jetstreamManager(this.nc);
-    for (const stream of [this.names.stream, bucketStreamName(this.names.workers), bucketStreamName(this.names.leases)]) {
+    for (const stream of [this.names.stream, bucketStreamName(this.names.workers), bucketStreamName(this.names.leases), this.artifacts.stream]) {
       await jsm.streams.delete(stream).catch(() => false);
     }
     await this.log.close();

@@ -121,6 +121,8 @@ beforeAll(async () => {
     CAIRN_LEASES_BUCKET: uniqueName('sbx_leases'),
     CAIRN_DATABASE_URL: db.url,
     CAIRN_ARTIFACT_DIR: artifactDir,
+    CAIRN_ARTIFACT_BUCKET: uniqueName('sbx_artifacts'),
+    CAIRN_ARTIFACT_STORE_MAX_BYTES: String(256 * 1024 * 1024),
     CAIRN_GRADER_TEARDOWN_GRACE_MS: '2000',
   };
   nc = await connect({ servers: testNatsUrl() });
@@ -151,7 +153,7 @@ afterAll(async () => {
   const left = await allContainers().catch(() => []);
   for (const id of left) await docker.getContainer(id).remove({ force: true }).catch(() => undefined);
   const jsm = await jetstreamManager(nc);
-  for (const stream of [env.CAIRN_EVIDENCE_STREAM!, env.CAIRN_COMMAND_STREAM!, bucketStreamName(env.CAIRN_WORKERS_BUCKET!), bucketStreamName(env.CAIRN_LEASES_BUCKET!)]) {
+  for (const stream of [env.CAIRN_EVIDENCE_STREAM!, env.CAIRN_COMMAND_STREAM!, bucketStreamName(env.CAIRN_WORKERS_BUCKET!), bucketStreamName(env.CAIRN_LEASES_BUCKET!), `OBJ_${env.CAIRN_ARTIFACT_BUCKET!}`]) {
     await jsm.streams.delete(stream).catch(() => false);
   }
   await log?.close();

@@ -35,14 +35,20 @@ export interface ArtifactStore {
   /** The bytes, re-hashed on the way out: `E_NOT_FOUND` if absent, `E_INTERNAL` if they no longer match. */
   get(sha256: string): Promise<Uint8Array>;
   has(sha256: string): Promise<boolean>;
+  /** Its size in bytes as stored, or null when it is not there. */
+  sizeOf(sha256: string): Promise<number | null>;
   /** Re-hashes what is stored. */
   verify(sha256: string): Promise<ArtifactState>;
+  /** Checks an artifact through once, then serves it re-hashing (see `VerifiedArtifact`); E_TOO_LARGE past `maxBytes`. */
+  openVerified(sha256: string, options: { maxBytes: number }): Promise<VerifiedArtifact>;
 }
 
 const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /**
- * The artifact store on a local file system: `<root>/sha256/<ab>/<rest of the hash>`, written to
+ * The artifact store on a local file system: `<root>/sha256/<ab>/<rest of the hash>` — what stacks
+ * before the object store (docs/adr/0021) kept in CAIRN_ARTIFACT_DIR, now read only by the runtime's
+ * import of such a directory (`importArtifactDir`). Written to
  * a temporary file, synced, then hard-linked into place — so a reader never sees a half-written
  * artifact, a crash leaves at most a stray temporary file, and two writers of the same bytes
  * cannot clobber each other (the second link finds the first).

@@ -1,6 +1,8 @@
 export {
+  ArtifactBucketConfigSchema,
   ArtifactReadConfigSchema,
   DatabaseConfigSchema,
+  DEFAULT_ARTIFACT_BUCKET,
   DEFAULT_DATABASE_URL,
   DEFAULT_EVIDENCE_STREAM,
   DEFAULT_EVIDENCE_SUBJECT_PREFIX,

@@ -1,5 +1,4 @@
 import { CairnError } from '@cairn/contracts';
-import { resolve } from 'node:path';
 import { z } from 'zod';
 import { NatsReplicasSchema } from './nats-cluster.js';
 
@@ -72,17 +71,23 @@ export type SecretValuesConfig = z.infer<typeof SecretValuesConfigSchema>;
 
 const MIB = 1024 * 1024;
 
+/** The object store bucket of a stack's artifacts when CAIRN_ARTIFACT_BUCKET is unset (its stream is `OBJ_cairn_artifacts`). */
+export const DEFAULT_ARTIFACT_BUCKET = 'cairn_artifacts';
+
+/** Where every artifact is: one JetStream object store, named alike by its writer (the runtime) and its readers. */
+export const ArtifactBucketConfigSchema = z.object({
+  CAIRN_ARTIFACT_BUCKET: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'an object store bucket name ([A-Za-z0-9_-], at most 64)')
+    .default(DEFAULT_ARTIFACT_BUCKET),
+});
+
 /**
  * How the services that read a run's artifacts (kernel, verifier, grader) find and bound them. One
  * schema, so the kernel and the verifier — which recomputes the kernel's facts — cannot drift apart.
+ * They read the object store through NATS, never a directory (docs/adr/0021-artifacts-in-an-object-store.md).
  */
-export const ArtifactReadConfigSchema = z.object({
-  /** The runtime's artifact store (same default: `.cairn/artifacts` under the working directory). */
-  CAIRN_ARTIFACT_DIR: z
-    .string()
-    .min(1)
-    .default('.cairn/artifacts')
-    .transform((dir) => resolve(dir)),
+export const ArtifactReadConfigSchema = ArtifactBucketConfigSchema.extend({
   /** Largest artifact (a step's stdout, an output file) read; a larger one counts as unavailable. */
   CAIRN_ARTIFACT_READ_MAX_BYTES: z.coerce.number().int().min(1).max(1024 * MIB).default(64 * MIB),
   /** All of one run's artifacts together. */

@@ -63,7 +63,8 @@ export function bucketStreamName(bucket: string): string {
 
 /**
  * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
- * streams, and those behind its worker, lease, approval and queue buckets: what a teardown deletes.
+ * streams, those behind its worker, lease, approval and queue buckets, and its artifact object
+ * store's (`OBJ_<bucket>`): what a teardown deletes.
  */
 export function isolatedStackStreams(stackId: string): string[] {
   const names = isolatedNames(stackId);
@@ -74,6 +75,7 @@ export function isolatedStackStreams(stackId: string): string[] {
     bucketStreamName(names.CAIRN_LEASES_BUCKET),
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
     bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),
+    `OBJ_${names.CAIRN_ARTIFACT_BUCKET}`,
   ];
 }
 

@@ -17,7 +17,7 @@ export function registerDownCommand(program: Command, context: CommandContext): 
     .command('down')
     .description('stop every process of the stack started by `cairn up` (SIGTERM, then SIGKILL after a timeout)')
     .option('--timeout <seconds>', 'how long each process gets to stop after SIGTERM', '15')
-    .addHelpText('after', '\nRemoves stack.json; the API key, logs and artifacts stay in CAIRN_HOME. NATS, PostgreSQL and Docker keep running.')
+    .addHelpText('after', '\nRemoves stack.json; the API key and logs stay in CAIRN_HOME, the artifacts in their NATS object store. NATS, PostgreSQL and Docker keep running.')
     .action(async (options: { timeout: string }, command: Command) => {
       const output = context.output(command);
       const timeoutMs = parseSeconds(options.timeout, '--timeout');

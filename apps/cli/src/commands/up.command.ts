@@ -60,7 +60,7 @@ export function registerUpCommand(program: Command, context: CommandContext): vo
       '\nChecks the Docker engine, NATS and PostgreSQL (running tools/ensure-services.sh as root when one does not answer),\n' +
         'builds the busybox sandbox image if absent, runs the migrations, starts every service as a background process and\n' +
         'waits for the gateway to report them all healthy. Prints the gateway URL and the admin API key.\n' +
-        'State lives in CAIRN_HOME (default ~/.cairn): stack.json, api-key (0600), logs/, artifacts/.\n' +
+        'State lives in CAIRN_HOME (default ~/.cairn): stack.json, api-key (0600), logs/; artifacts go to a NATS object store (CAIRN_ARTIFACT_BUCKET).\n' +
         'Run again when the stack is up: nothing changes, and services that died are started again.\n' +
         'Isolated stacks: CAIRN_STACK_ID=<id> gives own streams, buckets, worker id; CAIRN_GATEWAY_PORT=0 picks a free port.\n' +
         'Exit status: 0 up, 1 something is missing or did not start (E_UNAVAILABLE, with what to do).',

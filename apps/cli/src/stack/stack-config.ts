@@ -5,8 +5,8 @@ import { z } from 'zod';
 
 /*
  * One Cairn stack on this machine: the services `cairn up` starts and the names they share. A
- * stack id (CAIRN_STACK_ID) gives a stack its own streams, buckets, worker id and artifact
- * directory, so tests and benchmarks run isolated stacks beside the default one.
+ * stack id (CAIRN_STACK_ID) gives a stack its own streams, buckets (its artifact object store
+ * among them) and worker id, so tests and benchmarks run isolated stacks beside the default one.
  */
 
 /**
@@ -72,7 +72,7 @@ export function stackLocation(env: NodeJS.ProcessEnv): StackLocation {
 /**
  * The configuration every service of the stack is started with: the caller's CAIRN_* variables
  * (tuning such as lease TTLs passes straight through), the isolated names where unset, and the
- * artifact directory under the state dir. Secrets are left out: the API key reaches only the
+ * paths under the state dir. Secrets are left out: the API key reaches only the
  * gateway, and only at start.
  */
 export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocation, gatewayPort: number, mcpPort?: number): Record<string, string> {
@@ -87,6 +87,7 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
     config.CAIRN_STACK_ID = location.stackId;
   }
   config.CAIRN_HOME = location.home;
+  // Where older stacks kept artifacts: the runtime uploads what is there once (docs/adr/0021) and writes nothing to it.
   config.CAIRN_ARTIFACT_DIR = resolve(location.home, config.CAIRN_ARTIFACT_DIR ?? 'artifacts');
   // The runtime's id and its lock: one worker per stack home and stack.
   config.CAIRN_WORKER_STATE_DIR = resolve(location.home, config.CAIRN_WORKER_STATE_DIR ?? (location.stackId === 'default' ? 'worker' : `worker-${location.stackId}`));

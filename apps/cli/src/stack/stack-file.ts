@@ -7,7 +7,7 @@ import { STACK_SERVICES } from './stack-config.js';
 
 /*
  * The state directory of a stack (mode 0700): `stack.json` (pids, URL, log paths, the services'
- * configuration; mode 0600), `api-key` (mode 0600), `logs/`, `artifacts/`.
+ * configuration; mode 0600), `api-key` (mode 0600), `logs/` (artifacts are in NATS: docs/adr/0021).
  */
 
 export const STACK_FILE = 'stack.json';

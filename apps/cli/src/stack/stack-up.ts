@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { DatabaseConfigSchema, isNatsService, loadConfig } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
@@ -251,7 +250,6 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   options.progress(applied.length === 0 ? 'database schema up to date' : `migrations applied: ${applied.join(', ')}`);
 
   const apiKey = await resolveApiKey(env, location);
-  await mkdir(config.CAIRN_ARTIFACT_DIR ?? `${location.home}/artifacts`, { recursive: true, mode: 0o700 });
   // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
   const { ensureSecretKeyFile } = await import('@cairn/secret-store');
   const secretsKeyFile = config.CAIRN_SECRETS_KEY_FILE ?? `${location.home}/secrets.key`;

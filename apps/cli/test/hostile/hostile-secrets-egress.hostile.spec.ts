@@ -687,7 +687,8 @@ async function receiptsOf(runId: string): Promise<Record<string, unknown>[]> {
 /** An artifact's bytes from the stack's store, checked against the hash it is stored under. */
 async function artifact(sha256: string): Promise<Buffer> {
   expect(sha256).toMatch(/^[0-9a-f]{64}$/);
-  const bytes = await readFile(join(stack.home, 'artifacts', 'sha256', sha256.slice(0, 2), sha256.slice(2)));
+  const bytes = await stack.storedArtifact(sha256);
+  if (bytes === null) throw new Error(`no artifact ${sha256} in the stack's store`);
   expect(createHash('sha256').update(bytes).digest('hex')).toBe(sha256);
   return bytes;
 }
@@ -945,6 +946,10 @@ describe('hostile workloads that need secrets and egress, submitted through the 
     const files = await filesUnder(stack.home);
     expect(files.some((f) => f.endsWith('runtime.log'))).toBe(true);
     for (const file of files) haystacks.push([file, await readFile(file)]);
+    // And every artifact the runs stored, in the stack's object store.
+    const stored = await stack.storedArtifacts();
+    expect(stored.size).toBeGreaterThan(ROWS.length);
+    for (const [name, bytes] of stored) haystacks.push([`artifacts ${name}`, bytes]);
     const found: string[] = [];
     for (const [name, value] of Object.entries(SECRETS)) {
       for (const spelling of spellings(value)) for (const [where, bytes] of haystacks) if (bytes.includes(spelling)) found.push(`${name} in ${where}`);

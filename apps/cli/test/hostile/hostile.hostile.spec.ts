@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyChain } from '@cairn/evidence';
@@ -60,7 +60,8 @@ async function receiptsOf(runId: string): Promise<Record<string, unknown>[]> {
 /** An artifact's bytes from the stack's store, checked against the hash it is stored under. */
 async function artifact(sha256: string): Promise<Buffer> {
   expect(sha256).toMatch(/^[0-9a-f]{64}$/);
-  const bytes = await readFile(join(stack.home, 'artifacts', 'sha256', sha256.slice(0, 2), sha256.slice(2)));
+  const bytes = await stack.storedArtifact(sha256);
+  if (bytes === null) throw new Error(`no artifact ${sha256} in the stack's store`);
   expect(createHash('sha256').update(bytes).digest('hex')).toBe(sha256);
   return bytes;
 }

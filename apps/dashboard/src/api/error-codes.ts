@@ -31,7 +31,7 @@ export const ERROR_TEXT: Readonly<Record<ErrorCode, string>> = {
   E_IDEMPOTENCY_MISMATCH: 'the idempotency key was used with another body',
   E_TOO_LARGE: 'the request was too large',
   E_RATE_LIMITED: 'too many requests with this key',
-  E_CAPACITY: 'every worker was full (it names what ran out); nothing was left behind',
+  E_CAPACITY: 'every worker was full (it names what ran out), or the artifact store was: its message says which',
   E_UNAVAILABLE: 'a part of Cairn did not answer',
   E_INTERNAL: 'Cairn failed unexpectedly',
 };

@@ -1,4 +1,4 @@
-import type { FsArtifactStore, VerifiedArtifact } from '@cairn/artifact-store';
+import type { ArtifactStore, VerifiedArtifact } from '@cairn/artifact-store';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import type { OutputStream, RecordedStream, RunArtifacts } from '@cairn/contracts';
 import { JsonLogger } from '@cairn/service-kit';
@@ -28,7 +28,7 @@ export interface ServedOutput {
  * Reads what a run printed and wrote (and a sandbox's exec output) out of the artifact store, by
  * the sha256 its receipts record, for the caller's tenant only (another tenant's run is 404) and,
  * for a chain that mounts secrets, for its holder and admin keys only. Every byte is checked
- * against that sha256 before it is served (FsArtifactStore.openVerified); bytes that no longer
+ * against that sha256 before it is served (ArtifactStore.openVerified); bytes that no longer
  * match are refused E_INTERNAL and logged fatal — the chain is intact, the store is not.
  */
 @Injectable()
@@ -36,7 +36,7 @@ export class RunOutputsService {
   constructor(
     private readonly runs: RunReadsRepository,
     private readonly sandboxes: SandboxReadsRepository,
-    @Inject(GATEWAY_ARTIFACTS) private readonly store: FsArtifactStore,
+    @Inject(GATEWAY_ARTIFACTS) private readonly store: ArtifactStore,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly logger: JsonLogger,
   ) {}
@@ -119,7 +119,7 @@ export class RunOutputsService {
       }
       if (error.code === 'E_NOT_FOUND') {
         this.logger.write('warn', 'an output its receipt records is not in the artifact store', what);
-        throw new CairnError('E_NOT_FOUND', `the artifact store holds no bytes for ${sha256} (CAIRN_ARTIFACT_DIR ${this.config.CAIRN_ARTIFACT_DIR})`, { ...what, reason: 'artifact_missing' });
+        throw new CairnError('E_NOT_FOUND', `the artifact store holds no bytes for ${sha256} (CAIRN_ARTIFACT_BUCKET ${this.config.CAIRN_ARTIFACT_BUCKET})`, { ...what, reason: 'artifact_missing' });
       }
       if (error.code === 'E_TOO_LARGE') throw new CairnError('E_TOO_LARGE', error.message, { ...what, ...error.details });
       throw error;

@@ -1,19 +1,17 @@
 // Test harness for the services that react to executed runs (kernel, verifier, grader): one test
-// file's own evidence stream and subject prefix (uniqueName) and artifact directory, removed by dispose().
+// file's own evidence stream and subject prefix (uniqueName) and artifact object store, removed by dispose().
 import 'reflect-metadata';
-import { FsArtifactStore } from '@cairn/artifact-store';
+import { NatsArtifactStore } from '@cairn/artifact-store';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { PlannedEvent, PlannedRun } from './executed-run.fixture.js';
 
 export const TENANT = 'acme';
@@ -21,7 +19,8 @@ export const TENANT = 'acme';
 export interface EvidenceWorld {
   nc: NatsConnection;
   log: EvidenceLog;
-  store: FsArtifactStore;
+  /** The world's artifact store, as the runtime writes it (the services get only its bucket's name). */
+  store: NatsArtifactStore;
   /** Environment for a service (its `loadConfig`, or a process) pointed at this world. */
   env: Record<string, string>;
   runId(label: string): string;
@@ -31,19 +30,18 @@ export interface EvidenceWorld {
   chain(runId: string): Promise<ReceiptEnvelope[]>;
   /** The chain once a receipt of `type` is on it. */
   chainWith(runId: string, type: string, ms?: number): Promise<ReceiptEnvelope[]>;
-  /** Overwrites stored bytes in place, as rot or tampering would. */
+  /** Replaces stored bytes through the raw object store API, as rot or tampering would. */
   corrupt(sha256: string, bytes: Uint8Array): Promise<void>;
   dispose(): Promise<void>;
 }
 
 export async function createEvidenceWorld(name: string, options: { duplicateWindowMs?: number } = {}): Promise<EvidenceWorld> {
   const nc = await connect({ servers: testNatsUrl() });
-  const artifactDir = await mkdtemp(join(tmpdir(), `cairn-${name}-artifacts-`));
   const env: Record<string, string> = {
     CAIRN_NATS_URL: testNatsUrl(),
     CAIRN_EVIDENCE_STREAM: uniqueName(`${name}_EVIDENCE`).toUpperCase(),
     CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName(`${name}_ev`).toLowerCase(),
-    CAIRN_ARTIFACT_DIR: artifactDir,
+    CAIRN_ARTIFACT_BUCKET: uniqueName(`${name}_artifacts`),
   };
   const log = await EvidenceLog.fromConnection(nc, {
     servers: testNatsUrl(),
@@ -51,7 +49,7 @@ export async function createEvidenceWorld(name: string, options: { duplicateWind
     subjectPrefix: env.CAIRN_EVIDENCE_SUBJECT_PREFIX!,
     ...(options.duplicateWindowMs === undefined ? {} : { duplicateWindowMs: options.duplicateWindowMs }),
   });
-  const store = new FsArtifactStore(artifactDir);
+  const store = await NatsArtifactStore.open(nc, { bucket: env.CAIRN_ARTIFACT_BUCKET!, create: { maxBytes: 64 * 1024 * 1024 } });
 
   async function chain(runId: string): Promise<ReceiptEnvelope[]> {
     const out: ReceiptEnvelope[] = [];
@@ -89,16 +87,14 @@ export async function createEvidenceWorld(name: string, options: { duplicateWind
         return receipts.some((r) => r.type === type) ? receipts : null;
       }, ms),
     async corrupt(sha256, bytes) {
-      const path = store.pathOf(sha256);
-      await chmod(path, 0o644);
-      await writeFile(path, bytes);
+      await (await new Objm(nc).open(store.bucket)).putBlob({ name: sha256 }, bytes);
     },
     async dispose() {
       await log.close();
       const jsm = await jetstreamManager(nc);
       await jsm.streams.delete(env.CAIRN_EVIDENCE_STREAM!).catch(() => false);
+      await jsm.streams.delete(store.stream).catch(() => false);
       await nc.close();
-      await rm(artifactDir, { recursive: true, force: true });
     },
   };
 }
