@@ -1,4 +1,4 @@
-import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
+import { ArtifactBucketConfigSchema, ArtifactStoreConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
 import { CairnError, WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_DOCKER_SOCKET, DEFAULT_SANDBOX_USER, parseEgressHosts, sandboxUserProblem } from '@cairn/sandbox-docker';
@@ -150,11 +150,7 @@ export function runtimeConfigSchema(host: HostFacts) {
         .refine((value) => value <= pidsMax, `at most the processes the kernel allows (${pidsMax}: kernel.pid_max, kernel.threads-max)`),
       /** The object store stdout, stderr and collected outputs go to, by sha256 (created here when absent). */
       CAIRN_ARTIFACT_BUCKET: ArtifactBucketConfigSchema.shape.CAIRN_ARTIFACT_BUCKET,
-      /**
-       * The object store's max_bytes, set when this runtime creates it (an existing store keeps its
-       * own): past it a put is refused and the run fails E_CAPACITY; nothing stored is dropped.
-       */
-      CAIRN_ARTIFACT_STORE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).max(2 ** 50).default(4 * 1024 * MIB),
+      CAIRN_ARTIFACT_STORE_MAX_BYTES: ArtifactStoreConfigSchema.shape.CAIRN_ARTIFACT_STORE_MAX_BYTES,
       /**
        * The artifact directory of stacks before the object store (docs/adr/0021): what it holds is
        * uploaded once at boot, then it is marked imported. Nothing is written there any more.

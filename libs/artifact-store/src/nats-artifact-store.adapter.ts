@@ -91,9 +91,10 @@ export class NatsArtifactStore implements ArtifactStore {
   private async createBucket(create: { replicas?: number; maxBytes: number }): Promise<void> {
     const replicas = create.replicas ?? DEFAULT_NATS_REPLICAS;
     const { bucket } = this.options;
-    let store: ObjectStore;
+    // Opened when it is there: a service whose NATS user may not create streams (ADR 0022) finds it made.
+    let store: ObjectStore | null = await this.opened();
     try {
-      store = await whileLeaderless(() => new Objm(this.nc).create(bucket, { replicas, max_bytes: create.maxBytes, storage: StorageType.File }));
+      store ??= await whileLeaderless(() => new Objm(this.nc).create(bucket, { replicas, max_bytes: create.maxBytes, storage: StorageType.File }));
     } catch (error) {
       const hint = replicasHint(error instanceof JetStreamApiError ? error.code : undefined, replicas);
       throw new CairnError('E_UNAVAILABLE', `cannot create the artifact store ${bucket}: ${describe(error)}${hint}`, { bucket });

@@ -1,5 +1,6 @@
 export {
   ArtifactBucketConfigSchema,
+  ArtifactStoreConfigSchema,
   ArtifactReadConfigSchema,
   DatabaseConfigSchema,
   DEFAULT_ARTIFACT_BUCKET,

@@ -82,6 +82,15 @@ export const ArtifactBucketConfigSchema = z.object({
     .default(DEFAULT_ARTIFACT_BUCKET),
 });
 
+/** The object store as its maker sets it up (the runtime, or `cairn up --nats-auth` as the operator). */
+export const ArtifactStoreConfigSchema = ArtifactBucketConfigSchema.extend({
+  /**
+   * The object store's max_bytes, set when it is created (an existing store keeps its own): past it
+   * a put is refused and the run fails E_CAPACITY; nothing stored is dropped.
+   */
+  CAIRN_ARTIFACT_STORE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).max(2 ** 50).default(4 * 1024 * MIB),
+});
+
 /**
  * How the services that read a run's artifacts (kernel, verifier, grader) find and bound them. One
  * schema, so the kernel and the verifier — which recomputes the kernel's facts — cannot drift apart.

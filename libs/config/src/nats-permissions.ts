@@ -21,6 +21,8 @@ export interface StackNatsNames {
   /** `<prefix>.cmd.<verb>` (CAIRN_COMMAND_SUBJECT_PREFIX). */
   commandPrefix: string;
   buckets: Record<StackBucket, string>;
+  /** The artifact object store's bucket (CAIRN_ARTIFACT_BUCKET); its stream is `OBJ_<bucket>`. */
+  artifactBucket: string;
   /** The runtime worker the runtime's user is for: its durables carry the id. */
   workerId: string;
 }
@@ -141,6 +143,14 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
     const stream = bucketStream(name);
     publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, ...orderedConsumerGrants(stream));
     if (access === 'write') publish.push(`$KV.${name}.>`);
+  }
+
+  if (route.artifacts !== 'none') {
+    const stream = `OBJ_${names.artifactBucket}`;
+    // Opened, read chunk by chunk (a message get by subject), never created: `cairn up` makes it.
+    publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, ...orderedConsumerGrants(stream));
+    // The runtime puts objects (chunks, then the meta rollup); a put that heals a bad object purges its old chunks.
+    if (route.artifacts === 'write') publish.push(`$O.${names.artifactBucket}.>`, `$JS.API.STREAM.PURGE.${stream}`);
   }
 
   if (route.monitors) {

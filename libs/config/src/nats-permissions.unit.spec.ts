@@ -12,6 +12,7 @@ const NAMES: StackNatsNames = {
   commandStream: 'CAIRN_COMMANDS_T1',
   commandPrefix: 'cairn.t1',
   buckets: { workers: 'cairn_workers_t1', leases: 'cairn_leases_t1', approvals: 'cairn_leases_t1_approvals', queue: 'cairn_leases_t1_queue' },
+  artifactBucket: 'cairn_artifacts_t1',
   workerId: 'local-t1',
 };
 const RUN = 'run_01jabc';
@@ -116,6 +117,22 @@ describe('natsPermissionsFor', () => {
       expect(permits(webhooks, `$JS.ACK.${NAMES.evidenceStream}.${durable}.1.2.3.4.5`), durable).toBe(false);
     }
     expect(permits(webhooks, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
+  });
+
+  it('lets only the runtime put artifacts; the readers of outputs read them; nobody else touches the store', () => {
+    const stream = `OBJ_${NAMES.artifactBucket}`;
+    const chunk = `$O.${NAMES.artifactBucket}.C.abc`;
+    expect(permits(all.runtime.publish, chunk)).toBe(true);
+    for (const service of ['kernel', 'verifier', 'grader', 'gateway'] as const) {
+      expect(permits(all[service].publish, `$JS.API.STREAM.MSG.GET.${stream}`), service).toBe(true);
+      expect(permits(all[service].publish, chunk), service).toBe(false);
+      expect(permits(all[service].publish, `$JS.API.STREAM.PURGE.${stream}`), service).toBe(false);
+    }
+    for (const service of ['intake', 'policy', 'scheduler', 'projector', 'webhooks'] as const) {
+      expect(permits(all[service].publish, `$JS.API.STREAM.MSG.GET.${stream}`), service).toBe(false);
+      expect(permits(all[service].publish, chunk), service).toBe(false);
+    }
+    for (const service of NATS_SERVICES) expect(permits(all[service].publish, `$JS.API.STREAM.CREATE.${stream}`), service).toBe(false);
   });
 
   it('scopes durables to their owner: intake its verbs, a runtime its own worker', () => {

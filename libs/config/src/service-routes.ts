@@ -44,6 +44,8 @@ export interface ServiceRoute {
   /** Sandbox operations (`<prefix>.cmd.sbxop.<worker id>`): sent by the gateway, served by the worker holding the session. */
   sandboxOps: 'send' | 'serve' | 'none';
   buckets: Partial<Record<StackBucket, BucketAccess>>;
+  /** The artifact object store (`OBJ_<CAIRN_ARTIFACT_BUCKET>`, ADR 0021): the runtime writes what the receipts name, readers fetch by sha256. */
+  artifacts: BucketAccess | 'none';
   /** Stream and consumer state for health and metrics (stream info, consumer lists) of every stack stream. */
   monitors: boolean;
 }
@@ -64,6 +66,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     serves: [...COMMAND_VERBS],
     sandboxOps: 'none',
     buckets: {},
+    artifacts: 'none',
     monitors: false,
   },
   policy: {
@@ -73,6 +76,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read' },
+    artifacts: 'none',
     monitors: false,
   },
   scheduler: {
@@ -81,6 +85,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read', leases: 'write', approvals: 'write', queue: 'write' },
+    artifacts: 'none',
     monitors: false,
   },
   runtime: {
@@ -109,15 +114,16 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     serves: [],
     sandboxOps: 'serve',
     buckets: { workers: 'write', leases: 'write' },
+    artifacts: 'write',
     monitors: false,
   },
-  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
-  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
+  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
+  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
-  projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', monitors: false },
   // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
-  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, monitors: false },
+  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', monitors: false },
   // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
   gateway: {
     appends: [],
@@ -127,6 +133,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     serves: [],
     sandboxOps: 'send',
     buckets: { workers: 'read', leases: 'read', queue: 'read' },
+    artifacts: 'read',
     monitors: true,
   },
 };
@@ -157,7 +164,7 @@ export function serviceRoutesMarkdown(): string {
       ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),
       ...(route.sandboxOps === 'none' ? [] : [`${route.sandboxOps === 'send' ? 'sends' : 'serves (its worker\'s)'} sandbox ops`]),
     ];
-    const buckets = STACK_BUCKETS.filter((b) => route.buckets[b] !== undefined).map((b) => `${b} (${route.buckets[b]})`);
+    const buckets = [...STACK_BUCKETS.filter((b) => route.buckets[b] !== undefined).map((b) => `${b} (${route.buckets[b]})`), ...(route.artifacts === 'none' ? [] : [`artifacts (${route.artifacts})`])];
     return `| ${service} | ${appends} | ${reads} | ${commands.join('; ') || '—'} | ${buckets.join(', ') || '—'} |`;
   });
   return ['| service | appends (publish on `<prefix>.*.<type>`) | evidence reads | commands | buckets |', '|---|---|---|---|---|', ...rows].join('\n');

@@ -2,6 +2,8 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   approvalsBucketFor,
+  ArtifactStoreConfigSchema,
+  DEFAULT_ARTIFACT_BUCKET,
   DEFAULT_EVIDENCE_STREAM,
   DEFAULT_EVIDENCE_SUBJECT_PREFIX,
   EvidenceLogConfigSchema,
@@ -14,6 +16,7 @@ import {
   renderAuthorization,
 } from '@cairn/config';
 import type { NatsService, NatsUser, StackNatsNames } from '@cairn/config';
+import { NatsArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
 import { stackLocation, stackServiceConfig } from './stack-config.js';
 import { ensureHome } from './stack-file.js';
@@ -84,6 +87,7 @@ export function stackNatsNames(config: Record<string, string>, stackId: string):
       approvals: config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(leases),
       queue: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(leases),
     },
+    artifactBucket: config.CAIRN_ARTIFACT_BUCKET ?? DEFAULT_ARTIFACT_BUCKET,
     workerId: config.CAIRN_WORKER_ID ?? isolatedNames(stackId).CAIRN_WORKER_ID,
   };
 }
@@ -143,6 +147,8 @@ export async function provisionStackStreams(config: Record<string, string>, cred
     const queue = await PlacementQueue.open(nc, { bucket: operational.CAIRN_QUEUE_BUCKET ?? queueBucketFor(operational.CAIRN_LEASES_BUCKET), replicas });
     queue.close();
     await openBucket(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(operational.CAIRN_LEASES_BUCKET), APPROVAL_DEADLINES_LIMITS, replicas);
+    const artifacts = loadConfig(ArtifactStoreConfigSchema, config);
+    await NatsArtifactStore.open(nc, { bucket: artifacts.CAIRN_ARTIFACT_BUCKET, create: { replicas, maxBytes: artifacts.CAIRN_ARTIFACT_STORE_MAX_BYTES } });
   } catch (error) {
     throw error instanceof CairnError ? error : new CairnError('E_UNAVAILABLE', `cannot make the stack's streams and buckets: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
