@@ -46,6 +46,46 @@ export const EvidenceLogConfigSchema = z.object({
 });
 export type EvidenceLogConfig = z.infer<typeof EvidenceLogConfigSchema>;
 
+/**
+ * The log of seal heads (docs/proofs.md, ADR 0020): a stream of one leaf per sealed chain and a
+ * bucket of signed checkpoints. Unset, the names derive from the evidence stream's, so every
+ * stack and every test world that has its own evidence stream has its own log too.
+ */
+export const TlogConfigSchema = z.object({
+  CAIRN_TLOG_STREAM: streamName.optional(),
+  CAIRN_TLOG_SUBJECT_PREFIX: subjectPrefix.optional(),
+  CAIRN_TLOG_CHECKPOINT_BUCKET: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a KV bucket name').optional(),
+});
+export type TlogConfig = z.infer<typeof TlogConfigSchema>;
+
+export interface TlogNames {
+  stream: string;
+  subjectPrefix: string;
+  checkpointBucket: string;
+}
+
+/** The log's names beside an evidence stream: `<stream>_TLOG`, `<prefix>_tlog` (never under the evidence prefix), `<stream>_TLOG_CHECKPOINTS`. */
+export function tlogNamesFor(evidenceStream: string, evidenceSubjectPrefix: string): TlogNames {
+  return { stream: `${evidenceStream}_TLOG`, subjectPrefix: `${evidenceSubjectPrefix}_tlog`, checkpointBucket: `${evidenceStream}_TLOG_CHECKPOINTS` };
+}
+
+/** The log's names from configuration: each variable set wins, the rest derive from the evidence log's; a derived name too long for NATS is E_INPUT. */
+export function tlogNames(config: EvidenceLogConfig & TlogConfig): TlogNames {
+  const derived = tlogNamesFor(config.CAIRN_EVIDENCE_STREAM, config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
+  const names = {
+    stream: config.CAIRN_TLOG_STREAM ?? derived.stream,
+    subjectPrefix: config.CAIRN_TLOG_SUBJECT_PREFIX ?? derived.subjectPrefix,
+    checkpointBucket: config.CAIRN_TLOG_CHECKPOINT_BUCKET ?? derived.checkpointBucket,
+  };
+  for (const [variable, value] of [['CAIRN_TLOG_STREAM', names.stream], ['CAIRN_TLOG_CHECKPOINT_BUCKET', names.checkpointBucket]] as const) {
+    if (value.length > 64) throw new CairnError('E_INPUT', `invalid configuration: ${variable}: ${value.length} characters derived from CAIRN_EVIDENCE_STREAM, at most 64; set ${variable}`, { variables: [variable] });
+  }
+  if (names.subjectPrefix === config.CAIRN_EVIDENCE_SUBJECT_PREFIX || names.subjectPrefix.startsWith(`${config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.`)) {
+    throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_TLOG_SUBJECT_PREFIX: under CAIRN_EVIDENCE_SUBJECT_PREFIX, the evidence stream would take the leaves', { variables: ['CAIRN_TLOG_SUBJECT_PREFIX'] });
+  }
+  return names;
+}
+
 /** What every process that touches the projections reads. */
 export const DatabaseConfigSchema = z.object({
   CAIRN_DATABASE_URL: z
