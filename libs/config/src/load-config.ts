@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { NatsReplicasSchema } from './nats-cluster.js';
@@ -64,12 +65,17 @@ export interface TlogNames {
   checkpointBucket: string;
 }
 
-/** The log's names beside an evidence stream: `<stream>_TLOG`, `<prefix>_tlog` (never under the evidence prefix), `<stream>_TLOG_CHECKPOINTS`. */
-export function tlogNamesFor(evidenceStream: string, evidenceSubjectPrefix: string): TlogNames {
-  return { stream: `${evidenceStream}_TLOG`, subjectPrefix: `${evidenceSubjectPrefix}_tlog`, checkpointBucket: `${evidenceStream}_TLOG_CHECKPOINTS` };
+/** A stream or bucket name of at most 64 characters: a longer one keeps its head and a hash of the whole, so it stays unique. */
+function fitName(name: string): string {
+  return name.length <= 64 ? name : `${name.slice(0, 47)}_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
 }
 
-/** The log's names from configuration: each variable set wins, the rest derive from the evidence log's; a derived name too long for NATS is E_INPUT. */
+/** The log's names beside an evidence stream: `<stream>_TLOG`, `<prefix>_tlog` (never under the evidence prefix), `<stream>_TLOG_CHECKPOINTS`. */
+export function tlogNamesFor(evidenceStream: string, evidenceSubjectPrefix: string): TlogNames {
+  return { stream: fitName(`${evidenceStream}_TLOG`), subjectPrefix: `${evidenceSubjectPrefix}_tlog`, checkpointBucket: fitName(`${evidenceStream}_TLOG_CHECKPOINTS`) };
+}
+
+/** The log's names from configuration: each variable set wins, the rest derive from the evidence log's. */
 export function tlogNames(config: EvidenceLogConfig & TlogConfig): TlogNames {
   const derived = tlogNamesFor(config.CAIRN_EVIDENCE_STREAM, config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
   const names = {
@@ -77,9 +83,6 @@ export function tlogNames(config: EvidenceLogConfig & TlogConfig): TlogNames {
     subjectPrefix: config.CAIRN_TLOG_SUBJECT_PREFIX ?? derived.subjectPrefix,
     checkpointBucket: config.CAIRN_TLOG_CHECKPOINT_BUCKET ?? derived.checkpointBucket,
   };
-  for (const [variable, value] of [['CAIRN_TLOG_STREAM', names.stream], ['CAIRN_TLOG_CHECKPOINT_BUCKET', names.checkpointBucket]] as const) {
-    if (value.length > 64) throw new CairnError('E_INPUT', `invalid configuration: ${variable}: ${value.length} characters derived from CAIRN_EVIDENCE_STREAM, at most 64; set ${variable}`, { variables: [variable] });
-  }
   if (names.subjectPrefix === config.CAIRN_EVIDENCE_SUBJECT_PREFIX || names.subjectPrefix.startsWith(`${config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.`)) {
     throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_TLOG_SUBJECT_PREFIX: under CAIRN_EVIDENCE_SUBJECT_PREFIX, the evidence stream would take the leaves', { variables: ['CAIRN_TLOG_SUBJECT_PREFIX'] });
   }

@@ -74,9 +74,9 @@ describe('the log of seal heads in JetStream', () => {
   it('refuses a stream that could lose leaves, and a reader says when there is no log', async () => {
     const options = names('loose');
     await jsm.streams.add({ name: options.stream, subjects: [`${options.subjectPrefix}.leaf.>`], max_age: 60_000_000_000 });
-    await expect(TransparencyLog.open(nc, options, 'writer')).rejects.toMatchObject({ code: 'E_UNAVAILABLE', message: expect.stringContaining('deny_delete is off') });
+    await expect(TransparencyLog.open(nc, options, 'writer')).rejects.toMatchObject({ code: 'E_UNAVAILABLE', message: expect.stringContaining('deny_delete is off') as string });
     const missing = await TransparencyLog.open(nc, names('missing'), 'reader');
-    await expect(missing.currentTree()).rejects.toMatchObject({ code: 'E_UNAVAILABLE', message: expect.stringContaining('not there') });
+    await expect(missing.currentTree()).rejects.toMatchObject({ code: 'E_UNAVAILABLE', message: expect.stringContaining('not there') as string });
     await expect(missing.latestCheckpoint()).rejects.toMatchObject({ code: 'E_UNAVAILABLE' });
     missing.close();
   });
