@@ -71,7 +71,15 @@ export class SealLog {
 
   private async signNow(): Promise<StoredCheckpoint> {
     const latest = await this.log.latestCheckpoint();
-    const tree = await this.log.currentTree(latest?.checkpoint.size ?? 0);
+    const tree = await this.log.currentTree(latest?.checkpoint.size ?? 0).catch(async (error: unknown) => {
+      // Fewer leaves than the last checkpoint signed: the log lost leaves (a stream made anew, smaller).
+      const now = await this.log.currentTree();
+      if (latest !== null && now.size < latest.checkpoint.size) {
+        this.logger.write('fatal', 'the log holds fewer leaves than its last checkpoint: not signing', { stream: this.log.streamName, leaves: now.size, checkpoint_size: latest.checkpoint.size });
+        throw new CairnError('E_CHAIN_BROKEN', `the log ${this.log.streamName} holds ${now.size} leaves, its last checkpoint signed ${latest.checkpoint.size}: no checkpoint is signed over it`);
+      }
+      throw error;
+    });
     if (latest !== null) {
       if (!bytesEqual(await tree.root(latest.checkpoint.size), latest.checkpoint.rootHash)) {
         this.logger.write('fatal', 'the log does not extend its last checkpoint: not signing', { stream: this.log.streamName, checkpoint_size: latest.checkpoint.size });

@@ -252,6 +252,16 @@ describe('the grader service', () => {
     await allLogged(seals.size + 1);
     expect((await log.chainsWithLeaves()).size).toBe(seals.size + 1);
     expect((await log.requestCheckpoint()).checkpoint.size).toBe(seals.size + 1);
+
+    // Rewritten under the grader (another first leaf), its last checkpoint kept: it signs no checkpoint over that.
+    await grader.stop();
+    await jsm.streams.delete(names.stream);
+    const forger = await TransparencyLog.open(world.nc, names, 'writer');
+    await forger.appendLeaf('run_forged', new TextEncoder().encode('cairn.seal/v1\nchain run_forged\n'));
+    forger.close();
+    grader = await startService(GRADER_SERVICE, graderModule(config));
+    await allLogged(seals.size + 2);
+    await expect(log.requestCheckpoint()).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', message: expect.stringContaining('does not extend its last checkpoint') as string });
     log.close();
   });
 });
