@@ -83,3 +83,24 @@ export async function atomicFileSink(target: string): Promise<ChainFileSink> {
     },
   };
 }
+
+/** Writes `text` whole to `target` through a temp file renamed into place (a checkpoint, a witness's state). */
+export async function atomicTextFile(target: string, text: string): Promise<void> {
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let handle: FileHandle;
+  try {
+    handle = await open(temp, 'wx', 0o644);
+  } catch (error) {
+    throw usageError(`cannot write ${target}: ${errnoCode(error)}`, { path: target });
+  }
+  try {
+    await handle.write(text);
+    await handle.sync();
+    await handle.close();
+    await rename(temp, target);
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await rm(temp, { force: true });
+    throw usageError(`cannot write ${target}: ${errnoCode(error)}`, { path: target });
+  }
+}

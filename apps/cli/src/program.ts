@@ -5,6 +5,7 @@ import { createCommandContext } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 import { registerApproveCommand } from './commands/approve.command.js';
 import { registerCancelCommand } from './commands/cancel.command.js';
+import { registerCheckpointsCommand } from './commands/checkpoints.command.js';
 import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
@@ -73,6 +74,7 @@ export function buildProgram(context: CommandContext): Command {
   registerSandboxCommand(program, context);
   registerMcpCommand(program, context);
   registerExportCommand(program, context);
+  registerCheckpointsCommand(program, context);
   registerImagesCommand(program, context);
   registerProjectionsCommand(program, context);
   registerBackupCommands(program, context);

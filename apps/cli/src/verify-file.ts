@@ -5,8 +5,10 @@ import { ChainVerifier, LineTooLongError, readLines, verifyChain } from '@cairn/
 import type { ChainVerification } from '@cairn/evidence';
 import { usageError } from './exit-codes.js';
 
-/** The proof bundle format this CLI reads (PRODUCT.md: one JSON document with a `format` field). */
+/** The proof bundle formats this CLI reads (PRODUCT.md: one JSON document with a `format` field); v2 adds the log proof. */
 export const BUNDLE_FORMAT = 'cairn.bundle/v1';
+export const BUNDLE_V2_FORMAT = 'cairn.bundle/v2';
+const BUNDLE_FORMATS: readonly string[] = [BUNDLE_FORMAT, BUNDLE_V2_FORMAT];
 const BUNDLE_FORMAT_PREFIX = 'cairn.bundle/';
 /** A bundle is read whole; a chain file never is (it streams line by line in constant memory). */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
@@ -31,6 +33,8 @@ export interface FileVerification {
   claims?: BundleClaims;
   /** The last receipt read (a seal carries its signature), when the chain verified this far. */
   last?: unknown;
+  /** Only for a proof bundle: its format and the document (a v2's log proof is checked from it). */
+  bundle?: { format: string; document: Record<string, unknown> };
 }
 
 function bundleClaims(document: Record<string, unknown>): BundleClaims {
@@ -75,8 +79,8 @@ function bundleFormatOf(value: unknown): string | null {
 /** Verifies a proof bundle already in memory (read from a file, or fetched from a gateway). */
 export function verifyBundleDocument(document: unknown, path: string): FileVerification {
   const format = bundleFormatOf(document);
-  if (format !== BUNDLE_FORMAT) {
-    throw usageError(`${path}: unsupported proof bundle format ${JSON.stringify(format)} (this cairn reads ${BUNDLE_FORMAT})`, { format });
+  if (format === null || !BUNDLE_FORMATS.includes(format)) {
+    throw usageError(`${path}: unsupported proof bundle format ${JSON.stringify(format)} (this cairn reads ${BUNDLE_FORMATS.join(' and ')})`, { format });
   }
   const receipts = (document as Record<string, unknown>).receipts;
   if (!Array.isArray(receipts)) throw usageError(`${path}: a proof bundle needs a receipts array`);
@@ -85,6 +89,7 @@ export function verifyBundleDocument(document: unknown, path: string): FileVerif
     verification: verifyChain(receipts as unknown[], { requireNonEmpty: true }),
     claims: bundleClaims(document as Record<string, unknown>),
     last: receipts.at(-1),
+    bundle: { format, document: document as Record<string, unknown> },
   };
 }
 

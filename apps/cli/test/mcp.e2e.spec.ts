@@ -121,6 +121,9 @@ const ALL_TOOLS = [
   'sandbox_read_file',
   'sandbox_verify',
   'sandbox_write_file',
+  'tlog_checkpoint',
+  'tlog_consistency_proof',
+  'tlog_inclusion_proof',
 ];
 
 /**

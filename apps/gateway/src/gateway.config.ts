@@ -1,4 +1,4 @@
-import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, TlogConfigSchema } from '@cairn/config';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './auth/api-key.codec.js';
@@ -9,6 +9,7 @@ const listenHost = z.string().regex(/^[A-Za-z0-9.:-]{1,255}$/, 'a host name or I
 /** The gateway's whole configuration, read once from the environment at boot. */
 export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfigSchema.shape)
   .extend(OperationalConfigSchema.shape)
+  .extend(TlogConfigSchema.shape)
   .extend({
     CAIRN_GATEWAY_HOST: listenHost.default('127.0.0.1'),
     /** 0 picks a free port (tests). */

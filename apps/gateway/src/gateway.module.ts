@@ -4,6 +4,7 @@ import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
 import type { SecretStore } from '@cairn/secret-store';
+import type { TransparencyLog } from '@cairn/tlog';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
@@ -15,6 +16,7 @@ import type { GatewayConfig } from './gateway.config.js';
 import { GATEWAY_CONFIG, GATEWAY_NATS } from './gateway.tokens.js';
 import { HealthController } from './health/health.controller.js';
 import { SealKeysController } from './proofs/seal-keys.controller.js';
+import { GATEWAY_TLOG, TlogController } from './proofs/tlog.controller.js';
 import { AdminRecorder } from './keys/admin-recorder.js';
 import { KeyAdminRepository } from './keys/key-admin.repository.js';
 import { KeyAdministration } from './keys/key-admin.service.js';
@@ -68,6 +70,8 @@ export interface GatewayResources {
   metrics: GatewayMetrics;
   /** The runtime's artifact object store, opened to read: the outputs routes serve from it. */
   artifacts: ArtifactStore;
+  /** The log of seal heads, read only (`/v1/tlog/…`). */
+  tlog: TransparencyLog;
 }
 
 /** The HTTP wiring only: every resource comes in ready, so the module has no IO of its own to start. */
@@ -90,6 +94,7 @@ export class GatewayModule {
         OpenApiController,
         PolicyController,
         SealKeysController,
+        TlogController,
         MetricsController,
       ],
       providers: [
@@ -106,6 +111,7 @@ export class GatewayModule {
         { provide: GATEWAY_SANDBOX_SESSIONS, useValue: resources.sandboxes },
         { provide: ProjectionNotices, useValue: resources.notices },
         { provide: GATEWAY_METRICS, useValue: resources.metrics },
+        { provide: GATEWAY_TLOG, useValue: resources.tlog },
         MetricsSources,
         { provide: GATEWAY_ARTIFACTS, useValue: resources.artifacts },
         RunOutputsService,

@@ -4,10 +4,11 @@ import { NatsArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
-import { queueBucketFor, SERVICE_ROUTES } from '@cairn/config';
+import { queueBucketFor, SERVICE_ROUTES, tlogNames } from '@cairn/config';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
+import { TransparencyLog } from '@cairn/tlog';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -105,9 +106,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const sandboxes = await openSandboxSessions({ nc, log, bus, config: { commandTimeoutMs: config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS } });
     cleanups.push(() => sandboxes.close());
 
+    // The log of seal heads, read only: the grader keeps it; nothing is created here.
+    const tlog = await TransparencyLog.open(nc, { ...tlogNames(config), replicas: config.CAIRN_NATS_REPLICAS }, 'reader');
+    cleanups.push(() => Promise.resolve(tlog.close()));
     const metrics = createGatewayMetrics();
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics, artifacts }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics, artifacts, tlog }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,

@@ -8,6 +8,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
 import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
 import { decideSandboxSeal, SANDBOX_SEAL_TRIGGERS } from './sandbox-seal.js';
+import { SEAL_LOG } from './seal-log.js';
+import type { SealLog } from './seal-log.js';
 import { SEAL_SIGNER, signedSealFields } from './seal-signing.js';
 
 /**
@@ -15,11 +17,12 @@ import { SEAL_SIGNER, signedSealFields } from './seal-signing.js';
  * `verification.completed`: `grade.recorded` (unless a grade exists: the first wins), then
  * `run.sealed` SEALED. On an event that ended the run: `run.sealed` with the run's final state and
  * error code. Nothing is appended to a sealed run. Both appends are keyed by this receipt, so a
- * redelivery after a crash between them stores each once.
+ * redelivery after a crash between them stores each once. Each `run.sealed` delivered (its own,
+ * delivered back) is appended to the log of seal heads (./seal-log.ts) before it is acked.
  */
 @Injectable()
 export class GradingHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set<string>([...SEAL_TRIGGERS, ...SANDBOX_SEAL_TRIGGERS]);
+  readonly types: ReadonlySet<string>;
 
   constructor(
     private readonly artifacts: ArtifactLoader,
@@ -27,9 +30,16 @@ export class GradingHandler implements ReactorHandler {
     @Inject(SERVICE_CONFIG) private readonly config: GraderConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
     @Inject(SEAL_SIGNER) private readonly signer: NoteSigner | null,
-  ) {}
+    @Inject(SEAL_LOG) private readonly sealLog: SealLog | null,
+  ) {
+    this.types = new Set<string>([...SEAL_TRIGGERS, ...SANDBOX_SEAL_TRIGGERS, ...(sealLog === null ? [] : ['run.sealed'])]);
+  }
 
   async handle(ctx: ReactionContext): Promise<void> {
+    if (ctx.receipt.type === 'run.sealed') {
+      await this.sealLog?.append(ctx.receipt);
+      return;
+    }
     if (ctx.chainId.startsWith('sbx_')) {
       await ctx.reactOnChain((chain) => this.sealSandbox(ctx, chain));
       return;

@@ -30,6 +30,7 @@ beforeAll(async () => {
     config,
     new JsonLogger('grader', 'error'),
     null,
+    null,
   );
 });
 

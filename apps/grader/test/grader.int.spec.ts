@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '@cairn/config';
+import { loadConfig, tlogNames } from '@cairn/config';
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { readRunChain } from '@cairn/lifecycle';
 import { ensureSealKeyFile, readPublicKeysFile } from '@cairn/secret-store';
@@ -10,7 +10,8 @@ import { recordedRunOf, runFacts, startService } from '@cairn/service-kit';
 import type { LoadedArtifact, RunningService } from '@cairn/service-kit';
 import { CAPS, createEvidenceWorld, expectSealedChain, passingRun, plannedRun, sleep, timedOutRun } from '@cairn/service-kit/testing';
 import type { EvidenceWorld, PlannedEvent, RunScenario } from '@cairn/service-kit/testing';
-import { sealOfReceipt, verifySealSignature } from '@cairn/transparency';
+import { TransparencyLog } from '@cairn/tlog';
+import { sealLeafHash, sealOfReceipt, sealStatementText, toBase64, verifySealInclusion, verifySealSignature } from '@cairn/transparency';
 import type { NoteVerifier } from '@cairn/transparency';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -186,5 +187,81 @@ describe('the grader service', () => {
     expect([...seals.values()].every((n) => n === 1)).toBe(true);
     expect([...grades.values()].every((n) => n === 1)).toBe(true);
     for (const run of seals.keys()) expect(expectSealedChain(await world.chain(run)), run).toEqual({ ok: true, problems: [] });
+  });
+
+  it('appends each seal once to the log of seal heads, signs checkpoints that prove them, and heals a seal without its leaf', async () => {
+    const names = tlogNames(config);
+    const log = await TransparencyLog.open(world.nc, { ...names }, 'reader');
+    const sealedNow = async () => {
+      const seals = new Map<string, ReceiptEnvelope>();
+      for await (const message of world.log.readAll()) {
+        const r = JSON.parse(new TextDecoder().decode(message.data)) as ReceiptEnvelope;
+        if (r.type === 'run.sealed') seals.set(r.run_id, r);
+      }
+      return seals;
+    };
+    const allLogged = async (count: number) => {
+      for (let i = 0; i < 100; i++) {
+        if ((await log.chainsWithLeaves()).size >= count) return;
+        await sleep(100);
+      }
+    };
+    const seals = await sealedNow();
+    await allLogged(seals.size);
+    // Every seal once, though the last test delivered every seal a second time.
+    expect([...(await log.chainsWithLeaves())].sort()).toEqual([...seals.keys()].sort());
+    expect((await (await jetstreamManager(world.nc)).streams.info(names.stream)).state.messages).toBe(seals.size);
+    for (const [chainId, seal] of seals) {
+      const statement = sealOfReceipt(seal);
+      if (statement.kind === 'not_sealed') throw new Error('not a seal');
+      expect(new TextDecoder().decode((await log.leafOf(chainId))!.data)).toBe(sealStatementText(statement.statement));
+    }
+
+    // A checkpoint on demand, signed with the deployment key, proving a seal's leaf.
+    const { note, checkpoint } = await log.requestCheckpoint();
+    expect(checkpoint).toMatchObject({ origin: 'cairn.test/grader', size: seals.size });
+    const [chainId, seal] = [...seals][3]!;
+    const leaf = (await log.leafOf(chainId))!;
+    const tree = await log.currentTree(checkpoint.size);
+    const of = sealOfReceipt(seal);
+    if (of.kind === 'not_sealed') throw new Error('not a seal');
+    const proof = {
+      chainId,
+      leafIndex: leaf.index,
+      treeSize: checkpoint.size,
+      leafHash: toBase64(await sealLeafHash(of.statement)),
+      hashes: (await tree.inclusionProof(leaf.index, checkpoint.size)).map(toBase64),
+      checkpoint: note,
+    };
+    expect(await verifySealInclusion(of.statement, proof, trusted)).toMatchObject({ ok: true, leafIndex: leaf.index });
+
+    // Sealed while no grader ran (a crash between the seal and its leaf): the seal's delivery appends it.
+    await grader.stop();
+    const orphan = await endedRun('gorphan', [policy('deny', { error_code: 'E_POLICY_DENIED' })]);
+    grader = await startService(GRADER_SERVICE, graderModule(config));
+    await sealOf(orphan);
+    await allLogged(seals.size + 1);
+    expect((await log.leafOf(orphan))?.index).toBe(seals.size);
+
+    // A log lost (or a deployment from before it): the catch-up at boot appends every seal again.
+    await grader.stop();
+    const jsm = await jetstreamManager(world.nc);
+    await jsm.streams.delete(names.stream);
+    await jsm.streams.delete(`KV_${names.checkpointBucket}`);
+    grader = await startService(GRADER_SERVICE, graderModule(config));
+    await allLogged(seals.size + 1);
+    expect((await log.chainsWithLeaves()).size).toBe(seals.size + 1);
+    expect((await log.requestCheckpoint()).checkpoint.size).toBe(seals.size + 1);
+
+    // Rewritten under the grader (another first leaf), its last checkpoint kept: it signs no checkpoint over that.
+    await grader.stop();
+    await jsm.streams.delete(names.stream);
+    const forger = await TransparencyLog.open(world.nc, names, 'writer');
+    await forger.appendLeaf('run_forged', new TextEncoder().encode('cairn.seal/v1\nchain run_forged\n'));
+    forger.close();
+    grader = await startService(GRADER_SERVICE, graderModule(config));
+    await allLogged(seals.size + 2);
+    await expect(log.requestCheckpoint()).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', message: expect.stringContaining('does not extend its last checkpoint') as string });
+    log.close();
   });
 });

@@ -13,6 +13,9 @@ import type {
   SandboxList,
   SandboxSpec,
   SubmitAccepted,
+  TlogCheckpoint,
+  TlogConsistencyProof,
+  TlogInclusionProof,
 } from '@cairn/contracts';
 import { Cairn } from '@cairn/sdk/client';
 import type { Bytes } from '@cairn/sdk/client';
@@ -66,7 +69,14 @@ export interface CairnKeys {
   listKeys(): Promise<KeyList>;
 }
 
-export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys {
+/** What the log tools need from Cairn: the three read routes of the log of seal heads. */
+export interface CairnTlog {
+  checkpoint(): Promise<TlogCheckpoint>;
+  inclusion(chainId: string): Promise<TlogInclusionProof>;
+  consistency(from: number, to: number): Promise<TlogConsistencyProof>;
+}
+
+export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys, CairnTlog {
   private readonly cairn: Cairn;
 
   constructor(url: string, apiKey: string) {
@@ -88,6 +98,18 @@ export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys {
 
   listKeys(): Promise<KeyList> {
     return this.cairn.keys.list();
+  }
+
+  checkpoint(): Promise<TlogCheckpoint> {
+    return this.cairn.tlog.checkpoint();
+  }
+
+  inclusion(chainId: string): Promise<TlogInclusionProof> {
+    return this.cairn.tlog.inclusion(chainId);
+  }
+
+  consistency(from: number, to: number): Promise<TlogConsistencyProof> {
+    return this.cairn.tlog.consistency(from, to);
   }
 
   submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted> {

@@ -3,10 +3,11 @@ import { CairnError } from '@cairn/contracts';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CairnKeys, CairnRuns, CairnSandboxes } from './cairn-rest.client.js';
+import type { CairnKeys, CairnRuns, CairnSandboxes, CairnTlog } from './cairn-rest.client.js';
 import { KEY_TOOLS } from './key-tools.js';
 import { RUN_TOOLS } from './run-tools.js';
 import { SANDBOX_TOOLS } from './sandbox-tools.js';
+import { TLOG_TOOLS } from './tlog-tools.js';
 import { toolError, toolResult } from './tool-errors.js';
 
 export const MCP_SERVER_NAME = 'cairn';
@@ -26,17 +27,18 @@ const INSTRUCTIONS =
   'evidence yourself with run_verify. For interactive work, sandbox_create starts a sandbox; then ' +
   'sandbox_write_file, sandbox_exec (argv arrays) and sandbox_read_file, and sandbox_destroy when done — every operation a ' +
   "receipt on the sandbox's own chain. With an admin key, keys_list shows the tenant's API keys (never a secret). " +
+  'tlog_checkpoint, tlog_inclusion_proof and tlog_consistency_proof serve the log of seal heads (signed checkpoints and proofs to check against a pinned key). ' +
   'Errors carry Cairn error codes (E_INPUT, E_NOT_FOUND, …).';
 
 /** What the server's tools act on: the REST gateway with the caller's key. */
-export type CairnApi = CairnRuns & CairnSandboxes & CairnKeys;
+export type CairnApi = CairnRuns & CairnSandboxes & CairnKeys & CairnTlog;
 
 interface AnyTool {
   definition: Tool;
   call(cairn: CairnApi, args: unknown): Promise<Record<string, unknown>>;
 }
 
-const TOOLS: readonly AnyTool[] = [...RUN_TOOLS, ...SANDBOX_TOOLS, ...KEY_TOOLS];
+const TOOLS: readonly AnyTool[] = [...RUN_TOOLS, ...SANDBOX_TOOLS, ...KEY_TOOLS, ...TLOG_TOOLS];
 const TOOLS_BY_NAME = new Map(TOOLS.map((tool) => [tool.definition.name, tool]));
 
 /**

@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import type { TlogCheckpoint, TlogConsistencyProof, TlogInclusionProof } from '@cairn/contracts';
 import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Run, RunArtifacts, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
 import { createMcpServer } from './mcp-server.factory.js';
 import { SANDBOX_TOOLS } from './sandbox-tools.js';
@@ -109,6 +110,20 @@ class FakeCairn implements CairnSandboxes {
   listKeys(): Promise<KeyList> {
     return Promise.resolve({ items: [] });
   }
+  checkpoint(): Promise<TlogCheckpoint> {
+    this.sent.push('checkpoint');
+    return Promise.resolve({ checkpoint: 'cairn/x\n1\n' + 'A'.repeat(43) + '=\n\n', origin: 'cairn/x', size: 1, rootHash: `${'A'.repeat(43)}=` });
+  }
+  inclusion(chainId: string): Promise<TlogInclusionProof> {
+    this.sent.push(`inclusion ${chainId}`);
+    if (chainId !== SBX) return Promise.reject(new CairnError('E_NOT_FOUND', `${chainId} is not sealed`, { reason: 'not_sealed' }));
+    return Promise.resolve({ chainId, leafIndex: 0, treeSize: 1, leafHash: `${'A'.repeat(43)}=`, hashes: [], checkpoint: 'note' });
+  }
+  consistency(from: number, to: number): Promise<TlogConsistencyProof> {
+    this.sent.push(`consistency ${from} ${to}`);
+    if (from > to) return Promise.reject(new CairnError('E_INPUT', 'from is larger than to'));
+    return Promise.resolve({ from, to, hashes: [] });
+  }
 }
 
 /** The real server over an in-memory transport, driven by the SDK's own client. */
@@ -135,11 +150,40 @@ describe('the key tools', () => {
   });
 });
 
+describe('the log tools', () => {
+  it('serve the checkpoint and the proofs as REST answers them, read only, refusing bad arguments before anything is sent', async () => {
+    const cairn = new FakeCairn();
+    const { client, call } = await connected(cairn);
+    const { tools } = await client.listTools();
+    expect(tools.filter((t) => t.name.startsWith('tlog_')).map((t) => [t.name, t.annotations?.readOnlyHint])).toEqual([
+      ['tlog_checkpoint', true],
+      ['tlog_inclusion_proof', true],
+      ['tlog_consistency_proof', true],
+    ]);
+    expect((await call('tlog_checkpoint', {})).structuredContent).toMatchObject({ origin: 'cairn/x', size: 1 });
+    expect((await call('tlog_inclusion_proof', { chain: SBX })).structuredContent).toMatchObject({ chainId: SBX, leafIndex: 0 });
+    const unsealed = await call('tlog_inclusion_proof', { chain: 'run_nope' });
+    expect(unsealed.isError).toBe(true);
+    expect(JSON.stringify(unsealed.structuredContent)).toContain('E_NOT_FOUND');
+    expect((await call('tlog_consistency_proof', { from: 1, to: 3 })).structuredContent).toEqual({ from: 1, to: 3, hashes: [] });
+    const backwards = await call('tlog_consistency_proof', { from: 3, to: 1 });
+    expect(JSON.stringify(backwards.structuredContent)).toContain('E_INPUT');
+    const before = cairn.sent.length;
+    for (const [name, args] of [['tlog_inclusion_proof', { chain: 'adm_default' }], ['tlog_consistency_proof', { from: -1, to: 2 }], ['tlog_checkpoint', { extra: 1 }]] as const) {
+      const refused = await call(name, args);
+      expect(refused.isError, name).toBe(true);
+      expect(JSON.stringify(refused.structuredContent), name).toContain('E_INPUT');
+    }
+    expect(cairn.sent.length).toBe(before);
+    await client.close();
+  });
+});
+
 describe('the sandbox tools', () => {
   it('are listed beside the run tools, each with an object input schema', async () => {
     const { client } = await connected(new FakeCairn());
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file', 'tlog_checkpoint', 'tlog_consistency_proof', 'tlog_inclusion_proof']);
     for (const tool of SANDBOX_TOOLS) expect(tool.definition.inputSchema.type).toBe('object');
     const exec = tools.find((t) => t.name === 'sandbox_exec')?.inputSchema as { required: string[]; properties: Record<string, unknown> };
     expect(exec.required.sort()).toEqual(['argv', 'sandboxId']);

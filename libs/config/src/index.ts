@@ -11,8 +11,11 @@ export {
   EvidenceLogConfigSchema,
   loadConfig,
   SecretValuesConfigSchema,
+  TlogConfigSchema,
+  tlogNames,
+  tlogNamesFor,
 } from './load-config.js';
-export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig } from './load-config.js';
+export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig, TlogConfig, TlogNames } from './load-config.js';
 export {
   CONSUMER_PULL_EXPIRES_MS,
   DEFAULT_NATS_REPLICAS,

@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/contracts';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { NatsReplicasSchema } from './nats-cluster.js';
 
@@ -49,6 +50,48 @@ export const EvidenceLogConfigSchema = z.object({
   CAIRN_NATS_CREDS_FILE: z.string().min(1).optional(),
 });
 export type EvidenceLogConfig = z.infer<typeof EvidenceLogConfigSchema>;
+
+/**
+ * The log of seal heads (docs/proofs.md, ADR 0020): a stream of one leaf per sealed chain and a
+ * bucket of signed checkpoints. Unset, the names derive from the evidence stream's, so every
+ * stack and every test world that has its own evidence stream has its own log too.
+ */
+export const TlogConfigSchema = z.object({
+  CAIRN_TLOG_STREAM: streamName.optional(),
+  CAIRN_TLOG_SUBJECT_PREFIX: subjectPrefix.optional(),
+  CAIRN_TLOG_CHECKPOINT_BUCKET: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a KV bucket name').optional(),
+});
+export type TlogConfig = z.infer<typeof TlogConfigSchema>;
+
+export interface TlogNames {
+  stream: string;
+  subjectPrefix: string;
+  checkpointBucket: string;
+}
+
+/** A stream or bucket name of at most 64 characters: a longer one keeps its head and a hash of the whole, so it stays unique. */
+function fitName(name: string): string {
+  return name.length <= 64 ? name : `${name.slice(0, 47)}_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+}
+
+/** The log's names beside an evidence stream: `<stream>_TLOG`, `<prefix>_tlog` (never under the evidence prefix), `<stream>_TLOG_CHECKPOINTS`. */
+export function tlogNamesFor(evidenceStream: string, evidenceSubjectPrefix: string): TlogNames {
+  return { stream: fitName(`${evidenceStream}_TLOG`), subjectPrefix: `${evidenceSubjectPrefix}_tlog`, checkpointBucket: fitName(`${evidenceStream}_TLOG_CHECKPOINTS`) };
+}
+
+/** The log's names from configuration: each variable set wins, the rest derive from the evidence log's. */
+export function tlogNames(config: EvidenceLogConfig & TlogConfig): TlogNames {
+  const derived = tlogNamesFor(config.CAIRN_EVIDENCE_STREAM, config.CAIRN_EVIDENCE_SUBJECT_PREFIX);
+  const names = {
+    stream: config.CAIRN_TLOG_STREAM ?? derived.stream,
+    subjectPrefix: config.CAIRN_TLOG_SUBJECT_PREFIX ?? derived.subjectPrefix,
+    checkpointBucket: config.CAIRN_TLOG_CHECKPOINT_BUCKET ?? derived.checkpointBucket,
+  };
+  if (names.subjectPrefix === config.CAIRN_EVIDENCE_SUBJECT_PREFIX || names.subjectPrefix.startsWith(`${config.CAIRN_EVIDENCE_SUBJECT_PREFIX}.`)) {
+    throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_TLOG_SUBJECT_PREFIX: under CAIRN_EVIDENCE_SUBJECT_PREFIX, the evidence stream would take the leaves', { variables: ['CAIRN_TLOG_SUBJECT_PREFIX'] });
+  }
+  return names;
+}
 
 /** What every process that touches the projections reads. */
 export const DatabaseConfigSchema = z.object({

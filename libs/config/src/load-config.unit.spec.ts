@@ -1,6 +1,6 @@
 import { isCairnError } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { EvidenceLogConfigSchema, loadConfig } from './load-config.js';
+import { EvidenceLogConfigSchema, loadConfig, TlogConfigSchema, tlogNames, tlogNamesFor } from './load-config.js';
 
 function refusal(env: Record<string, string>): string {
   try {
@@ -28,5 +28,17 @@ describe('CAIRN_NATS_REPLICAS', () => {
   it('takes a cluster as comma-separated servers in CAIRN_NATS_URL', () => {
     const servers = 'nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224';
     expect(loadConfig(EvidenceLogConfigSchema, { CAIRN_NATS_URL: servers, CAIRN_NATS_REPLICAS: '3' })).toMatchObject({ CAIRN_NATS_URL: servers, CAIRN_NATS_REPLICAS: 3 });
+  });
+});
+
+describe('tlogNames', () => {
+  it('derives the log of seal heads from the evidence stream, lets each variable win, and keeps names within 64', () => {
+    const base = loadConfig(EvidenceLogConfigSchema.extend(TlogConfigSchema.shape), {});
+    expect(tlogNames(base)).toEqual({ stream: 'CAIRN_EVIDENCE_TLOG', subjectPrefix: 'cairn.evidence_tlog', checkpointBucket: 'CAIRN_EVIDENCE_TLOG_CHECKPOINTS' });
+    expect(tlogNames({ ...base, CAIRN_TLOG_STREAM: 'MINE' }).stream).toBe('MINE');
+    const long = tlogNamesFor(`CAIRN_EVIDENCE_${'X'.repeat(40)}`, 'cairn.x.evidence');
+    expect(long.checkpointBucket.length).toBeLessThanOrEqual(64);
+    expect(long.checkpointBucket).not.toBe(tlogNamesFor(`CAIRN_EVIDENCE_${'X'.repeat(39)}Y`, 'p').checkpointBucket);
+    expect(() => tlogNames({ ...base, CAIRN_TLOG_SUBJECT_PREFIX: 'cairn.evidence.tlog' })).toThrow(/under CAIRN_EVIDENCE_SUBJECT_PREFIX/);
   });
 });

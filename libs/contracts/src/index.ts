@@ -244,6 +244,18 @@ export type {
   WorkerList,
 } from './api/api.schema.js';
 export {
+  Base64HashSchema,
+  BUNDLE_V2_FORMAT,
+  ProofBundleV2Schema,
+  SignedCheckpointSchema,
+  TlogCheckpointSchema,
+  TlogConsistencyProofSchema,
+  TlogConsistencyQuerySchema,
+  TlogInclusionProofSchema,
+  TlogInclusionQuerySchema,
+} from './api/tlog.schema.js';
+export type { ProofBundleV2, TlogCheckpoint, TlogConsistencyProof, TlogConsistencyQuery, TlogInclusionProof, TlogInclusionQuery } from './api/tlog.schema.js';
+export {
   ApprovalAcceptedSchema,
   ApprovalRequestSchema,
 } from './api/approvals.schema.js';

@@ -10,7 +10,7 @@ export {
   resolveCommandBusOptions,
 } from './command-stream.config.js';
 export type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
-export { APPROVAL_DEADLINES_LIMITS, bucketStreamName, isolatedStackStreams, openBucket } from './kv-bucket.js';
+export { APPROVAL_DEADLINES_LIMITS, bucketStreamName, isolatedStackStreams, isWrongRevision, kvCall, openBucket } from './kv-bucket.js';
 export type { BucketLimits } from './kv-bucket.js';
 export { DEFAULT_LEASES_BUCKET, LeaseRecordSchema, LeaseStore } from './lease-store.adapter.js';
 export type { LeaseRecord, LeaseStoreOptions, RenewRefusal } from './lease-store.adapter.js';

@@ -1,4 +1,4 @@
-import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, queueBucketFor, replicasHint, replicasProblem, whileLeaderless } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, queueBucketFor, replicasHint, replicasProblem, tlogNamesFor, whileLeaderless } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -63,11 +63,12 @@ export function bucketStreamName(bucket: string): string {
 
 /**
  * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
- * streams, those behind its worker, lease, approval and queue buckets, and its artifact object
- * store's (`OBJ_<bucket>`): what a teardown deletes.
+ * streams, those behind its worker, lease, approval and queue buckets, its artifact object store's
+ * (`OBJ_<bucket>`), and its log of seal heads with its checkpoints' bucket: what a teardown deletes.
  */
 export function isolatedStackStreams(stackId: string): string[] {
   const names = isolatedNames(stackId);
+  const tlog = tlogNamesFor(names.CAIRN_EVIDENCE_STREAM, names.CAIRN_EVIDENCE_SUBJECT_PREFIX);
   return [
     names.CAIRN_EVIDENCE_STREAM,
     names.CAIRN_COMMAND_STREAM,
@@ -76,6 +77,8 @@ export function isolatedStackStreams(stackId: string): string[] {
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
     bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),
     `OBJ_${names.CAIRN_ARTIFACT_BUCKET}`,
+    tlog.stream,
+    bucketStreamName(tlog.checkpointBucket),
   ];
 }
 

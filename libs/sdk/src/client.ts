@@ -3,6 +3,7 @@ import { Keys, Operator, Secrets, Tenants, Webhooks } from './administration.js'
 import { Chains } from './chains.js';
 import { Runs } from './runs.js';
 import { Sandboxes } from './sandboxes.js';
+import { Tlog } from './tlog.js';
 import { Transport } from './transport.js';
 import type { CairnOptions } from './transport.js';
 
@@ -29,6 +30,8 @@ export class Cairn {
   readonly webhooks: Webhooks;
   /** The stack's health, workers and policy. */
   readonly operator: Operator;
+  /** The log of seal heads: signed checkpoints, inclusion and consistency proofs. */
+  readonly tlog: Tlog;
   /** Any chain's receipts by id (`run_…`, `sbx_…`, `adm_…`): pages, a live stream, the proof bundle. */
   readonly chains: Chains;
   /** The gateway's base URL, as given (without a trailing slash). */
@@ -45,6 +48,7 @@ export class Cairn {
     this.tenants = new Tenants(http, this.chains);
     this.webhooks = new Webhooks(http);
     this.operator = new Operator(http);
+    this.tlog = new Tlog(http);
   }
 }
 
@@ -100,6 +104,9 @@ export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   getSandboxBundle: 'sandboxes.bundle',
   health: 'operator.health',
   getSealKeys: 'operator.sealKeys',
+  getTlogCheckpoint: 'tlog.checkpoint',
+  getTlogInclusionProof: 'tlog.inclusion',
+  getTlogConsistencyProof: 'tlog.consistency',
   metrics: 'operator.metrics',
   openApi: 'operator.openApi',
 };
@@ -115,6 +122,7 @@ export type { Bytes, OpenedBytes, ReadOptions } from './outputs.js';
 export { freshIdempotencyKey, Runs } from './runs.js';
 export type { RunOutputs, WaitOptions } from './runs.js';
 export { SandboxSession, Sandboxes } from './sandboxes.js';
+export { Tlog } from './tlog.js';
 export type { ExecInput, ExecSummary } from './sandboxes.js';
 export { createSseParser, readSse } from './sse.js';
 export type { SseMessage, SseParser } from './sse.js';
@@ -142,6 +150,7 @@ export type {
   OutputStream,
   PolicyInForce,
   ProofBundle,
+  ProofBundleV2,
   QueueSpot,
   Receipt,
   Run,
@@ -162,6 +171,9 @@ export type {
   SubmitAccepted,
   TenantList,
   TenantView,
+  TlogCheckpoint,
+  TlogConsistencyProof,
+  TlogInclusionProof,
   Verdict,
   WorkerList,
 } from '@cairn/contracts';

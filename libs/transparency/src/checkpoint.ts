@@ -2,6 +2,8 @@ import { CairnError } from '@cairn/contracts';
 import { fromBase64, toBase64 } from './bytes.js';
 import type { Bytes } from './bytes.js';
 import { HASH_SIZE } from './merkle.js';
+import { signNote } from './note.js';
+import type { NoteSigner } from './note.js';
 
 /*
  * The body of a C2SP transparency-log checkpoint (c2sp.org/tlog-checkpoint): the origin line, the
@@ -43,4 +45,9 @@ export function parseCheckpoint(text: string): Checkpoint {
   if (rootHash.length !== HASH_SIZE) throw fail(`the root hash is ${rootHash.length} bytes, not ${HASH_SIZE}`);
   if (extensions.some((line) => line === '')) throw fail('an extension line is empty');
   return { origin, size, rootHash, extensions };
+}
+
+/** The signed note of a checkpoint whose origin is the signer's key name (how Cairn names its log). */
+export async function signCheckpoint(size: number, rootHash: Uint8Array, signer: NoteSigner): Promise<string> {
+  return signNote(formatCheckpoint({ origin: signer.name, size, rootHash }), [signer]);
 }

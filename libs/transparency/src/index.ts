@@ -20,7 +20,11 @@ export {
   signNoteText,
 } from './note.js';
 export type { NoteCheck, NoteParse, NoteSignature, NoteSigner, NoteVerifier } from './note.js';
-export { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+export { formatCheckpoint, parseCheckpoint, signCheckpoint } from './checkpoint.js';
+export { MerkleTree } from './merkle-tree.js';
+export type { TreeHasher } from './merkle-tree.js';
+export { sealLeafHash, verifyCheckpointConsistency, verifyCheckpointNote, verifySealInclusion } from './log-proof.js';
+export type { InclusionProofFields, LogCheck, LogProofFailure, VerifiedCheckpoint } from './log-proof.js';
 export type { Checkpoint } from './checkpoint.js';
 export { SEAL_STATEMENT_HEADER, sealNote, sealOfReceipt, sealStatementText, signSealStatement, verifySealSignature } from './seal-statement.js';
 export type { SealOfReceipt, SealSignatureCheck, SealSignatureFields, SealStatement } from './seal-statement.js';

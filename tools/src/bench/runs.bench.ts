@@ -4,6 +4,8 @@ import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
 import { CpuMeter, startBenchNats } from './bench-servers.js';
 import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
+import { formatSealLog, measureSealLog } from './seal-log.bench.js';
+import type { SealLogCost } from './seal-log.bench.js';
 
 /*
  * Per-run wall time of trivial runs through Cairn (REST submit → `run.sealed` over SSE) beside
@@ -47,6 +49,8 @@ export interface RunsBenchResult {
   cpuPerRunMs: Record<string, number>;
   /** Whether `nats-server` is the bench's own server (else NATS is not counted: the shared one serves others too). */
   ownNats: boolean;
+  /** A seal's signature and leaf append, and each run's seal → leaf (seal-log.bench.ts). */
+  sealLog?: SealLogCost;
 }
 
 /** Cairn's own CPU per run: everything counted but the shared background. */
@@ -144,11 +148,12 @@ export function formatRunsBench(result: RunsBenchResult): string {
       (result.ownNats ? '' : '   NATS not counted: the shared server serves others too'),
     ...(result.cpuPerRunMs[SHARED_BACKGROUND] === undefined ? [] : [`  (PostgreSQL's shared background processes, not counted: ${result.cpuPerRunMs[SHARED_BACKGROUND].toFixed(1)} ms)`]),
     `raw Docker's CPU per run (the whole machine during the raw phases): ${rawCpuText}`,
+    ...(result.sealLog === undefined ? [] : [formatSealLog(result.sealLog)]),
   ].join('\n');
 }
 
 /** Submits one trivial run and waits on the SSE stream for its seal; fails unless it sealed SEALED. */
-async function cairnRun(url: string, apiKey: string, key: string): Promise<void> {
+async function cairnRun(url: string, apiKey: string, key: string): Promise<string> {
   const auth = { authorization: `Bearer ${apiKey}` };
   const submitted = await fetch(`${url}/v1/runs`, {
     method: 'POST',
@@ -182,7 +187,7 @@ async function cairnRun(url: string, apiKey: string, key: string): Promise<void>
         const why = /"error_code":"(E_[A-Z_]+)"(?:[^\n]*?"message":("(?:[^"\\]|\\.)*"))?/.exec(text);
         throw new Error(`run ${runId} sealed ${state ?? '?'}${why === null ? '' : ` (${why[1]}${why[2] === undefined ? '' : `: ${JSON.parse(why[2]) as string}`})`}`);
       }
-      return;
+      return runId;
     }
   }
   throw new Error(`the stream of ${runId} ended before run.sealed`);
@@ -230,7 +235,10 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
       if (exit.StatusCode !== 0) throw new Error(`raw run exited ${exit.StatusCode}`);
     };
     let cairnCount = 0;
-    const cairnOnce = () => cairnRun(url, apiKey, `${stackId}-${++cairnCount}`);
+    const sealedRuns: string[] = [];
+    const cairnOnce = async () => {
+      sealedRuns.push(await cairnRun(url, apiKey, `${stackId}-${++cairnCount}`));
+    };
 
     progress('warming up…');
     for (let i = 0; i < 2; i++) {
@@ -264,6 +272,8 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
     await meter.stop();
     const cpuPerRunMs = meter.perRun(sequentialRuns + inFlightRuns);
 
+    progress('the log of seal heads: signing, leaf appends, checkpoints…');
+    const sealLog = await measureSealLog(stack.natsUrl, stackId, sealedRuns);
     const ratio = median(seqCairn.perRunMs) / median(seqRaw.perRunMs);
     const share = throughput(parCairn) / throughput(parRaw);
     return {
@@ -271,6 +281,7 @@ export async function runRunsBench(options: RunsBenchOptions = {}): Promise<Runs
       inFlight: { cairn: parCairn, raw: parRaw, share },
       cpuPerRunMs,
       ownNats: nats !== null,
+      sealLog,
     };
   } finally {
     progress('cleaning up…');

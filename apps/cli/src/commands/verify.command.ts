@@ -3,10 +3,12 @@ import { CairnError, ChainIdSchema } from '@cairn/contracts';
 import type { ChainVerification } from '@cairn/evidence';
 import type { Command } from 'commander';
 import { atomicFileSink } from '../chain-file.writer.js';
+import { usageError } from '../exit-codes.js';
 import type { CommandContext } from '../command-context.js';
 import type { Output } from '../output.js';
 import { formatScore } from '../run-report.js';
-import { verifyBundleDocument, verifyFile } from '../verify-file.js';
+import { BUNDLE_V2_FORMAT, verifyBundleDocument, verifyFile } from '../verify-file.js';
+import { checkBundleLog, checkConsistency, formatLogCheck, readCheckpointFile, readConsistencyProofFile } from '../verify-log.js';
 import { checkSeal, formatSealCheck, trustedKeys } from '../verify-seal.js';
 import type { NoteVerifier } from '@cairn/transparency';
 import type { BundleClaims, EvidenceFileFormat, FileVerification } from '../verify-file.js';
@@ -82,7 +84,33 @@ async function report(output: Output, checked: FileVerification, trusted: readon
     human = `${human}\n${sealLine.human}`;
     machine = { ...machine, ...sealLine.machine };
   }
+  // A v2 bundle proves its seal is in the log; a v1 bundle says what it does not prove (once a key asks for proof).
+  const bundle = checked.bundle;
+  if (bundle !== undefined && (bundle.format === BUNDLE_V2_FORMAT || trusted.length > 0)) {
+    const log = formatLogCheck(bundle.format === BUNDLE_V2_FORMAT ? await checkBundleLog(bundle.document, checked.last, trusted) : { status: 'no_proof' }, bundle.format);
+    human = `${human}\n${log.human}`;
+    machine = { ...machine, format: bundle.format, ...log.machine };
+  }
   output.result(human, machine);
+}
+
+/** `cairn verify --checkpoint old new`: both signed by a pinned key, the new one extending the old (proof from --proof, else fetched). */
+async function verifyCheckpoints(output: Output, context: CommandContext, olderPath: string, newerPath: string, proofPath: string | undefined, trusted: readonly NoteVerifier[]): Promise<void> {
+  const [olderNote, newerNote] = [await readCheckpointFile(olderPath), await readCheckpointFile(newerPath)];
+  const outcome = await checkConsistency(olderNote, newerNote, trusted, async (from, to) => {
+    if (proofPath !== undefined) return readConsistencyProofFile(proofPath);
+    const { resolveTarget } = await import('../stack/stack-target.js');
+    return (await resolveTarget(context.env)).client.tlog.consistency(from, to);
+  });
+  const root = Buffer.from(outcome.newer.rootHash).toString('base64');
+  output.result(`${output.okMark()}  checkpoint ${outcome.newer.size} extends ${outcome.older.size} (+${outcome.grew})  origin ${outcome.newer.origin}  root ${root}  signed by ${outcome.key}`, {
+    ok: true,
+    origin: outcome.newer.origin,
+    from: outcome.older.size,
+    to: outcome.newer.size,
+    rootHash: root,
+    key: outcome.key,
+  });
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -93,10 +121,12 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
   program
     .command('verify')
     .description('verify a run (its proof bundle fetched from the stack), a chain file (JSON Lines) or a proof bundle offline: recompute every hash from genesis')
-    .argument('<run-id | file>', 'a run id (run_…), sandbox id (sbx_…) or admin chain (adm_<tenant>), a chain file (.jsonl, one receipt per line) or a proof bundle (.json, format cairn.bundle/v1)')
+    .argument('<run-id | file>', 'a run id (run_…), sandbox id (sbx_…) or admin chain (adm_<tenant>), a chain file (.jsonl, one receipt per line) or a proof bundle (.json, format cairn.bundle/v1 or v2); with --checkpoint, the newer checkpoint file')
     .option('-o, --output <file>', 'with a run id: also save the fetched proof bundle to this file (verify it again later, offline)')
     .option('--key <verifier-key>', "a trusted seal key (<name>+<key id>+<base64>, from GET /.well-known/cairn/keys): the seal's signature must verify with it (repeatable)", collect, [])
     .option('--trust-file <file>', 'a file of trusted seal keys, one a line (repeatable)', collect, [])
+    .option('--checkpoint <older>', 'check that the checkpoint file given as the argument extends this older one (both signed notes, as GET /v1/tlog/checkpoint serves them)')
+    .option('--proof <file>', "with --checkpoint: the consistency proof (GET /v1/tlog/proof/consistency's JSON); fetched from the stack when absent")
     .addHelpText(
       'after',
       '\nA run id fetches GET /v1/runs/<id>/bundle (a sandbox id GET /v1/sandboxes/<id>/bundle, adm_<tenant> GET /v1/tenants/<tenant>/bundle) from the stack (CAIRN_HOME, or CAIRN_URL + CAIRN_API_KEY), then checks it\n' +
@@ -104,12 +134,21 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
         'Prints the head hash, and for a bundle its verdict and grade.\n' +
         'With --key or --trust-file the seal must carry an Ed25519 signature by one of those keys over its chain, head, digest and state\n' +
         '(E_CHAIN_BROKEN: seal_unsigned, seal_key_unknown, seal_signature_invalid, not_sealed); without them a signature is shown, not checked.\n' +
+        'A cairn.bundle/v2 (cairn export --bundle) also proves its seal is a leaf of the checkpoint it carries, signed by a pinned key\n' +
+        '(E_CHAIN_BROKEN: leaf_mismatch, proof_chain_mismatch, inclusion_invalid, tree_size_mismatch, checkpoint_signature_invalid,\n' +
+        'checkpoint_key_unknown, checkpoint_origin_mismatch, bundle_signature_mismatch); a v1 bundle says it proves no inclusion.\n' +
+        '--checkpoint <older> <newer> checks two signed checkpoints of the log: log_rolled_back, checkpoint_inconsistent.\n' +
         'Exit status: 0 when the chain verifies, 1 when it is broken (E_CHAIN_BROKEN with the first bad seq) or the run\n' +
         'is unknown (E_NOT_FOUND), 2 when the file cannot be read.',
     )
-    .action(async (target: string, options: { output?: string; key: string[]; trustFile: string[] }, command: Command) => {
+    .action(async (target: string, options: { output?: string; key: string[]; trustFile: string[]; checkpoint?: string; proof?: string }, command: Command) => {
       const output = context.output(command);
       const trusted = await trustedKeys(options.key, options.trustFile);
+      if (options.checkpoint !== undefined) {
+        await verifyCheckpoints(output, context, options.checkpoint, target, options.proof, trusted);
+        return;
+      }
+      if (options.proof !== undefined) throw usageError('--proof goes with --checkpoint <older> <newer>');
       if (!isRunReference(target)) {
         await report(output, await verifyFile(target), trusted);
         return;

@@ -22,6 +22,7 @@ import {
 } from './keys.schema.js';
 import { OUTPUT_PARAMS, RunArtifactsSchema } from './outputs.schema.js';
 import { PolicyInForceSchema } from './policy.schema.js';
+import { ProofBundleV2Schema, TlogCheckpointSchema, TlogConsistencyProofSchema, TlogConsistencyQuerySchema, TlogInclusionProofSchema, TlogInclusionQuerySchema } from './tlog.schema.js';
 import { ApprovalAcceptedSchema, ApprovalRequestSchema } from './approvals.schema.js';
 import {
   ExecRequestSchema,
@@ -122,6 +123,10 @@ export const API_COMPONENTS = {
   FileWritten: FileWrittenSchema,
   Health: HealthSchema,
   SealKeys: SealKeysSchema,
+  TlogCheckpoint: TlogCheckpointSchema,
+  TlogInclusionProof: TlogInclusionProofSchema,
+  TlogConsistencyProof: TlogConsistencyProofSchema,
+  ProofBundleV2: ProofBundleV2Schema,
   Error: ErrorBodySchema,
 } as const satisfies Record<string, z.ZodType>;
 export type ApiComponent = keyof typeof API_COMPONENTS;
@@ -729,6 +734,41 @@ export const API_ROUTES = {
     status: 200,
     response: 'SealKeys',
     errors: ['E_INPUT'],
+  },
+  getTlogCheckpoint: {
+    operationId: 'getTlogCheckpoint',
+    method: 'GET',
+    path: '/v1/tlog/checkpoint',
+    summary:
+      "The latest signed checkpoint of the deployment's log of seal heads: a c2sp.org/tlog-checkpoint (origin = the seal key's name, tree size, base64 RFC 6962 root) in a signed note by the deployment's seal key. Signed by the grader every CAIRN_TLOG_CHECKPOINT_INTERVAL_MS when the tree grew, and on demand. 503 E_UNAVAILABLE when the log is not kept (a grader without a seal key) or no checkpoint is signed yet and the grader does not answer.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'TlogCheckpoint',
+    errors: ['E_UNAVAILABLE', 'E_INTERNAL'],
+  },
+  getTlogInclusionProof: {
+    operationId: 'getTlogInclusionProof',
+    method: 'GET',
+    path: '/v1/tlog/proof/inclusion',
+    summary:
+      "The inclusion proof of a sealed chain's leaf (its seal statement) in the log of seal heads: leaf index, tree size, the path's hashes, and the signed checkpoint it leads to (a fresh one is signed when the latest does not cover the leaf yet). Only the key's tenant's chains: another tenant's, or an unknown one, is 404 E_NOT_FOUND; a chain not sealed yet, or sealed and not logged yet, is 404 E_NOT_FOUND with `details.reason` not_sealed / not_logged.",
+    scope: 'runs:read',
+    status: 200,
+    response: 'TlogInclusionProof',
+    query: TlogInclusionQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE', 'E_INTERNAL'],
+  },
+  getTlogConsistencyProof: {
+    operationId: 'getTlogConsistencyProof',
+    method: 'GET',
+    path: '/v1/tlog/proof/consistency',
+    summary:
+      'The consistency proof (RFC 9162 §2.1.4) that the tree of `from` leaves is a prefix of the tree of `to`: what a witness checks between the checkpoint it kept and a newer one. `from` > `to` is 400 E_INPUT; a `to` larger than the log is 404 E_NOT_FOUND.',
+    scope: 'runs:read',
+    status: 200,
+    response: 'TlogConsistencyProof',
+    query: TlogConsistencyQuerySchema,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE', 'E_INTERNAL'],
   },
   metrics: {
     operationId: 'metrics',

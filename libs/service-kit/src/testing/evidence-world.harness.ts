@@ -3,6 +3,7 @@
 import 'reflect-metadata';
 import { NatsArtifactStore } from '@cairn/artifact-store';
 import type { ReceiptEnvelope } from '@cairn/contracts';
+import { tlogNamesFor } from '@cairn/config';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { testNatsUrl, uniqueName } from '@cairn/testing';
@@ -94,6 +95,9 @@ export async function createEvidenceWorld(name: string, options: { duplicateWind
       const jsm = await jetstreamManager(nc);
       await jsm.streams.delete(env.CAIRN_EVIDENCE_STREAM!).catch(() => false);
       await jsm.streams.delete(store.stream).catch(() => false);
+      // A grader with a seal key keeps the log of seal heads beside the evidence stream.
+      const tlog = tlogNamesFor(env.CAIRN_EVIDENCE_STREAM!, env.CAIRN_EVIDENCE_SUBJECT_PREFIX!);
+      for (const stream of [tlog.stream, `KV_${tlog.checkpointBucket}`]) await jsm.streams.delete(stream).catch(() => false);
       await nc.close();
     },
   };
