@@ -23,6 +23,8 @@ export interface StackNatsNames {
   buckets: Record<StackBucket, string>;
   /** The artifact object store's bucket (CAIRN_ARTIFACT_BUCKET); its stream is `OBJ_<bucket>`. */
   artifactBucket: string;
+  /** The log of seal heads: its stream, its subjects' prefix, its checkpoints' bucket (tlogNames). */
+  tlog: { stream: string; subjectPrefix: string; checkpointBucket: string };
   /** The runtime worker the runtime's user is for: its durables carry the id. */
   workerId: string;
 }
@@ -151,6 +153,20 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
     publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, ...orderedConsumerGrants(stream));
     // The runtime puts objects (chunks, then the meta rollup); a put that heals a bad object purges its old chunks.
     if (route.artifacts === 'write') publish.push(`$O.${names.artifactBucket}.>`, `$JS.API.STREAM.PURGE.${stream}`);
+  }
+
+  if (route.tlog !== 'none') {
+    const { stream, subjectPrefix, checkpointBucket } = names.tlog;
+    const kvStream = bucketStream(checkpointBucket);
+    publish.push(`$JS.API.STREAM.INFO.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`);
+    publish.push(`$JS.API.STREAM.INFO.${kvStream}`, `$JS.API.STREAM.MSG.GET.${kvStream}`, `$JS.API.DIRECT.GET.${kvStream}`, `$JS.API.DIRECT.GET.${kvStream}.>`);
+    if (route.tlog === 'write') {
+      // A leaf per sealed chain, the checkpoints, and the answers to checkpoint requests (core NATS).
+      publish.push(`${subjectPrefix}.leaf.*`, `$KV.${checkpointBucket}.>`, '_INBOX.>');
+      subscribe.push(`${subjectPrefix}.checkpoint.sign`);
+    } else {
+      publish.push(`${subjectPrefix}.checkpoint.sign`);
+    }
   }
 
   if (route.monitors) {

@@ -13,6 +13,7 @@ const NAMES: StackNatsNames = {
   commandPrefix: 'cairn.t1',
   buckets: { workers: 'cairn_workers_t1', leases: 'cairn_leases_t1', approvals: 'cairn_leases_t1_approvals', queue: 'cairn_leases_t1_queue' },
   artifactBucket: 'cairn_artifacts_t1',
+  tlog: { stream: 'CAIRN_EVIDENCE_T1_TLOG', subjectPrefix: 'cairn.t1.evidence_tlog', checkpointBucket: 'CAIRN_EVIDENCE_T1_TLOG_CHECKPOINTS' },
   workerId: 'local-t1',
 };
 const RUN = 'run_01jabc';
@@ -133,6 +134,21 @@ describe('natsPermissionsFor', () => {
       expect(permits(all[service].publish, chunk), service).toBe(false);
     }
     for (const service of NATS_SERVICES) expect(permits(all[service].publish, `$JS.API.STREAM.CREATE.${stream}`), service).toBe(false);
+  });
+
+  it('lets only the grader append leaves and sign checkpoints; the gateway reads them and asks for one', () => {
+    const leaf = `${NAMES.tlog.subjectPrefix}.leaf.${RUN}`;
+    const sign = `${NAMES.tlog.subjectPrefix}.checkpoint.sign`;
+    expect(permits(all.grader.publish, leaf)).toBe(true);
+    expect(permits(all.grader.publish, `$KV.${NAMES.tlog.checkpointBucket}.latest`)).toBe(true);
+    expect(permits(all.grader.subscribe, sign)).toBe(true);
+    expect(permits(all.gateway.publish, sign)).toBe(true);
+    expect(permits(all.gateway.publish, `$JS.API.DIRECT.GET.${NAMES.tlog.stream}`)).toBe(true);
+    for (const service of NATS_SERVICES.filter((s) => s !== 'grader')) {
+      expect(permits(all[service].publish, leaf), service).toBe(false);
+      expect(permits(all[service].publish, `$KV.${NAMES.tlog.checkpointBucket}.latest`), service).toBe(false);
+      expect(permits(all[service].subscribe, sign), service).toBe(false);
+    }
   });
 
   it('scopes durables to their owner: intake its verbs, a runtime its own worker', () => {

@@ -46,6 +46,11 @@ export interface ServiceRoute {
   buckets: Partial<Record<StackBucket, BucketAccess>>;
   /** The artifact object store (`OBJ_<CAIRN_ARTIFACT_BUCKET>`, ADR 0021): the runtime writes what the receipts name, readers fetch by sha256. */
   artifacts: BucketAccess | 'none';
+  /**
+   * The log of seal heads (ADR 0020): `write` — append leaves, keep the checkpoints' bucket, answer
+   * checkpoint requests (the grader); `read` — read leaves and checkpoints, ask for a checkpoint.
+   */
+  tlog: BucketAccess | 'none';
   /** Stream and consumer state for health and metrics (stream info, consumer lists) of every stack stream. */
   monitors: boolean;
 }
@@ -66,7 +71,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     serves: [...COMMAND_VERBS],
     sandboxOps: 'none',
     buckets: {},
-    artifacts: 'none',
+    artifacts: 'none', tlog: 'none',
     monitors: false,
   },
   policy: {
@@ -76,7 +81,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read' },
-    artifacts: 'none',
+    artifacts: 'none', tlog: 'none',
     monitors: false,
   },
   scheduler: {
@@ -85,7 +90,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read', leases: 'write', approvals: 'write', queue: 'write' },
-    artifacts: 'none',
+    artifacts: 'none', tlog: 'none',
     monitors: false,
   },
   runtime: {
@@ -114,16 +119,16 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     serves: [],
     sandboxOps: 'serve',
     buckets: { workers: 'write', leases: 'write' },
-    artifacts: 'write',
+    artifacts: 'write', tlog: 'none',
     monitors: false,
   },
-  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
-  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', monitors: false },
+  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
+  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
+  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
-  projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', monitors: false },
+  projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
-  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', monitors: false },
+  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
   gateway: {
     appends: [],
@@ -134,6 +139,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sandboxOps: 'send',
     buckets: { workers: 'read', leases: 'read', queue: 'read' },
     artifacts: 'read',
+    tlog: 'read',
     monitors: true,
   },
 };

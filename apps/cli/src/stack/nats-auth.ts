@@ -14,9 +14,12 @@ import {
   OPERATOR_PERMISSIONS,
   queueBucketFor,
   renderAuthorization,
+  TlogConfigSchema,
+  tlogNames,
 } from '@cairn/config';
 import type { NatsService, NatsUser, StackNatsNames } from '@cairn/config';
 import { NatsArtifactStore } from '@cairn/artifact-store';
+import { TransparencyLog } from '@cairn/tlog';
 import { CairnError } from '@cairn/contracts';
 import { stackLocation, stackServiceConfig } from './stack-config.js';
 import { ensureHome } from './stack-file.js';
@@ -73,6 +76,10 @@ export async function stackWorkerId(config: Record<string, string>, stackId: str
   return kept?.trim() || isolatedNames(stackId).CAIRN_WORKER_ID;
 }
 
+function stackTlogNames(config: Record<string, string>): StackNatsNames['tlog'] {
+  return tlogNames(loadConfig(EvidenceLogConfigSchema.extend(TlogConfigSchema.shape), config));
+}
+
 /** The names the stack's services resolve from `config` (the same defaults they use). */
 export function stackNatsNames(config: Record<string, string>, stackId: string): StackNatsNames {
   const leases = config.CAIRN_LEASES_BUCKET ?? DEFAULT_LEASES_BUCKET;
@@ -88,6 +95,7 @@ export function stackNatsNames(config: Record<string, string>, stackId: string):
       queue: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(leases),
     },
     artifactBucket: config.CAIRN_ARTIFACT_BUCKET ?? DEFAULT_ARTIFACT_BUCKET,
+    tlog: stackTlogNames(config),
     workerId: config.CAIRN_WORKER_ID ?? isolatedNames(stackId).CAIRN_WORKER_ID,
   };
 }
@@ -147,6 +155,8 @@ export async function provisionStackStreams(config: Record<string, string>, cred
     const queue = await PlacementQueue.open(nc, { bucket: operational.CAIRN_QUEUE_BUCKET ?? queueBucketFor(operational.CAIRN_LEASES_BUCKET), replicas });
     queue.close();
     await openBucket(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(operational.CAIRN_LEASES_BUCKET), APPROVAL_DEADLINES_LIMITS, replicas);
+    // The log of seal heads, as its writer (the grader) would make it.
+    (await TransparencyLog.open(nc, { ...stackTlogNames(config), replicas }, 'writer')).close();
     const artifacts = loadConfig(ArtifactStoreConfigSchema, config);
     await NatsArtifactStore.open(nc, { bucket: artifacts.CAIRN_ARTIFACT_BUCKET, create: { replicas, maxBytes: artifacts.CAIRN_ARTIFACT_STORE_MAX_BYTES } });
   } catch (error) {
