@@ -9,6 +9,7 @@ import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
+import { registerInitKeysCommand } from './commands/init-keys.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
 import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
@@ -72,6 +73,7 @@ export function buildProgram(context: CommandContext): Command {
   registerMcpCommand(program, context);
   registerExportCommand(program, context);
   registerImagesCommand(program, context);
+  registerInitKeysCommand(program, context);
   registerProjectionsCommand(program, context);
   registerLogCommand(program, context);
   return program;
