@@ -10,6 +10,7 @@ import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
+import { registerInitKeysCommand } from './commands/init-keys.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
 import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
@@ -76,6 +77,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerCheckpointsCommand(program, context);
   registerImagesCommand(program, context);
+  registerInitKeysCommand(program, context);
   registerProjectionsCommand(program, context);
   registerBackupCommands(program, context);
   registerLogCommand(program, context);

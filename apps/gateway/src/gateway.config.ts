@@ -16,6 +16,8 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).default(7410),
     /** Optional bootstrap key: ensured at boot as an admin key of tenant `default` (only its hash is stored). */
     CAIRN_API_KEY: z.string().regex(API_KEY_PATTERN, 'an API key of the form cairn_<8-char prefix>_<secret>').optional(),
+    /** The bootstrap key from a file instead (mode 0600, this process's user's; compose and Kubernetes secrets): never both. */
+    CAIRN_API_KEY_FILE: z.string().min(1).optional(),
     /** How long a submit or cancel waits for intake's reply before answering E_UNAVAILABLE. */
     CAIRN_GATEWAY_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** After a new submission, how long to wait for the run to be projected so a GET right after the 202 finds it (0: do not wait). */
@@ -50,6 +52,10 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_GATEWAY_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
     /** How long `/metrics` waits for one source (a query, the stream info, the registry); a late one keeps its last values. */
     CAIRN_GATEWAY_METRICS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
+  })
+  .refine((config) => config.CAIRN_API_KEY === undefined || config.CAIRN_API_KEY_FILE === undefined, {
+    path: ['CAIRN_API_KEY_FILE'],
+    message: 'set CAIRN_API_KEY or CAIRN_API_KEY_FILE, not both',
   });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

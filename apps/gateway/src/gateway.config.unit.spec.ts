@@ -47,3 +47,11 @@ describe('GatewayConfigSchema', () => {
     expect(() => loadConfig(GatewayConfigSchema, { CAIRN_GATEWAY_ARTIFACT_MAX_BYTES: '0' })).toThrow(/CAIRN_GATEWAY_ARTIFACT_MAX_BYTES/);
   });
 });
+
+describe('GatewayConfigSchema, the bootstrap key from a file', () => {
+  it('given CAIRN_API_KEY_FILE alone, when loaded, then it is taken; given it beside CAIRN_API_KEY, then refused naming both', () => {
+    const { key } = generateApiKey();
+    expect(loadConfig(GatewayConfigSchema, { CAIRN_API_KEY_FILE: '/run/cairn/gateway/api-key' }).CAIRN_API_KEY_FILE).toBe('/run/cairn/gateway/api-key');
+    expect(() => loadConfig(GatewayConfigSchema, { CAIRN_API_KEY_FILE: '/run/cairn/gateway/api-key', CAIRN_API_KEY: key })).toThrow(/CAIRN_API_KEY_FILE.*not both/);
+  });
+});

@@ -14,6 +14,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { DataSource } from 'typeorm';
+import { readApiKeyFile } from './auth/api-key.file.js';
 import { ensureApiKey } from './auth/api-key.store.js';
 import { dashboardDir, registerDashboard } from './dashboard/dashboard.routes.js';
 import { CairnExceptionFilter } from './errors/cairn-exception.filter.js';
@@ -80,8 +81,9 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     await runGatewayMigrations(dataSource);
     const notices = await ProjectionNotices.open(config.CAIRN_DATABASE_URL);
     cleanups.push(() => notices.close());
-    if (config.CAIRN_API_KEY !== undefined) {
-      const { id, created, superseded } = await ensureApiKey(dataSource, config.CAIRN_API_KEY, { tenant: 'default', scopes: ['admin'] });
+    const bootstrapKey = config.CAIRN_API_KEY_FILE === undefined ? config.CAIRN_API_KEY : await readApiKeyFile(config.CAIRN_API_KEY_FILE);
+    if (bootstrapKey !== undefined) {
+      const { id, created, superseded } = await ensureApiKey(dataSource, bootstrapKey, { tenant: 'default', scopes: ['admin'] });
       if (superseded) {
         // Rotated since: the earlier secret is not registered again (the current one is in $CAIRN_HOME/api-key).
         logger.write('warn', 'CAIRN_API_KEY is an earlier secret of a rotated key; it is not registered', { keyId: id });

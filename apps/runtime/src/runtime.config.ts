@@ -170,6 +170,14 @@ export function runtimeConfigSchema(host: HostFacts) {
         .transform((value) => value === '1' || value === 'true'),
       /** `auto` reads the kernel's counters from the host (needs root); `sandbox` looks from inside. */
       CAIRN_SANDBOX_PROBES: z.enum(['auto', 'sandbox']).default('auto'),
+      /**
+       * The exec agent's static binary and the root of its socket directories, as the engine sees them (it
+       * binds both into every sandbox). Absent: the binary built beside @cairn/sandbox-docker and
+       * /run/cairn-agent (root) or a temp directory. A runtime in a container sets both to a host directory
+       * mounted at the same path (docker-compose.yml).
+       */
+      CAIRN_AGENT_BINARY: z.string().regex(/^\//, 'an absolute path').optional(),
+      CAIRN_AGENT_SOCKET_ROOT: z.string().regex(/^\//, 'an absolute path').optional(),
       CAIRN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
       /** How often a running run's lease is renewed, and how far ahead each renewal reaches. */
       CAIRN_LEASE_RENEW_MS: z.coerce.number().int().min(100).max(600_000).default(5000),

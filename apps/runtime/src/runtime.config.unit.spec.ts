@@ -70,6 +70,14 @@ describe('the runtime configuration', () => {
     for (const bad of ['sandbox', '65520', '65520:', '-1:-1', '65520:65520:1']) expect(inputError({ CAIRN_SANDBOX_USER: bad })).toMatch(/CAIRN_SANDBOX_USER: uid:gid, two numbers/);
   });
 
+  it('takes the exec agent\'s binary and socket root as absolute host paths (a runtime in a container), and nothing by default', () => {
+    const config = loadConfig(runtimeConfigSchema(host), { CAIRN_AGENT_BINARY: '/run/cairn-compose-agent/cairn-agent', CAIRN_AGENT_SOCKET_ROOT: '/run/cairn-compose-agent/sockets' });
+    expect(config).toMatchObject({ CAIRN_AGENT_BINARY: '/run/cairn-compose-agent/cairn-agent', CAIRN_AGENT_SOCKET_ROOT: '/run/cairn-compose-agent/sockets' });
+    expect(loadConfig(runtimeConfigSchema(host), {}).CAIRN_AGENT_BINARY).toBeUndefined();
+    expect(inputError({ CAIRN_AGENT_BINARY: 'cairn-agent' })).toMatch(/CAIRN_AGENT_BINARY: an absolute path/);
+    expect(inputError({ CAIRN_AGENT_SOCKET_ROOT: 'sockets' })).toMatch(/CAIRN_AGENT_SOCKET_ROOT/);
+  });
+
   it('requires user-namespace remapping only when told to', () => {
     expect(loadConfig(runtimeConfigSchema(host), { CAIRN_SANDBOX_REQUIRE_USERNS: '1' }).CAIRN_SANDBOX_REQUIRE_USERNS).toBe(true);
     expect(loadConfig(runtimeConfigSchema(host), { CAIRN_SANDBOX_REQUIRE_USERNS: 'false' }).CAIRN_SANDBOX_REQUIRE_USERNS).toBe(false);

@@ -44,6 +44,7 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
             egressHosts: config.CAIRN_EGRESS_HOSTS,
             user: config.CAIRN_SANDBOX_USER,
             requireUserns: config.CAIRN_SANDBOX_REQUIRE_USERNS,
+            agent: { binary: config.CAIRN_AGENT_BINARY, socketRoot: config.CAIRN_AGENT_SOCKET_ROOT },
           }),
       },
       {

@@ -4,6 +4,7 @@ import {
   bundledExecAgent,
   createDockerClient,
   DEFAULT_SANDBOX_USER,
+  defaultAgentSocketRoot,
   DockerSandboxDriver,
   engineError,
   engineStatus,
@@ -54,12 +55,18 @@ export class SandboxEngine {
     user?: SandboxUser;
     requireUserns?: boolean;
     onWarmFailed?: (error: unknown) => void;
+    /**
+     * Where the exec agent's binary and socket directories are (CAIRN_AGENT_BINARY, CAIRN_AGENT_SOCKET_ROOT):
+     * paths the engine binds into sandboxes, so a runtime in a container names host paths it shares.
+     */
+    agent?: { binary?: string | undefined; socketRoot?: string | undefined };
   }) {
     this.docker = createDockerClient(options.socketPath);
     this.user = options.user ?? DEFAULT_SANDBOX_USER;
     this.requireUserns = options.requireUserns ?? false;
     // Chosen here rather than by the driver, so the hardening check knows what the agent's binds must be.
-    this.execAgent = bundledExecAgent();
+    const bundled = bundledExecAgent(options.agent?.socketRoot);
+    this.execAgent = options.agent?.binary === undefined ? bundled : { binary: options.agent.binary, socketRoot: options.agent.socketRoot ?? bundled?.socketRoot ?? defaultAgentSocketRoot() };
     const resolver = options.egressHosts === undefined ? systemResolver() : staticResolver(parseEgressHosts(options.egressHosts));
     this.pooled = new DockerSandboxDriver({
       docker: this.docker,

@@ -48,6 +48,13 @@ export interface DockerfileBuildOptions {
   tag?: string;
   /** Labels of the caller's (a test's run label), on the image besides Cairn's own. */
   labels?: Readonly<Record<string, string>>;
+  /**
+   * What kind of image it is, as labels: default `io.cairn.image=built` (a sandbox image). The stack's
+   * own images (stack-images.ts) carry `io.cairn.stack=<name>` instead: they are never sandboxes.
+   */
+  kindLabels?: Readonly<Record<string, string>>;
+  /** RUN steps reach the network (the stack's PostgreSQL image installs Debian's packages). Default: none. */
+  network?: boolean;
   onProgress?: (line: string) => void;
 }
 
@@ -295,7 +302,7 @@ export async function buildDockerfileImage(options: DockerfileBuildOptions): Pro
 
   const labels = {
     ...options.labels,
-    [IMAGE_LABEL]: BUILT_IMAGE_KIND,
+    ...(options.kindLabels ?? { [IMAGE_LABEL]: BUILT_IMAGE_KIND }),
     [BUILD_DIGEST_LABEL]: digest,
     [BUILD_DOCKERFILE_LABEL]: dockerfileSha256,
     [BUILD_BASES_LABEL]: bases.map((b) => b.id).join(','),
@@ -305,7 +312,7 @@ export async function buildDockerfileImage(options: DockerfileBuildOptions): Pro
       t: tag,
       dockerfile: DOCKERFILE_ENTRY,
       pull: false,
-      networkmode: 'none',
+      networkmode: options.network === true ? 'default' : 'none',
       rm: true,
       forcerm: true,
       labels,

@@ -275,7 +275,11 @@ async function finishDebianRootfs(rootfs: string, user: SandboxUser): Promise<vo
     await appendFile(join(rootfs, 'etc/group'), `sandbox:x:${user.gid}:\n`);
   }
   for (const dir of ['work', 'out']) await mkdir(join(rootfs, dir), { recursive: true, mode: 0o755 });
-  // Package caches: megabytes nobody in a sandbox needs.
+  await dropAptCaches(rootfs);
+}
+
+/** Package caches of a debootstrapped root file system: megabytes no container needs. */
+export async function dropAptCaches(rootfs: string): Promise<void> {
   for (const dir of ['var/cache/apt/archives', 'var/lib/apt/lists']) {
     const entries = await readdir(join(rootfs, dir)).catch(() => [] as string[]);
     for (const entry of entries) if (entry !== 'partial' && entry !== 'lock') await rm(join(rootfs, dir, entry), { recursive: true, force: true });
@@ -293,12 +297,29 @@ function splitTag(tag: string): { repo: string; tag: string } {
  * image. Needs root, `debootstrap` and Debian's mirror; takes minutes, so only on request.
  */
 export async function buildDebianImage(options: DebianImageOptions = {}): Promise<BuiltImage> {
+  const user = options.user ?? DEFAULT_SANDBOX_USER;
+  return debootstrapImage({
+    ...options,
+    packages: options.packages ?? DEFAULT_DEBIAN_PACKAGES,
+    finish: (rootfs) => finishDebianRootfs(rootfs, user),
+    changes: [`USER ${user.uid}:${user.gid}`, `ENV PATH=${IMAGE_PATH}`, 'ENV HOME=/work', 'WORKDIR /work', `CMD ["sleep", "${FOREVER}"]`, `LABEL ${IMAGE_LABEL}=debian`],
+  });
+}
+
+/**
+ * `debootstrap --variant=minbase` of `packages` into a temporary directory, `finish` over the root
+ * file system, then `docker import` with `changes` (Dockerfile instructions: USER, ENV, LABEL, …).
+ * Needs root, `debootstrap` and Debian's mirror. The Debian sandbox image and the stack's base image
+ * (stack-images.ts) are both made this way.
+ */
+export async function debootstrapImage(
+  options: DebianImageOptions & { packages: readonly string[]; changes: readonly string[]; finish: (rootfs: string) => Promise<void>; tag?: string },
+): Promise<BuiltImage> {
   const started = performance.now();
   const docker = options.docker ?? createDockerClient();
   const tag = options.tag ?? DEBIAN_IMAGE_TAG;
-  const user = options.user ?? DEFAULT_SANDBOX_USER;
-  const packages = options.packages ?? DEFAULT_DEBIAN_PACKAGES;
-  if (process.getuid?.() !== 0) throw imageBuildError('building the Debian image needs root (debootstrap)');
+  const packages = options.packages;
+  if (process.getuid?.() !== 0) throw imageBuildError(`building ${tag} needs root (debootstrap)`);
   if (!packages.every((p) => /^[a-z0-9][a-z0-9+.-]+$/.test(p))) throw new CairnError('E_INPUT', 'package names must be Debian package names', { packages });
   const work = await mkdtemp(join(options.workDir ?? tmpdir(), 'cairn-debian-'));
   const rootfs = join(work, 'rootfs');
@@ -309,7 +330,7 @@ export async function buildDebianImage(options: DebianImageOptions = {}): Promis
       if ((error as { code?: unknown }).code === 'ENOENT') throw imageBuildError('debootstrap is not installed (apt-get install debootstrap)');
       throw error;
     });
-    await finishDebianRootfs(rootfs, user);
+    await options.finish(rootfs);
 
     const archive = spawn('tar', ['-C', rootfs, '--numeric-owner', '-c', '-f', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const archived = new Promise<void>((resolve, reject) => {
@@ -318,16 +339,8 @@ export async function buildDebianImage(options: DebianImageOptions = {}): Promis
     });
     archive.stderr.resume();
     const { repo, tag: version } = splitTag(tag);
-    const changes = [
-      `USER ${user.uid}:${user.gid}`,
-      `ENV PATH=${IMAGE_PATH}`,
-      'ENV HOME=/work',
-      'WORKDIR /work',
-      `CMD ["sleep", "${FOREVER}"]`,
-      `LABEL ${IMAGE_LABEL}=debian`,
-    ];
     try {
-      const stream = await docker.importImage(archive.stdout, { repo, tag: version, changes });
+      const stream = await docker.importImage(archive.stdout, { repo, tag: version, changes: [...options.changes] });
       await Promise.all([followProgress(stream, options.onProgress), archived]);
     } catch (error) {
       archive.kill('SIGKILL');

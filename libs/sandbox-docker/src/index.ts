@@ -73,6 +73,17 @@ export {
   dockerfileBases,
 } from './dockerfile-build.js';
 export type { BaseImage, ContextFile, DockerfileBuild, DockerfileBuildOptions } from './dockerfile-build.js';
+export {
+  buildStackBaseImage,
+  buildStackDockerfileImage,
+  listStackImages,
+  removeStackImages,
+  STACK_BASE_PACKAGES,
+  STACK_IMAGE_LABEL,
+  STACK_IMAGE_NAMES,
+  STACK_USERS,
+} from './stack-images.js';
+export type { StackBaseOptions, StackDockerfileOptions, StackImage, StackImageInfo, StackImageName } from './stack-images.js';
 export { FLAG_FILTERED_SYSCALLS, REFUSED_SYSCALLS, SECCOMP_PROBE_BINARY, sandboxSeccomp } from './seccomp-profile.js';
 export type { SandboxSeccomp, SeccompProfile, SeccompRule } from './seccomp-profile.js';
 export { elfNeedsLoader } from './static-elf.js';

@@ -30,6 +30,19 @@ const DATABASE_TIMEOUT_MS = 30_000;
 export function registerProjectionsCommand(program: Command, context: CommandContext): void {
   const projections = program.command('projections').description('manage the PostgreSQL projections of the evidence log');
   projections
+    .command('migrate')
+    .description('run the migrations only (what `cairn up` runs before the services start; a compose stack runs it once)')
+    .addHelpText('after', '\nWrites PostgreSQL (CAIRN_DATABASE_URL). Exit status: 0 up to date, 1 failed (E_UNAVAILABLE when PostgreSQL cannot be reached).')
+    .action(async (_options: unknown, command: Command) => {
+      const output = context.output(command);
+      const { CONNECT_TIMEOUT_MS, databaseUrl, withPostgres } = await import('../connections.js');
+      const { withStackDefaults } = await import('../stack/stack-target.js');
+      const url = databaseUrl(await withStackDefaults(context.env));
+      const { migrate } = await import('@cairn/persistence');
+      const applied = await withPostgres(url, () => migrate(url), CONNECT_TIMEOUT_MS + DATABASE_TIMEOUT_MS);
+      output.result(`${output.okMark()}  ${applied.length === 0 ? 'schema up to date' : `applied ${applied.join(', ')}`}`, { ok: true, applied });
+    });
+  projections
     .command('rebuild')
     .description('run the migrations, then rebuild every projection from the evidence stream (the log is the truth)')
     .addHelpText(

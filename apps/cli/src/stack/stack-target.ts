@@ -1,3 +1,4 @@
+import { lstat, readFile } from 'node:fs/promises';
 import { CairnError } from '@cairn/contracts';
 import type { Cairn } from '@cairn/sdk';
 import { cairnClient } from '../cairn-client.js';
@@ -14,14 +15,33 @@ export interface StackTarget {
 }
 
 /**
+ * The key in CAIRN_API_KEY_FILE (a compose stack's, say), or null when it is unset. The file must be
+ * a regular file nobody but its owner may read; its owner may be another user (root reading the key a
+ * container's user owns), since this only uses the key and keeps nothing.
+ */
+async function keyFromFile(env: NodeJS.ProcessEnv): Promise<string | null> {
+  const path = env.CAIRN_API_KEY_FILE;
+  if (path === undefined || path === '') return null;
+  const refuse = (why: string): never => {
+    throw new CairnError('E_INPUT', `CAIRN_API_KEY_FILE ${path} ${why}`, { variables: ['CAIRN_API_KEY_FILE'], path });
+  };
+  const stats = await lstat(path).catch((error: unknown) => refuse(`cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`));
+  if (!stats.isFile()) refuse('is not a regular file');
+  if ((stats.mode & 0o077) !== 0) refuse(`has mode 0${(stats.mode & 0o777).toString(8)}: it must be readable by its owner only (chmod 600)`);
+  const key = (await readFile(path, 'utf8')).trim();
+  if (!/^cairn_[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/.test(key)) refuse('does not hold one API key (cairn_<8-char prefix>_<secret>)');
+  return key;
+}
+
+/**
  * The gateway later commands talk to: CAIRN_URL + CAIRN_API_KEY when set, else the stack started
  * from this state directory (`stack.json` and its key file).
  */
 export async function resolveTarget(env: NodeJS.ProcessEnv): Promise<StackTarget> {
-  const explicitKey = env.CAIRN_API_KEY !== undefined && env.CAIRN_API_KEY !== '' ? env.CAIRN_API_KEY : null;
+  const explicitKey = env.CAIRN_API_KEY !== undefined && env.CAIRN_API_KEY !== '' ? env.CAIRN_API_KEY : await keyFromFile(env);
   if (env.CAIRN_URL !== undefined && env.CAIRN_URL !== '') {
     if (!/^https?:\/\/[^\s]+$/.test(env.CAIRN_URL)) throw new CairnError('E_INPUT', 'invalid configuration: CAIRN_URL: an http:// or https:// URL', { variables: ['CAIRN_URL'] });
-    if (explicitKey === null) throw new CairnError('E_INPUT', 'CAIRN_URL is set but CAIRN_API_KEY is not: the gateway needs a key', { variables: ['CAIRN_API_KEY'] });
+    if (explicitKey === null) throw new CairnError('E_INPUT', 'CAIRN_URL is set but CAIRN_API_KEY (or CAIRN_API_KEY_FILE) is not: the gateway needs a key', { variables: ['CAIRN_API_KEY'] });
     return { client: cairnClient(env.CAIRN_URL, explicitKey), apiKey: explicitKey, stack: null };
   }
   const home = stackHome(env);
