@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { approvalsBucketFor, DEFAULT_ARTIFACT_BUCKET, DEFAULT_EVIDENCE_STREAM, EvidenceLogConfigSchema, isolatedNames, loadConfig, queueBucketFor } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_ARTIFACT_BUCKET, DEFAULT_EVIDENCE_STREAM, EvidenceLogConfigSchema, isolatedNames, loadConfig, queueBucketFor, TlogConfigSchema, tlogNames } from '@cairn/config';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, restoreStream, snapshotStream } from '@cairn/evidence-log';
 import type { StreamSnapshot } from '@cairn/evidence-log';
@@ -87,6 +87,11 @@ export const BackupManifestSchema = z.object({
 });
 export type BackupManifest = z.infer<typeof BackupManifestSchema>;
 
+function tlogStreams(env: NodeJS.ProcessEnv): { stream: string; required: boolean }[] {
+  const names = tlogNames(loadConfig(EvidenceLogConfigSchema.extend(TlogConfigSchema.shape), env));
+  return [{ stream: names.stream, required: false }, { stream: bucketStreamName(names.checkpointBucket), required: false }];
+}
+
 /** The streams a stack keeps: the evidence log first (it must be there), then commands, the KV buckets and the artifact store (when they are). */
 export function stackStreams(env: NodeJS.ProcessEnv): { stream: string; required: boolean }[] {
   const leases = env.CAIRN_LEASES_BUCKET || DEFAULT_LEASES_BUCKET;
@@ -94,6 +99,8 @@ export function stackStreams(env: NodeJS.ProcessEnv): { stream: string; required
     { stream: env.CAIRN_EVIDENCE_STREAM || DEFAULT_EVIDENCE_STREAM, required: true },
     { stream: env.CAIRN_COMMAND_STREAM || DEFAULT_COMMAND_STREAM, required: false },
     ...[env.CAIRN_WORKERS_BUCKET || DEFAULT_WORKERS_BUCKET, leases, approvalsBucketFor(leases), queueBucketFor(leases)].map((bucket) => ({ stream: bucketStreamName(bucket), required: false })),
+    // The log of seal heads and its checkpoints (ADR 0020): a restored deployment keeps its promises to witnesses.
+    ...tlogStreams(env),
     // The outputs the receipts name by sha256 (ADR 0021): without them a restored run's outputs are gone.
     { stream: `OBJ_${env.CAIRN_ARTIFACT_BUCKET || DEFAULT_ARTIFACT_BUCKET}`, required: false },
   ];
