@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { DigestCheck } from './digest-check.js';
 
 /** What `verify` found: the bytes hash to their name, are missing, or do not (tampered, rotten). */
 export type ArtifactState = 'ok' | 'missing' | 'corrupt';
@@ -140,27 +141,9 @@ export class FsArtifactStore implements ArtifactStore {
       if (size > options.maxBytes) {
         throw new CairnError('E_TOO_LARGE', `artifact ${sha256} is ${size} bytes, more than the ${options.maxBytes} served at most`, { sha256, bytes: size, maxBytes: options.maxBytes });
       }
-      const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-      let wellFormed = true;
-      const hash = createHash('sha256');
-      for await (const chunk of readChunks(file)) {
-        hash.update(chunk);
-        if (wellFormed) {
-          try {
-            utf8.decode(chunk, { stream: true });
-          } catch {
-            wellFormed = false;
-          }
-        }
-      }
-      if (wellFormed) {
-        try {
-          utf8.decode();
-        } catch {
-          wellFormed = false;
-        }
-      }
-      const actual = hash.digest('hex');
+      const check = new DigestCheck();
+      for await (const chunk of readChunks(file)) check.update(chunk);
+      const { sha256: actual, wellFormed } = check.finish();
       if (actual !== sha256) throw corrupt(sha256, actual);
       return {
         sha256,

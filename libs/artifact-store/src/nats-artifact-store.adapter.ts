@@ -7,6 +7,7 @@ import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { createHash } from 'node:crypto';
 import type { ArtifactState, ArtifactStore, VerifiedArtifact } from './artifact-store.adapter.js';
+import { DigestCheck } from './digest-check.js';
 
 /** JetStream's answer to a publish past the stream's max_bytes (the object store's stream discards new). */
 const MAX_BYTES_EXCEEDED = 10077;
@@ -248,31 +249,15 @@ export class NatsArtifactStore implements ArtifactStore {
     if (info.size > options.maxBytes) {
       throw new CairnError('E_TOO_LARGE', `artifact ${sha256} is ${info.size} bytes, more than the ${options.maxBytes} served at most`, { sha256, bytes: info.size, maxBytes: options.maxBytes });
     }
-    const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-    let wellFormed = true;
-    const hash = createHash('sha256');
+    const check = new DigestCheck();
     const seqs: number[] = [];
     let size = 0;
     for await (const { seq, data } of this.walk(info)) {
       seqs.push(seq);
       size += data.byteLength;
-      hash.update(data);
-      if (wellFormed) {
-        try {
-          utf8.decode(data, { stream: true });
-        } catch {
-          wellFormed = false;
-        }
-      }
+      check.update(data);
     }
-    if (wellFormed) {
-      try {
-        utf8.decode();
-      } catch {
-        wellFormed = false;
-      }
-    }
-    const actual = hash.digest('hex');
+    const { sha256: actual, wellFormed } = check.finish();
     if (size !== info.size || actual !== sha256) throw corrupt(sha256, actual);
     const subject = chunkSubject(this.options.bucket, info.nuid);
     const fetch = (seq: number) => this.message(sha256, { seq });
