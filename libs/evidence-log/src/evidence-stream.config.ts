@@ -58,11 +58,16 @@ export function parseEvidenceSubject(subjectPrefix: string, subject: string): { 
  * The evidence stream: append-only at the broker. File storage, deletes and purges denied, no
  * limit that could drop a message (count, bytes, age, per subject), no rollup, direct gets on.
  */
-export function evidenceStreamConfig(options: ResolvedEvidenceLogOptions): Partial<StreamConfig> & { name: string } {
+/**
+ * A stream nothing may shrink: file storage, no limit that could drop a message (count, bytes, age,
+ * per subject), deletes, purges and rollups denied, direct gets on. The evidence log and the log of
+ * seal heads are both this.
+ */
+export function appendOnlyStreamConfig(options: { name: string; description: string; subjects: string[]; replicas: number; maxMsgSize: number; duplicateWindowMs: number }): Partial<StreamConfig> & { name: string } {
   return {
-    name: options.stream,
-    description: 'Cairn evidence log: hash-chained receipts, a subject per chain and type. Append-only.',
-    subjects: [evidenceSubjects(options.subjectPrefix)],
+    name: options.name,
+    description: options.description,
+    subjects: options.subjects,
     retention: 'limits',
     storage: 'file',
     num_replicas: options.replicas,
@@ -70,14 +75,27 @@ export function evidenceStreamConfig(options: ResolvedEvidenceLogOptions): Parti
     max_bytes: -1,
     max_age: 0,
     max_msgs_per_subject: -1,
-    max_msg_size: MAX_RECEIPT_BYTES,
-    max_consumers: -1,
+    max_msg_size: options.maxMsgSize,
     discard: 'old',
     duplicate_window: nanos(options.duplicateWindowMs),
     deny_delete: true,
     deny_purge: true,
     allow_rollup_hdrs: false,
     allow_direct: true,
+  };
+}
+
+export function evidenceStreamConfig(options: ResolvedEvidenceLogOptions): Partial<StreamConfig> & { name: string } {
+  return {
+    ...appendOnlyStreamConfig({
+      name: options.stream,
+      description: 'Cairn evidence log: hash-chained receipts, a subject per chain and type. Append-only.',
+      subjects: [evidenceSubjects(options.subjectPrefix)],
+      replicas: options.replicas,
+      maxMsgSize: MAX_RECEIPT_BYTES,
+      duplicateWindowMs: options.duplicateWindowMs,
+    }),
+    max_consumers: -1,
     // Receipts that belong together (a secret's redactions and the run's end, a grade and the seal) are stored all or none.
     allow_atomic: true,
     metadata: { [SUBJECT_LAYOUT_KEY]: SUBJECT_LAYOUT },

@@ -14,6 +14,7 @@ export {
 } from './evidence-log.options.js';
 export type { EvidenceLogOptions, ResolvedEvidenceLogOptions } from './evidence-log.options.js';
 export {
+  appendOnlyStreamConfig,
   chainSubjects,
   evidenceLayoutProblem,
   evidenceStreamConfig,

@@ -1,7 +1,7 @@
 import { DEFAULT_NATS_REPLICAS, replicasProblem } from '@cairn/config';
 import type { TlogNames } from '@cairn/config';
+import { appendOnlyStreamConfig } from '@cairn/evidence-log';
 import type { StreamConfig } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
 
 export interface TlogOptions extends TlogNames {
   /** Replicas of the stream and of the checkpoints' bucket (CAIRN_NATS_REPLICAS). */
@@ -39,25 +39,14 @@ export function checkpointRequestSubject(subjectPrefix: string): string {
  * leaf's index is its stream seq minus one.
  */
 export function tlogStreamConfig(options: ResolvedTlogOptions): Partial<StreamConfig> & { name: string } {
-  return {
+  return appendOnlyStreamConfig({
     name: options.stream,
     description: 'Cairn log of seal heads: one RFC 6962 leaf (a seal statement) per sealed chain, leaf index = stream seq - 1. Append-only.',
     subjects: [leafSubjects(options.subjectPrefix)],
-    retention: 'limits',
-    storage: 'file',
-    num_replicas: options.replicas,
-    max_msgs: -1,
-    max_bytes: -1,
-    max_age: 0,
-    max_msgs_per_subject: -1,
-    max_msg_size: MAX_LEAF_BYTES,
-    discard: 'old',
-    duplicate_window: nanos(120_000),
-    deny_delete: true,
-    deny_purge: true,
-    allow_rollup_hdrs: false,
-    allow_direct: true,
-  };
+    replicas: options.replicas,
+    maxMsgSize: MAX_LEAF_BYTES,
+    duplicateWindowMs: 120_000,
+  });
 }
 
 /** What is wrong with a stream's config for holding the leaves, one line per problem. */
