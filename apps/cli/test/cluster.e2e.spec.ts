@@ -21,10 +21,7 @@ let stack: TestStack;
 
 beforeAll(async () => {
   cluster = await startNatsServers({ label: 'cairn-r3' });
-  // Leases of 30 s, not 15: what this measures is the log surviving its leader's loss. On a loaded machine the
-  // elections of every R3 stream and bucket (evidence, leases, the artifact store, the log of seal heads…) can
-  // take past 15 s, and a lease that lapses meanwhile fails its run E_WORKER_LOST, by design (fail closed).
-  stack = await TestStack.create('cluster', { CAIRN_NATS_URL: cluster.urls, CAIRN_NATS_REPLICAS: '3', CAIRN_LEASE_TTL_MS: '30000' });
+  stack = await TestStack.create('cluster', { CAIRN_NATS_URL: cluster.urls, CAIRN_NATS_REPLICAS: '3' });
   await stack.up();
 });
 

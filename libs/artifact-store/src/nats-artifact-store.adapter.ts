@@ -1,4 +1,4 @@
-import { DEFAULT_NATS_REPLICAS, replicasHint, replicasProblem, whileLeaderless } from '@cairn/config';
+import { DEFAULT_NATS_REPLICAS, isLeaderless, replicasHint, replicasProblem, whileLeaderless } from '@cairn/config';
 import { CairnError, isCairnError, Sha256HexSchema } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager, StoredMsg } from '@nats-io/jetstream';
@@ -8,6 +8,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { createHash } from 'node:crypto';
 import type { ArtifactState, ArtifactStore, VerifiedArtifact } from './artifact-store.adapter.js';
 import { DigestCheck } from './digest-check.js';
+
+/** How long a put waits out a leaderless store (a cluster electing after losing a node). */
+const PUT_OUTAGE_MS = 30_000;
 
 /** JetStream's answer to a publish past the stream's max_bytes (the object store's stream discards new). */
 const MAX_BYTES_EXCEEDED = 10077;
@@ -160,12 +163,15 @@ export class NatsArtifactStore implements ArtifactStore {
   }
 
   private async putAs(sha256: string, source: Source): Promise<void> {
+    // A cluster electing the store's leader (a node lost) is waited out, as an append to the log is:
+    // the run's step must not fail for it. Bytes in hand are put again; a stream cannot be.
+    const outageUntil = Date.now() + PUT_OUTAGE_MS;
     const store = this.store;
     if (store === null || this.options.create === undefined) {
       throw new CairnError('E_INTERNAL', `the artifact store ${this.options.bucket} was opened to read: only its writer stores artifacts`);
     }
     for (let attempt = 0; ; attempt++) {
-      const existing = await this.call(`cannot read artifact ${sha256}`, () => store.info(sha256));
+      const existing = await this.call(`cannot read artifact ${sha256}`, () => whileLeaderless(() => store.info(sha256), PUT_OUTAGE_MS));
       // Equal bytes are one artifact: stored already under a digest that is its name, nothing to do.
       if (existing !== null && !existing.deleted && digestHex(existing.digest) === sha256) return;
       try {
@@ -187,6 +193,10 @@ export class NatsArtifactStore implements ArtifactStore {
             bucket: this.options.bucket,
             sha256,
           });
+        }
+        if (isLeaderless(error) && !isIterable(source) && Date.now() < outageUntil) {
+          await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 300));
+          continue;
         }
         const raced = error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
         if (raced && attempt < 3 && !isIterable(source)) continue;

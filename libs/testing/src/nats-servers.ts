@@ -88,16 +88,27 @@ interface NodePorts {
   http: number;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no free loopback port');
-  return address.port;
+/**
+ * `count` distinct free loopback ports: every listener is held until all are bound, so no two of
+ * them can be the same port (one at a time, the kernel may hand out a just-released one again).
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  try {
+    const ports: number[] = [];
+    for (const server of servers) {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no free loopback port');
+      ports.push(address.port);
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))));
+  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -188,7 +199,8 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
   if (sync === 'always') await writeFile(join(dir, 'sync.conf'), await readFile(SYNC_CONF, 'utf8'));
   if (options.authorizationFile !== undefined) await writeFile(join(dir, 'auth.conf'), await readFile(options.authorizationFile, 'utf8'));
   const ports: NodePorts[] = [];
-  for (let i = 0; i < count; i++) ports.push({ client: await freePort(), cluster: await freePort(), http: await freePort() });
+  const free = await freePorts(count * 3);
+  for (let i = 0; i < count; i++) ports.push({ client: free[3 * i]!, cluster: free[3 * i + 1]!, http: free[3 * i + 2]! });
   const nodes: ServerProcess[] = [];
   for (const [i, port] of ports.entries()) {
     const name = `${label}-n${i + 1}`;
