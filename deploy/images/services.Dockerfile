@@ -11,7 +11,7 @@ COPY libs /app/libs
 COPY apps /app/apps
 COPY runtime-entry.sh /usr/local/bin/cairn-runtime-entry
 # The state a container keeps, owned by the user every service runs as (named volumes copy it).
-RUN install -d -o 10001 -g 10001 -m 0700 /var/lib/cairn /var/lib/cairn/artifacts /var/lib/cairn/worker
+RUN install -d -o 10001 -g 10001 -m 0700 /var/lib/cairn /var/lib/cairn/worker
 ENV NODE_ENV=production
 WORKDIR /app
 USER 10001:10001
