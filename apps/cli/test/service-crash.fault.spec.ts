@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isolatedNames, queueBucketFor } from '@cairn/config';
+import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
+import { testDatabaseUrl, testNatsUrl } from '@cairn/testing';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRunning, TestStack } from './stack.harness.js';
+import type { RunView } from './stack.harness.js';
+
+/*
+ * The fault matrix's first row (issue 18, docs/testing.md "The fault matrix"): `kill -9` of each
+ * service in the middle of a run on one isolated stack (`cairn up`), the service restarted by
+ * `cairn up`, and then the fault suite's checker judging the whole log after each crash — L, D, C,
+ * T, R (the live warm pool set aside) and P. Every run but the runtime's ends SEALED with the same
+ * receipts a run without a crash records; the runtime's ends FAILED E_WORKER_LOST (no `retries`),
+ * its sandbox reaped by the restarted runtime. A run submitted while intake, policy or the
+ * scheduler is down waits and goes on once it is back; a webhook registered for `run.sealed` is
+ * delivered although the webhooks service died in the middle of its run.
+ */
+
+const SMALL = { wallSeconds: 30, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
+const CHECK = { id: 'says-done', source: 'steps[1].stdout', op: 'contains', value: 'done', weight: 2 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let stack: TestStack;
+let nc: NatsConnection;
+let receiver: Server;
+let receiverUrl = '';
+const delivered: { type: string; chainId: string; eventId: string }[] = [];
+const acknowledged: string[] = [];
+const clock = scenarioClock();
+/** The receipt types, sorted, of a run with no crash: what every crashed run but the runtime's must record. */
+let reference: string[] = [];
+
+function body(name: string, steps: unknown[]) {
+  return JSON.stringify({ name, image: 'cairn/sandbox-busybox:1', steps, caps: SMALL, network: 'none', checks: [CHECK], claim: { checks: [{ ...CHECK, weight: undefined }] } });
+}
+
+/** POST /v1/runs; the run id once it is acknowledged (202). */
+async function submit(name: string, steps: unknown[] = [{ argv: ['sleep', '2'] }, { argv: ['echo', 'done'] }]): Promise<string> {
+  const response = await stack.api('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: body(name, steps) });
+  const answer = (await response.json()) as { runId?: string };
+  expect(response.status, JSON.stringify(answer)).toBe(202);
+  acknowledged.push(answer.runId!);
+  return answer.runId!;
+}
+
+/** SIGKILL, as a crash would; resolves once the process is gone. */
+async function crash(service: string): Promise<void> {
+  const pid = (await stack.stackFile()).services[service]!.pid;
+  process.kill(pid, 'SIGKILL');
+  await expect.poll(() => isRunning(pid), { timeout: 5_000 }).toBe(false);
+}
+
+async function restart(service: string): Promise<void> {
+  const up = await stack.up();
+  expect(up).toMatchObject({ outcome: 'restarted', restarted: [service] });
+}
+
+/** Waits for a receipt type on the run's chain (read through the gateway, which must be up). */
+async function waitForType(runId: string, type: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await stack.types(runId)).includes(type)) {
+    if (Date.now() > deadline) throw new Error(`no ${type} on ${runId}: ${(await stack.types(runId)).join(', ')}\n${await stack.logs()}`);
+    await sleep(100);
+  }
+}
+
+const sealed = (run: RunView) => run.sealed;
+
+/** The checker over the whole stream so far: every invariant must hold after each crash. */
+async function expectInvariants(): Promise<void> {
+  const names = stack.names;
+  const report = await checkStack(
+    {
+      nc,
+      natsUrl: stack.env.CAIRN_NATS_URL ?? testNatsUrl(),
+      evidenceStream: names.evidenceStream,
+      subjectPrefix: isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX,
+      workerIds: [names.workerId],
+      warmPoolLive: true,
+      leasesBucket: names.leasesBucket,
+      queueBucket: queueBucketFor(names.leasesBucket),
+      databaseUrl: stack.database.url,
+      databaseServerUrl: testDatabaseUrl(),
+    },
+    { acknowledged },
+    clock,
+  );
+  console.log(formatReport(report));
+  for (const invariant of ['L', 'D', 'C', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
+}
+
+/** A crashed run's outcome: sealed as a run without a crash is, with the same receipts. */
+async function expectLikeReference(runId: string): Promise<void> {
+  const run = await stack.waitForRun(runId, sealed, 60_000);
+  expect(run).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS', score: 2, maxScore: 2 });
+  expect((await stack.types(runId)).sort()).toEqual(reference);
+}
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; type: string; chain: string };
+      delivered.push({ type: event.type, chainId: event.chain, eventId: event.id });
+      res.statusCode = 200;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/sealed`;
+  stack = await TestStack.create('crash-fault', {
+    CAIRN_LEASE_TTL_MS: '4000',
+    CAIRN_LEASE_RENEW_MS: '1000',
+    CAIRN_HEARTBEAT_MS: '500',
+    // A restarted runtime records the reap of a crashed run's sandbox before the grader seals without it.
+    CAIRN_GRADER_TEARDOWN_GRACE_MS: '20000',
+    // A submit waits this long for intake's reply: longer than `cairn up` takes to bring intake back.
+    CAIRN_GATEWAY_COMMAND_TIMEOUT_MS: '45000',
+    CAIRN_WEBHOOKS_ALLOW_PRIVATE: '1',
+    CAIRN_WEBHOOKS_RETRY_BASE_MS: '300',
+    CAIRN_WEBHOOKS_RETRY_MAX_MS: '600',
+  });
+  expect((await stack.up()).outcome).toBe('started');
+  nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+  const hook = await stack.api('/v1/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: receiverUrl, events: ['run.sealed'] }) });
+  expect(hook.status, await hook.clone().text()).toBe(201);
+  const runId = await submit('no crash');
+  await stack.waitForRun(runId, sealed, 60_000);
+  reference = (await stack.types(runId)).sort();
+}, 180_000);
+
+afterAll(async () => {
+  await nc?.close();
+  await stack?.dispose();
+  await new Promise<void>((resolve) => (receiver === undefined ? resolve() : receiver.close(() => resolve())));
+});
+
+describe('fault: kill -9 of each service mid-run, restarted by cairn up, every invariant checked after', () => {
+  it('with no crash: the reference run seals and every invariant holds', async () => {
+    expect(reference).toContain('run.sealed');
+    await expectInvariants();
+  });
+
+  // A run in flight needs nothing more of intake; one submitted while it is down waits in the command stream.
+  for (const service of ['intake', 'policy', 'scheduler'] as const) {
+    it(`${service}: the run in flight seals; one submitted while it is down waits and goes on once it is back`, async () => {
+      const inFlight = await submit(`${service} crash, in flight`);
+      await waitForType(inFlight, 'step.started');
+      await crash(service);
+      // Intake down: the gateway's submit waits for intake's reply, so it goes in beside the restart.
+      const late = service === 'intake' ? null : await submit(`${service} crash, submitted while down`);
+      if (late !== null) {
+        await sleep(1000);
+        const types = await stack.types(late);
+        expect(types.includes(service === 'policy' ? 'policy.decided' : 'run.scheduled'), types.join(', ')).toBe(false);
+      }
+      const lateWhileRestarting = service === 'intake' ? submit('intake crash, submitted while down') : null;
+      await restart(service);
+      await expectLikeReference(inFlight);
+      await expectLikeReference(late ?? (await lateWhileRestarting!));
+      await expectInvariants();
+    });
+  }
+
+  it('runtime: the run ends FAILED E_WORKER_LOST, its sandbox is reaped by the runtime restarted, nothing runs twice', async () => {
+    const runId = await submit('runtime crash', [{ argv: ['sleep', '20'] }, { argv: ['echo', 'done'] }]);
+    await waitForType(runId, 'step.started');
+    await crash('runtime');
+    expect(await stack.containers(runId)).toHaveLength(1);
+    await restart('runtime');
+    const run = await stack.waitForRun(runId, sealed, 60_000);
+    expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_WORKER_LOST' });
+    const types = await stack.types(runId);
+    expect(types.filter((t) => t === 'step.completed')).toHaveLength(0);
+    expect(types).toContain('sandbox.destroyed');
+    await expectInvariants();
+  });
+
+  // Their work comes once the steps have ended: it arrives while they are down, and is done once when they are back.
+  for (const service of ['kernel', 'verifier', 'grader', 'projector'] as const) {
+    it(`${service}: the work that arrives while it is down is done once, when it is back`, async () => {
+      const runId = await submit(`${service} crash`);
+      await waitForType(runId, 'step.started');
+      await crash(service);
+      if (service !== 'projector') {
+        await waitForType(runId, 'sandbox.destroyed');
+        await sleep(500);
+        expect((await stack.getRun(runId)).sealed).toBe(false);
+      }
+      await restart(service);
+      await expectLikeReference(runId);
+      await expectInvariants();
+    });
+  }
+
+  it('gateway: the run goes on without it; once it is back the run reads sealed', async () => {
+    const runId = await submit('gateway crash');
+    await waitForType(runId, 'step.started');
+    await crash('gateway');
+    await sleep(3000);
+    await restart('gateway');
+    await expectLikeReference(runId);
+    await expectInvariants();
+  });
+
+  it('webhooks: a run sealed while it is down is delivered once it is back', async () => {
+    const runId = await submit('webhooks crash');
+    await waitForType(runId, 'step.started');
+    await crash('webhooks');
+    await stack.waitForRun(runId, sealed, 60_000);
+    await restart('webhooks');
+    await expectLikeReference(runId);
+    await expect.poll(() => delivered.filter((d) => d.chainId === runId && d.type === 'run.sealed').length, { timeout: 30_000 }).toBeGreaterThan(0);
+    // Every sealed run so far was delivered, and a repeat (at-least-once) carries the same event id.
+    for (const chainId of acknowledged) {
+      const events = delivered.filter((d) => d.chainId === chainId && d.type === 'run.sealed');
+      expect(events.length, `run.sealed of ${chainId} delivered`).toBeGreaterThan(0);
+      expect(new Set(events.map((e) => e.eventId)).size).toBe(1);
+    }
+    await expectInvariants();
+  });
+});
