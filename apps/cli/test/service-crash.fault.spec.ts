@@ -1,15 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isolatedNames, queueBucketFor } from '@cairn/config';
-import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
-import { testDatabaseUrl, testNatsUrl } from '@cairn/testing';
+import { scenarioClock } from '@cairn/fault-testing';
+import { testNatsUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FaultScenario, sealed, sleep } from './fault-stack.harness.js';
 import { isRunning, TestStack } from './stack.harness.js';
-import type { RunView } from './stack.harness.js';
 
 /*
  * The fault matrix's first row (issue 18, docs/testing.md "The fault matrix"): `kill -9` of each
@@ -22,32 +20,15 @@ import type { RunView } from './stack.harness.js';
  * delivered although the webhooks service died in the middle of its run.
  */
 
-const SMALL = { wallSeconds: 30, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.5 };
-const CHECK = { id: 'says-done', source: 'steps[1].stdout', op: 'contains', value: 'done', weight: 2 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 let stack: TestStack;
 let nc: NatsConnection;
+let scenario: FaultScenario;
 let receiver: Server;
 let receiverUrl = '';
 const delivered: { type: string; chainId: string; eventId: string }[] = [];
-const acknowledged: string[] = [];
 const clock = scenarioClock();
 /** The receipt types, sorted, of a run with no crash: what every crashed run but the runtime's must record. */
 let reference: string[] = [];
-
-function body(name: string, steps: unknown[]) {
-  return JSON.stringify({ name, image: 'cairn/sandbox-busybox:1', steps, caps: SMALL, network: 'none', checks: [CHECK], claim: { checks: [{ ...CHECK, weight: undefined }] } });
-}
-
-/** POST /v1/runs; the run id once it is acknowledged (202). */
-async function submit(name: string, steps: unknown[] = [{ argv: ['sleep', '2'] }, { argv: ['echo', 'done'] }]): Promise<string> {
-  const response = await stack.api('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: body(name, steps) });
-  const answer = (await response.json()) as { runId?: string };
-  expect(response.status, JSON.stringify(answer)).toBe(202);
-  acknowledged.push(answer.runId!);
-  return answer.runId!;
-}
 
 /** SIGKILL, as a crash would; resolves once the process is gone. */
 async function crash(service: string): Promise<void> {
@@ -61,44 +42,9 @@ async function restart(service: string): Promise<void> {
   expect(up).toMatchObject({ outcome: 'restarted', restarted: [service] });
 }
 
-/** Waits for a receipt type on the run's chain (read through the gateway, which must be up). */
-async function waitForType(runId: string, type: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await stack.types(runId)).includes(type)) {
-    if (Date.now() > deadline) throw new Error(`no ${type} on ${runId}: ${(await stack.types(runId)).join(', ')}\n${await stack.logs()}`);
-    await sleep(100);
-  }
-}
-
-const sealed = (run: RunView) => run.sealed;
-
-/** The checker over the whole stream so far: every invariant must hold after each crash. */
-async function expectInvariants(): Promise<void> {
-  const names = stack.names;
-  const report = await checkStack(
-    {
-      nc,
-      natsUrl: stack.env.CAIRN_NATS_URL ?? testNatsUrl(),
-      evidenceStream: names.evidenceStream,
-      subjectPrefix: isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX,
-      workerIds: [names.workerId],
-      warmPoolLive: true,
-      leasesBucket: names.leasesBucket,
-      queueBucket: queueBucketFor(names.leasesBucket),
-      databaseUrl: stack.database.url,
-      databaseServerUrl: testDatabaseUrl(),
-    },
-    { acknowledged },
-    clock,
-  );
-  console.log(formatReport(report));
-  for (const invariant of ['L', 'D', 'C', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
-}
-
 /** A crashed run's outcome: sealed as a run without a crash is, with the same receipts. */
 async function expectLikeReference(runId: string): Promise<void> {
-  const run = await stack.waitForRun(runId, sealed, 60_000);
-  expect(run).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS', score: 2, maxScore: 2 });
+  await scenario.expectSealedSupports(runId);
   expect((await stack.types(runId)).sort()).toEqual(reference);
 }
 
@@ -129,9 +75,10 @@ beforeAll(async () => {
   });
   expect((await stack.up()).outcome).toBe('started');
   nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+  scenario = new FaultScenario(stack, nc, clock);
   const hook = await stack.api('/v1/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: receiverUrl, events: ['run.sealed'] }) });
   expect(hook.status, await hook.clone().text()).toBe(201);
-  const runId = await submit('no crash');
+  const runId = await scenario.submit('no crash');
   await stack.waitForRun(runId, sealed, 60_000);
   reference = (await stack.types(runId)).sort();
 }, 180_000);
@@ -145,33 +92,33 @@ afterAll(async () => {
 describe('fault: kill -9 of each service mid-run, restarted by cairn up, every invariant checked after', () => {
   it('with no crash: the reference run seals and every invariant holds', async () => {
     expect(reference).toContain('run.sealed');
-    await expectInvariants();
+    await scenario.expectInvariants();
   });
 
   // A run in flight needs nothing more of intake; one submitted while it is down waits in the command stream.
   for (const service of ['intake', 'policy', 'scheduler'] as const) {
     it(`${service}: the run in flight seals; one submitted while it is down waits and goes on once it is back`, async () => {
-      const inFlight = await submit(`${service} crash, in flight`);
-      await waitForType(inFlight, 'step.started');
+      const inFlight = await scenario.submit(`${service} crash, in flight`);
+      await scenario.waitForType(inFlight, 'step.started');
       await crash(service);
       // Intake down: the gateway's submit waits for intake's reply, so it goes in beside the restart.
-      const late = service === 'intake' ? null : await submit(`${service} crash, submitted while down`);
+      const late = service === 'intake' ? null : await scenario.submit(`${service} crash, submitted while down`);
       if (late !== null) {
         await sleep(1000);
         const types = await stack.types(late);
         expect(types.includes(service === 'policy' ? 'policy.decided' : 'run.scheduled'), types.join(', ')).toBe(false);
       }
-      const lateWhileRestarting = service === 'intake' ? submit('intake crash, submitted while down') : null;
+      const lateWhileRestarting = service === 'intake' ? scenario.submit('intake crash, submitted while down') : null;
       await restart(service);
       await expectLikeReference(inFlight);
       await expectLikeReference(late ?? (await lateWhileRestarting!));
-      await expectInvariants();
+      await scenario.expectInvariants();
     });
   }
 
   it('runtime: the run ends FAILED E_WORKER_LOST, its sandbox is reaped by the runtime restarted, nothing runs twice', async () => {
-    const runId = await submit('runtime crash', [{ argv: ['sleep', '20'] }, { argv: ['echo', 'done'] }]);
-    await waitForType(runId, 'step.started');
+    const runId = await scenario.submit('runtime crash', [{ argv: ['sleep', '20'] }, { argv: ['echo', 'done'] }]);
+    await scenario.waitForType(runId, 'step.started');
     await crash('runtime');
     expect(await stack.containers(runId)).toHaveLength(1);
     await restart('runtime');
@@ -180,50 +127,50 @@ describe('fault: kill -9 of each service mid-run, restarted by cairn up, every i
     const types = await stack.types(runId);
     expect(types.filter((t) => t === 'step.completed')).toHaveLength(0);
     expect(types).toContain('sandbox.destroyed');
-    await expectInvariants();
+    await scenario.expectInvariants();
   });
 
   // Their work comes once the steps have ended: it arrives while they are down, and is done once when they are back.
   for (const service of ['kernel', 'verifier', 'grader', 'projector'] as const) {
     it(`${service}: the work that arrives while it is down is done once, when it is back`, async () => {
-      const runId = await submit(`${service} crash`);
-      await waitForType(runId, 'step.started');
+      const runId = await scenario.submit(`${service} crash`);
+      await scenario.waitForType(runId, 'step.started');
       await crash(service);
       if (service !== 'projector') {
-        await waitForType(runId, 'sandbox.destroyed');
+        await scenario.waitForType(runId, 'sandbox.destroyed');
         await sleep(500);
         expect((await stack.getRun(runId)).sealed).toBe(false);
       }
       await restart(service);
       await expectLikeReference(runId);
-      await expectInvariants();
+      await scenario.expectInvariants();
     });
   }
 
   it('gateway: the run goes on without it; once it is back the run reads sealed', async () => {
-    const runId = await submit('gateway crash');
-    await waitForType(runId, 'step.started');
+    const runId = await scenario.submit('gateway crash');
+    await scenario.waitForType(runId, 'step.started');
     await crash('gateway');
     await sleep(3000);
     await restart('gateway');
     await expectLikeReference(runId);
-    await expectInvariants();
+    await scenario.expectInvariants();
   });
 
   it('webhooks: a run sealed while it is down is delivered once it is back', async () => {
-    const runId = await submit('webhooks crash');
-    await waitForType(runId, 'step.started');
+    const runId = await scenario.submit('webhooks crash');
+    await scenario.waitForType(runId, 'step.started');
     await crash('webhooks');
     await stack.waitForRun(runId, sealed, 60_000);
     await restart('webhooks');
     await expectLikeReference(runId);
     await expect.poll(() => delivered.filter((d) => d.chainId === runId && d.type === 'run.sealed').length, { timeout: 30_000 }).toBeGreaterThan(0);
     // Every sealed run so far was delivered, and a repeat (at-least-once) carries the same event id.
-    for (const chainId of acknowledged) {
+    for (const chainId of scenario.acknowledged) {
       const events = delivered.filter((d) => d.chainId === chainId && d.type === 'run.sealed');
       expect(events.length, `run.sealed of ${chainId} delivered`).toBeGreaterThan(0);
       expect(new Set(events.map((e) => e.eventId)).size).toBe(1);
     }
-    await expectInvariants();
+    await scenario.expectInvariants();
   });
 });

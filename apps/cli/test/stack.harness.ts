@@ -107,11 +107,14 @@ export class TestStack {
     await this.rawArtifacts((store) => store.putBlob({ name: sha256 }, bytes));
   }
 
-  /** A stack not started yet; `tuning` adds CAIRN_* settings (short leases for crash tests, …). */
-  static async create(prefix: string, tuning: Record<string, string> = {}): Promise<TestStack> {
+  /**
+   * A stack not started yet; `tuning` adds CAIRN_* settings (short leases for crash tests, …);
+   * `databaseServerUrl` makes its database on a PostgreSQL of the test's own (`startOwnPostgres`).
+   */
+  static async create(prefix: string, tuning: Record<string, string> = {}, options: { databaseServerUrl?: string } = {}): Promise<TestStack> {
     const home = await mkdtemp(join(tmpdir(), `cairn-${prefix}-`));
     const stackId = uniqueName(prefix).toLowerCase().replace(/_/g, '-');
-    const database = await createTestDatabase(`cairn_${prefix.replace(/-/g, '_')}`);
+    const database = await createTestDatabase(`cairn_${prefix.replace(/-/g, '_')}`, options.databaseServerUrl);
     const env = {
       CAIRN_HOME: home,
       CAIRN_STACK_ID: stackId,
