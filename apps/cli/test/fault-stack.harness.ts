@@ -32,11 +32,11 @@ export class FaultScenario {
   ) {}
 
   /** POST /v1/runs of a run whose grade is 2/2 when its second step says `done`; the answer as it came. */
-  async post(name: string, steps: unknown[] = TWO_STEPS): Promise<{ status: number; body: { runId?: string; code?: string } }> {
+  async post(name: string, steps: unknown[] = TWO_STEPS, caps: Partial<typeof SMALL> = {}): Promise<{ status: number; body: { runId?: string; code?: string } }> {
     const response = await this.stack.api('/v1/runs', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ name, image: 'cairn/sandbox-busybox:1', steps, caps: SMALL, network: 'none', checks: [CHECK], claim: { checks: [{ ...CHECK, weight: undefined }] } }),
+      body: JSON.stringify({ name, image: 'cairn/sandbox-busybox:1', steps, caps: { ...SMALL, ...caps }, network: 'none', checks: [CHECK], claim: { checks: [{ ...CHECK, weight: undefined }] } }),
     });
     const body = (await response.json()) as { runId?: string; code?: string };
     if (response.status === 202) this.acknowledged.push(body.runId!);
@@ -44,8 +44,8 @@ export class FaultScenario {
   }
 
   /** As `post`, which must be acknowledged: the run id. */
-  async submit(name: string, steps: unknown[] = TWO_STEPS): Promise<string> {
-    const answer = await this.post(name, steps);
+  async submit(name: string, steps: unknown[] = TWO_STEPS, caps: Partial<typeof SMALL> = {}): Promise<string> {
+    const answer = await this.post(name, steps, caps);
     expect(answer.status, JSON.stringify(answer.body)).toBe(202);
     return answer.body.runId!;
   }

@@ -6,7 +6,7 @@ import { testNatsUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultScenario, sealed, sleep } from './fault-stack.harness.js';
+import { FaultScenario, sealed, sleep, TWO_STEPS } from './fault-stack.harness.js';
 import { isRunning, TestStack } from './stack.harness.js';
 
 /*
@@ -127,6 +127,43 @@ describe('fault: kill -9 of each service mid-run, restarted by cairn up, every i
     const types = await stack.types(runId);
     expect(types.filter((t) => t === 'step.completed')).toHaveLength(0);
     expect(types).toContain('sandbox.destroyed');
+    await scenario.expectInvariants();
+  });
+
+  it("runtime: killed between the engine creating a run's container and the runtime recording it, the container is reaped and not counted twice", async () => {
+    // Caps no warm-pool profile has: the container is created for this run, labelled with its chain.
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    const events = await docker.getEvents({ filters: { type: ['container'], event: ['create'], label: [`io.cairn.worker=${stack.names.workerId}`] } });
+    const target: { runId: string | null } = { runId: null };
+    const pid = (await stack.stackFile()).services.runtime!.pid;
+    const killed = new Promise<boolean>((resolve) => {
+      let text = '';
+      events.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n')) {
+          const line = text.slice(0, nl);
+          text = text.slice(nl + 1);
+          const chain = (JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } }).Actor?.Attributes?.['io.cairn.chain'];
+          if (chain !== undefined && chain.startsWith('run_')) {
+            process.kill(pid, 'SIGKILL');
+            target.runId = chain;
+            resolve(true);
+          }
+        }
+      });
+    });
+    const runId = await scenario.submit('runtime crash at create', TWO_STEPS, { memoryMiB: 40 });
+    expect(await Promise.race([killed, sleep(30_000).then(() => false)])).toBe(true);
+    (events as unknown as { destroy(): void }).destroy();
+    expect(target.runId).toBe(runId);
+    await expect.poll(() => isRunning(pid), { timeout: 5_000 }).toBe(false);
+    const recorded = (await stack.types(runId)).includes('sandbox.created');
+    console.log(`killed at the engine's create event: sandbox.created ${recorded ? 'was already' : 'was not yet'} on the chain`);
+    await restart('runtime');
+    const run = await stack.waitForRun(runId, sealed, 60_000);
+    expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_WORKER_LOST' });
+    expect(await stack.containers(runId)).toEqual([]);
     await scenario.expectInvariants();
   });
 
