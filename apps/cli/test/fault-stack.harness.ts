@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isolatedNames, queueBucketFor } from '@cairn/config';
 import { checkStack, formatReport } from '@cairn/fault-testing';
+import type { InvariantReport } from '@cairn/fault-testing';
 import { testDatabaseUrl, testNatsUrl } from '@cairn/testing';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { expect } from 'vitest';
@@ -67,8 +68,15 @@ export class FaultScenario {
 
   /** The checker over the whole stream so far: every invariant checked, and holding. */
   async expectInvariants(): Promise<void> {
+    const report = await this.check();
+    console.log(formatReport(report));
+    for (const invariant of ['L', 'D', 'C', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
+  }
+
+  /** The checker's report over the whole stream so far. */
+  async check(): Promise<InvariantReport> {
     const names = this.stack.names;
-    const report = await checkStack(
+    return checkStack(
       {
         nc: this.nc,
         natsUrl: this.stack.env.CAIRN_NATS_URL ?? testNatsUrl(),
@@ -84,7 +92,5 @@ export class FaultScenario {
       { acknowledged: this.acknowledged },
       this.clock,
     );
-    console.log(formatReport(report));
-    for (const invariant of ['L', 'D', 'C', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
   }
 }

@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { scenarioClock } from '@cairn/fault-testing';
+import { isolatedNames } from '@cairn/config';
+import { formatReport, scenarioClock } from '@cairn/fault-testing';
 import { testNatsUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -209,5 +210,55 @@ describe('fault: kill -9 of each service mid-run, restarted by cairn up, every i
       expect(new Set(events.map((e) => e.eventId)).size).toBe(1);
     }
     await scenario.expectInvariants();
+  });
+});
+
+describe('fault: a receipt forged into the stream mid-run, by a client that may publish to it', () => {
+  it('is detected and never trusted: the run ends FAILED E_CHAIN_BROKEN, sealed, and the checker names the chain under C', async () => {
+    const runId = await scenario.submit('forged receipt', [{ argv: ['sleep', '3'] }, { argv: ['echo', 'done'] }]);
+    await scenario.waitForType(runId, 'step.started');
+    const events = (await (await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`)).json()) as { items: Record<string, unknown>[] };
+    const started = events.items.find((r) => r.type === 'step.started')!;
+    // A step.completed that meets its contract and chains to the head by prev_hash, with a hash
+    // that is not its own: what a client without the runtime's code could publish.
+    const { env_names: _env, workdir: _workdir, ...envelope } = started;
+    const empty = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    const forgedSeq = Number(started.seq) + 1;
+    const forged = {
+      ...envelope,
+      type: 'step.completed',
+      seq: forgedSeq,
+      prev_hash: started.hash,
+      hash: 'f'.repeat(64),
+      exit_code: 0,
+      signal: null,
+      stdout_sha256: empty,
+      stderr_sha256: empty,
+      stdout_bytes: 0,
+      stderr_bytes: 0,
+      output_truncated: false,
+      duration_ms: 1,
+      limits_hit: [],
+      redactions: [],
+      artifact_hashes: {},
+    };
+    nc.publish(`${isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX}.${runId}.step.completed`, JSON.stringify(forged));
+    await nc.flush();
+
+    const run = await stack.waitForRun(runId, sealed, 60_000);
+    expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_CHAIN_BROKEN', sealed: true });
+    expect(await stack.types(runId)).toContain('alert.raised');
+    const verified = await stack.cairn(['verify', runId, '--json']);
+    expect(verified.code).not.toBe(0);
+    expect(verified.stdout + verified.stderr).toContain('E_CHAIN_BROKEN');
+
+    const report = await scenario.check();
+    console.log(formatReport(report));
+    expect(report.invariants.C.ok).toBe(false);
+    expect(report.invariants.C.findings.length).toBeGreaterThan(0);
+    for (const finding of report.invariants.C.findings) expect(finding).toContain(runId);
+    // The forged step.completed beside the runtime's own is the only double the checker may see.
+    for (const finding of report.invariants.D.findings) expect(finding).toContain(runId);
+    for (const invariant of ['L', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
   });
 });
