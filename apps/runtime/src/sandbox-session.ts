@@ -13,6 +13,7 @@ import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { AnsweredOps } from './answered-ops.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveRedactor } from './live-output.js';
 import { describeLeaks, leakRedactedFields } from './leak-guard.js';
@@ -102,6 +103,8 @@ export class SandboxSession {
   private readonly logger: JsonLogger;
   /** `secret.redacted` receipts this session appended (their keys). */
   private redactedCount = 0;
+  /** The answers given, by op id: an op delivered again is answered, not performed again. */
+  private readonly answered = new AnsweredOps();
 
   constructor(private readonly deps: SandboxSessionDeps) {
     this.sandboxId = deps.ctx.chainId;
@@ -230,19 +233,29 @@ export class SandboxSession {
 
   private async answer(op: SandboxOp): Promise<void> {
     const reply = new OpReply(this.deps.nc, op.reply_to);
-    if (this.ended) {
-      reply.end({ ok: false, error: { code: 'E_CONFLICT', message: `sandbox ${this.sandboxId} has ended`, details: { state: 'DESTROYED' } } });
+    // Delivered again (its ack lost): answered as the first time, never performed twice.
+    const seen = this.answered.begin(op.op_id);
+    if (seen.kind === 'repeat') {
+      this.logger.write('warn', 'a sandbox op delivered again is answered, not performed again', { sandbox_id: this.sandboxId, op_id: op.op_id, kind: op.op.kind });
+      reply.end(seen.answer ?? { ok: false, error: { code: 'E_CONFLICT', message: `op ${op.op_id} on sandbox ${this.sandboxId} is under way already`, details: { opId: op.op_id } } });
       return;
     }
+    const end: OpEnd = this.ended ? { ok: false, error: { code: 'E_CONFLICT', message: `sandbox ${this.sandboxId} has ended`, details: { state: 'DESTROYED' } } } : await this.performed(op, reply);
+    this.answered.answered(op.op_id, end);
+    reply.end(end);
+  }
+
+  /** Performs the op; what its `end` message says. */
+  private async performed(op: SandboxOp, reply: OpReply): Promise<OpEnd> {
     try {
       const done = await this.perform(op, reply);
       this.lastActivity = Date.now();
       this.armIdle();
-      reply.end({ ok: true, seq: done.receipt.receipt.seq, stream_seq: done.receipt.streamSeq, chunks: done.chunks, sandbox_destroyed: this.ended });
+      return { ok: true, seq: done.receipt.receipt.seq, stream_seq: done.receipt.streamSeq, chunks: done.chunks, sandbox_destroyed: this.ended };
     } catch (error) {
       // An error's text may name what the workload made (a file, a path): it leaves redacted.
       const body = errorBody(error);
-      reply.end({ ok: false, error: { ...body, message: this.deps.guard.text('reply', 'message', body.message), ...(body.details === undefined ? {} : { details: this.deps.guard.value('reply', 'details', body.details) }) } });
+      return { ok: false, error: { ...body, message: this.deps.guard.text('reply', 'message', body.message), ...(body.details === undefined ? {} : { details: this.deps.guard.value('reply', 'details', body.details) }) } };
     }
   }
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import { isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
-import type { EvidenceReceipt, SandboxSpec } from '@cairn/contracts';
+import { isCairnError, OP_MESSAGE_HEADER, opSubject, parseEvidenceReceipt } from '@cairn/contracts';
+import type { EvidenceReceipt, OpEnd, SandboxOp, SandboxSpec } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { foldSandbox } from '@cairn/lifecycle';
@@ -15,7 +15,7 @@ import { startProcess, stopAll } from '@cairn/service-kit/testing';
 import type { ServiceProcess } from '@cairn/service-kit/testing';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { execFile } from 'node:child_process';
@@ -297,6 +297,31 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     const ids = ops.map((r) => (r as { exec_id: string }).exec_id);
     expect(ids[0]).toBe(ids[1]);
     expect(ids[2]).toBe(ids[3]);
+    await sessions.destroy(id, TENANT, 'key:t1');
+  }, 90_000);
+
+  it('an op delivered twice (its ack lost) is performed once: the command runs once, one pair of receipts, the repeat answered as the first', async () => {
+    const id = await create();
+    const inbox = `_INBOX.${uniqueName('redeliver')}`;
+    const ends: OpEnd[] = [];
+    const sub = nc.subscribe(inbox, {
+      callback: (_error, msg) => {
+        if (msg.headers?.get(OP_MESSAGE_HEADER) === 'end') ends.push(JSON.parse(text(msg.data)) as OpEnd);
+      },
+    });
+    const op: SandboxOp = { op_id: uniqueName('op'), sandbox_id: id, tenant: TENANT, reply_to: inbox, op: { kind: 'exec', exec_id: uniqueName('exec'), argv: ['sh', '-c', 'echo x >> /work/count; wc -l < /work/count'] } };
+    const js = jetstream(nc);
+    // As JetStream redelivers: the same op twice (two messages, so the stream's own de-duplication does not drop one).
+    await js.publish(opSubject(env.CAIRN_COMMAND_SUBJECT_PREFIX!, workerId), JSON.stringify(op), { msgID: `${op.op_id}-1` });
+    await js.publish(opSubject(env.CAIRN_COMMAND_SUBJECT_PREFIX!, workerId), JSON.stringify(op), { msgID: `${op.op_id}-2` });
+    await expect.poll(() => ends.length, { timeout: 30_000 }).toBe(2);
+    sub.unsubscribe();
+    expect(ends[0]).toMatchObject({ ok: true });
+    expect(ends[1]).toEqual({ ...ends[0], chunks: { stdout: 0, stderr: 0, data: 0 } });
+    const count = await sessions.exec(id, TENANT, { argv: ['cat', '/work/count'] });
+    expect(text(count.stdout)).toBe('x\n');
+    const execs = (await chainOf(id)).filter((r) => r.type.startsWith('sandbox.exec.') && (r as { exec_id: string }).exec_id === (op.op as { exec_id: string }).exec_id);
+    expect(execs.map((r) => r.type)).toEqual(['sandbox.exec.started', 'sandbox.exec.completed']);
     await sessions.destroy(id, TENANT, 'key:t1');
   }, 90_000);
 
