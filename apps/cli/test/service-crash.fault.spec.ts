@@ -213,6 +213,39 @@ describe('fault: kill -9 of each service mid-run, restarted by cairn up, every i
   });
 });
 
+describe('fault: a runtime paused past the lease of a sandbox session', () => {
+  it('SIGSTOPped mid-exec until the scheduler fails the session E_WORKER_LOST, then SIGCONTed: the exec is never recorded as completed after the failure, the sandbox goes', async () => {
+    const created = await stack.api('/v1/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ image: 'cairn/sandbox-busybox:1', ttlSeconds: 300, network: 'none' }) });
+    const sandbox = (await created.json()) as { id: string };
+    expect(created.status, JSON.stringify(sandbox)).toBe(201);
+    scenario.acknowledged.push(sandbox.id);
+    const types = async () => ((await (await stack.api(`/v1/sandboxes/${sandbox.id}/events?after=0&limit=1000`)).json()) as { items: { type: string; actor: string; error_code?: string }[] }).items;
+    const exec = stack.api(`/v1/sandboxes/${sandbox.id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ argv: ['sh', '-c', 'sleep 6; echo late'] }) });
+    await expect.poll(async () => (await types()).some((r) => r.type === 'sandbox.exec.started'), { timeout: 15_000 }).toBe(true);
+    const pid = (await stack.stackFile()).services.runtime!.pid;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await expect.poll(async () => (await types()).find((r) => r.type === 'run.failed'), { timeout: 30_000 }).toMatchObject({ actor: 'scheduler', error_code: 'E_WORKER_LOST' });
+      // Past the exec's end too: its result waits in the paused process.
+      await sleep(6000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const answer = await exec;
+    const answered = (await answer.json()) as { code?: string };
+    // Its result is not recorded: the session's append, guarded on the head it last saw, finds the failure.
+    expect({ status: answer.status, code: answered.code }).toEqual({ status: 409, code: 'E_CONFLICT' });
+    await expect.poll(async () => (await types()).some((r) => r.type === 'run.sealed'), { timeout: 30_000 }).toBe(true);
+    const chain = await types();
+    const failedAt = chain.findIndex((r) => r.type === 'run.failed');
+    const after = chain.slice(failedAt + 1).map((r) => `${r.type}:${r.actor}`);
+    expect(after.filter((t) => !t.startsWith('sandbox.destroyed:') && !t.startsWith('run.sealed:'))).toEqual([]);
+    expect(chain.filter((r) => r.type === 'sandbox.exec.completed')).toHaveLength(0);
+    await expect.poll(() => stack.containers(sandbox.id), { timeout: 20_000 }).toEqual([]);
+    await scenario.expectInvariants();
+  });
+});
+
 describe('fault: a receipt forged into the stream mid-run, by a client that may publish to it', () => {
   it('is detected and never trusted: the run ends FAILED E_CHAIN_BROKEN, sealed, and the checker names the chain under C', async () => {
     const runId = await scenario.submit('forged receipt', [{ argv: ['sleep', '3'] }, { argv: ['echo', 'done'] }]);
