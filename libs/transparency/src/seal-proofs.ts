@@ -48,7 +48,7 @@ export function inclusionProofFields(value: unknown): InclusionProofFields | nul
   if (typeof v.chainId !== 'string' || !isSize(v.leafIndex) || !isSize(v.treeSize) || typeof v.leafHash !== 'string') return null;
   if (!Array.isArray(v.hashes) || v.hashes.length > MAX_PROOF_HASHES || !v.hashes.every((h) => typeof h === 'string')) return null;
   if (typeof v.checkpoint !== 'string' || v.checkpoint.length === 0 || v.checkpoint.length > MAX_CHECKPOINT_CHARS) return null;
-  return { chainId: v.chainId, leafIndex: v.leafIndex, treeSize: v.treeSize, leafHash: v.leafHash, hashes: v.hashes as string[], checkpoint: v.checkpoint };
+  return { chainId: v.chainId, leafIndex: v.leafIndex, treeSize: v.treeSize, leafHash: v.leafHash, hashes: v.hashes, checkpoint: v.checkpoint };
 }
 
 /**
