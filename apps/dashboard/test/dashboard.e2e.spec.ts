@@ -214,6 +214,8 @@ describe('the admin dashboard in Chromium', () => {
   });
 
   it("checks a sealed run's proofs in the browser, and turns red the one line whose proof was changed in transit", async () => {
+    // Two seals in the log (the live run's, then the held run's): the held run's path has a hash to change.
+    expect(liveRunId).not.toBe('');
     expect(heldRunId).not.toBe('');
     const lineOf = (name: string) => page.locator(`[data-proof-line="${name}"]`);
     const lines = () => Promise.all(['chain', 'signature', 'checkpoint', 'leaf', 'inclusion'].map(async (name) => `${name}:${await lineOf(name).getAttribute('data-status')}`));
@@ -294,8 +296,18 @@ describe('the admin dashboard in Chromium', () => {
       // Checked in the tab: the file went nowhere.
       expect(requestUrls.slice(before).filter((url) => !url.includes('/dashboard/'))).toEqual([]);
 
-      // Pasted, with the leaf the log holds replaced by another seal's: the leaf line says so.
       const bundle = JSON.parse(await readFile(bundleFile, 'utf8')) as { inclusion: { leafHash: string }; receipts: Record<string, unknown>[] };
+      // Dropped on the page, with one receipt changed: the chain breaks there, and nothing after it is vouched for.
+      const forged = { ...bundle, receipts: bundle.receipts.map((r) => (r.type === 'step.completed' ? { ...r, exit_code: 7 } : r)) };
+      // (In the page's own terms, as a string: this file is compiled without the DOM's types.)
+      const dropped = await tab.evaluateHandle(
+        `(() => { const t = new DataTransfer(); t.items.add(new File([${JSON.stringify(JSON.stringify(forged))}], 'forged.bundle.json', { type: 'application/json' })); return t; })()`,
+      );
+      await tab.locator('[data-dropzone]').dispatchEvent('drop', { dataTransfer: dropped });
+      await expect.poll(() => tab.locator('[data-proof-line="chain"]').getAttribute('data-reason'), SOON).toBe('hash_mismatch');
+      expect(await lines()).toEqual(['chain:failed', 'signature:skipped', 'checkpoint:skipped', 'leaf:skipped', 'inclusion:skipped']);
+
+      // Pasted, with the leaf the log holds replaced by another seal's: the leaf line says so.
       const other = (await (await stack.api(stack.admin, `/v1/tlog/proof/inclusion?chain=${liveRunId}`)).json()) as { leafHash: string };
       await tab.getByLabel(/paste the bundle/).fill(JSON.stringify({ ...bundle, inclusion: { ...bundle.inclusion, leafHash: other.leafHash } }));
       await tab.getByRole('button', { name: 'Check the pasted bundle' }).click();
