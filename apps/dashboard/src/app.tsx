@@ -9,6 +9,7 @@ import { RunsPage } from './pages/runs-page.js';
 import { SandboxPage } from './pages/sandbox-page.js';
 import { SandboxesPage } from './pages/sandboxes-page.js';
 import { SignInPage } from './pages/sign-in-page.js';
+import { VerifyPage } from './pages/verify-page.js';
 import { WorkersPage } from './pages/workers-page.js';
 import { Link, navigate, useLocation } from './router.js';
 
@@ -19,6 +20,7 @@ const NAV = [
   { to: 'workers', label: 'Workers' },
   { to: 'policy', label: 'Policy' },
   { to: 'keys', label: 'Keys' },
+  { to: 'verify', label: 'Verify a bundle' },
 ] as const;
 
 function Page({ path }: { path: string }) {
@@ -37,6 +39,8 @@ function Page({ path }: { path: string }) {
       return <PolicyPage />;
     case 'keys':
       return <KeysPage />;
+    case 'verify':
+      return <VerifyPage />;
     default:
       return (
         <section>
@@ -59,11 +63,22 @@ export function App() {
     const section = path.split('/', 1)[0] ?? '';
     const label = NAV.find((item) => item.to === section)?.label ?? (section === '' ? 'Runs' : 'Cairn');
     const id = path.split('/')[1];
-    document.title = signedIn ? `${id === undefined || id === '' ? label : id} · Cairn` : 'Sign in · Cairn';
+    document.title = signedIn || section === 'verify' ? `${id === undefined || id === '' ? label : id} · Cairn` : 'Sign in · Cairn';
   }, [path, signedIn]);
 
-  if (!signedIn) return <SignInPage onSignedIn={() => setSignedIn(true)} />;
   const section = path.split('/', 1)[0] || 'runs';
+  // Anyone can check a bundle: that page needs no key.
+  if (!signedIn && section === 'verify') {
+    return (
+      <main id="main" className="standalone">
+        <VerifyPage />
+        <p className="small">
+          <Link to="">Sign in</Link> to see this deployment&apos;s runs.
+        </p>
+      </main>
+    );
+  }
+  if (!signedIn) return <SignInPage onSignedIn={() => setSignedIn(true)} />;
   return (
     <>
       <a className="skip-link" href="#main">

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jsonLine } from '@cairn/evidence';
 import { awkwardName, awkwardText, foreignJson, uniqueName } from '@cairn/testing';
 import { parsePolicy, policyVersion } from '@cairn/policy';
+import { formatVerifierKey, generateSigner } from '@cairn/transparency';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,6 +45,10 @@ const requestUrls: string[] = [];
 const cspViolations: string[] = [];
 /** The run watched live: its id, once sealed. */
 let liveRunId = '';
+/** The held run, approved and sealed after the live one (so its leaf is not the log's first: its proof has hashes). */
+let heldRunId = '';
+/** The held run's cairn.bundle/v2, as the proof panel saved it. */
+let bundleFile = '';
 
 async function screenshot(name: string, fullPage = false): Promise<void> {
   if (SCREENSHOTS === undefined || SCREENSHOTS === '') return;
@@ -201,10 +206,124 @@ describe('the admin dashboard in Chromium', () => {
     await expect.poll(() => page.locator('.notices').textContent(), SOON).toContain(`Approved image of ${runId}`);
 
     await stack.waitForRun(submitter, runId, (run) => run.sealed);
+    heldRunId = runId;
     const granted = (await stack.receipts(submitter, runId)).find((r) => r.type === 'approval.granted');
     expect(granted).toMatchObject({ approved_by: `key:${stack.admin.id}`, comment: 'looks fine' });
     // The queue refreshes by itself: the decided run leaves it.
     await expect.poll(() => item.count(), { timeout: 15_000 }).toBe(0);
+  });
+
+  it("checks a sealed run's proofs in the browser, and turns red the one line whose proof was changed in transit", async () => {
+    // Two seals in the log (the live run's, then the held run's): the held run's path has a hash to change.
+    expect(liveRunId).not.toBe('');
+    expect(heldRunId).not.toBe('');
+    const lineOf = (name: string) => page.locator(`[data-proof-line="${name}"]`);
+    const lines = () => Promise.all(['chain', 'signature', 'checkpoint', 'leaf', 'inclusion'].map(async (name) => `${name}:${await lineOf(name).getAttribute('data-status')}`));
+    const verifiedAll = ['chain:verified', 'signature:verified', 'checkpoint:verified', 'leaf:verified', 'inclusion:verified'];
+    await page.goto(dashboard(`runs/${heldRunId}`));
+    const panel = page.locator('[data-proof]');
+    await expect.poll(() => panel.getAttribute('data-proof'), { timeout: 45_000, interval: 200 }).toBe('verified');
+    expect(await lines()).toEqual(verifiedAll);
+    expect(await lineOf('signature').textContent()).toMatch(/Seal signature: verified — signed by \S+\+[0-9a-f]{8}/);
+    const served = (await (await stack.api(stack.admin, `/v1/tlog/proof/inclusion?chain=${heldRunId}`)).json()) as { hashes: string[]; treeSize: number; leafIndex: number };
+    expect(served.hashes.length).toBeGreaterThan(0);
+    expect(await lineOf('inclusion').textContent()).toContain(`leaf ${served.leafIndex} of`);
+    await screenshot('proof', true);
+
+    // The bundle the panel checked, saved as a file (for `cairn verify` or the offline page below).
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /Download the bundle/ }).click()]);
+    expect(download.suggestedFilename()).toBe(`${heldRunId}.bundle.json`);
+    bundleFile = join(policyDir, download.suggestedFilename());
+    await download.saveAs(bundleFile);
+
+    const flip = (base64: string, at: number) => {
+      const raw = Buffer.from(base64, 'base64');
+      raw[at] = raw[at]! ^ 1;
+      return raw.toString('base64');
+    };
+    const tampered = async (change: (proof: { hashes: string[]; checkpoint: string }) => void) => {
+      await page.unrouteAll();
+      await page.route(
+        (url) => url.pathname === '/v1/tlog/proof/inclusion',
+        async (route) => {
+          const response = await route.fetch();
+          const proof = (await response.json()) as { hashes: string[]; checkpoint: string };
+          change(proof);
+          await route.fulfill({ response, json: proof });
+        },
+      );
+      await page.reload();
+      await expect.poll(() => panel.getAttribute('data-proof'), { timeout: 45_000, interval: 200 }).toBe('failed');
+    };
+    try {
+      // One byte of one hash of the inclusion path.
+      await tampered((proof) => {
+        proof.hashes[0] = flip(proof.hashes[0]!, 5);
+      });
+      expect(await lines()).toEqual(['chain:verified', 'signature:verified', 'checkpoint:verified', 'leaf:verified', 'inclusion:failed']);
+      expect(await lineOf('inclusion').getAttribute('class')).toBe('text-bad');
+      expect(await lineOf('inclusion').getAttribute('data-reason')).toBe('inclusion_invalid');
+      expect(await lineOf('inclusion').textContent()).toContain('inclusion invalid');
+      // One byte of the checkpoint's root hash: its signature no longer holds.
+      await tampered((proof) => {
+        const note = proof.checkpoint.split('\n');
+        note[2] = flip(note[2]!, 5);
+        proof.checkpoint = note.join('\n');
+      });
+      expect(await lines()).toEqual(['chain:verified', 'signature:verified', 'checkpoint:failed', 'leaf:verified', 'inclusion:skipped']);
+      expect(await lineOf('checkpoint').getAttribute('data-reason')).toBe('checkpoint_signature_invalid');
+      expect(await lineOf('checkpoint').textContent()).toContain('checkpoint signature invalid');
+    } finally {
+      await page.unrouteAll();
+    }
+  });
+
+  it('verifies a bundle file offline on the "Verify a bundle" page, signed out, and names what a changed one breaks', async () => {
+    expect(bundleFile).not.toBe('');
+    // A fresh tab holds no key: the page needs none.
+    const tab = await context.newPage();
+    tab.on('request', (request) => requestUrls.push(request.url()));
+    try {
+      await tab.goto(dashboard('verify'));
+      const keys = tab.getByLabel(/Trusted seal keys/);
+      await expect.poll(() => keys.inputValue(), SOON).toMatch(/^\S+\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}/);
+      const outcome = tab.locator('[data-verify-outcome]');
+      const lines = () => Promise.all(['chain', 'signature', 'checkpoint', 'leaf', 'inclusion'].map(async (name) => `${name}:${await tab.locator(`[data-proof-line="${name}"]`).getAttribute('data-status')}`));
+      const before = requestUrls.length;
+      await tab.locator('#bundle-file').setInputFiles(bundleFile);
+      await expect.poll(() => outcome.getAttribute('data-verify-outcome'), SOON).toBe('verified');
+      expect(await lines()).toEqual(['chain:verified', 'signature:verified', 'checkpoint:verified', 'leaf:verified', 'inclusion:verified']);
+      // Checked in the tab: the file went nowhere.
+      expect(requestUrls.slice(before).filter((url) => !url.includes('/dashboard/'))).toEqual([]);
+
+      const bundle = JSON.parse(await readFile(bundleFile, 'utf8')) as { inclusion: { leafHash: string }; receipts: Record<string, unknown>[] };
+      // Dropped on the page, with one receipt changed: the chain breaks there, and nothing after it is vouched for.
+      const forged = { ...bundle, receipts: bundle.receipts.map((r) => (r.type === 'step.completed' ? { ...r, exit_code: 7 } : r)) };
+      // (In the page's own terms, as a string: this file is compiled without the DOM's types.)
+      const dropped = await tab.evaluateHandle(
+        `(() => { const t = new DataTransfer(); t.items.add(new File([${JSON.stringify(JSON.stringify(forged))}], 'forged.bundle.json', { type: 'application/json' })); return t; })()`,
+      );
+      await tab.locator('[data-dropzone]').dispatchEvent('drop', { dataTransfer: dropped });
+      await expect.poll(() => tab.locator('[data-proof-line="chain"]').getAttribute('data-reason'), SOON).toBe('hash_mismatch');
+      expect(await lines()).toEqual(['chain:failed', 'signature:skipped', 'checkpoint:skipped', 'leaf:skipped', 'inclusion:skipped']);
+
+      // Pasted, with the leaf the log holds replaced by another seal's: the leaf line says so.
+      const other = (await (await stack.api(stack.admin, `/v1/tlog/proof/inclusion?chain=${liveRunId}`)).json()) as { leafHash: string };
+      await tab.getByLabel(/paste the bundle/).fill(JSON.stringify({ ...bundle, inclusion: { ...bundle.inclusion, leafHash: other.leafHash } }));
+      await tab.getByRole('button', { name: 'Check the pasted bundle' }).click();
+      await expect.poll(() => tab.locator('[data-proof-line="leaf"]').getAttribute('data-reason'), SOON).toBe('leaf_mismatch');
+      expect(await outcome.getAttribute('data-verify-outcome')).toBe('failed');
+      // Against a key nobody pinned: both signatures are by an unknown key.
+      const { signer: stranger } = await generateSigner('cairn.test/stranger');
+      await keys.fill(await formatVerifierKey(stranger.name, stranger.publicKey));
+      await tab.getByLabel(/paste the bundle/).fill(JSON.stringify(bundle));
+      await tab.getByRole('button', { name: 'Check the pasted bundle' }).click();
+      await expect.poll(() => tab.locator('[data-proof-line="signature"]').getAttribute('data-status'), SOON).toBe('failed');
+      expect(await tab.locator('[data-proof-line="signature"]').getAttribute('data-reason')).toBe('seal_key_unknown');
+      expect(await tab.locator('[data-proof-line="checkpoint"]').getAttribute('data-reason')).toBe('checkpoint_key_unknown');
+    } finally {
+      await tab.close();
+    }
   });
 
   it('turns the chain badge red when a receipt was changed on its way to the browser', async () => {
@@ -391,6 +510,9 @@ describe('the admin dashboard in Chromium', () => {
     await expect.poll(() => page.locator('[data-live]').getAttribute('data-live'), { timeout: 30_000 }).toBe('ended');
     await expect.poll(() => page.locator('.page-header [data-state]').first().getAttribute('data-state'), SOON).toBe('DESTROYED');
     await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+    // Sealed, its seal is signed and logged: the proof panel checks it as a run's.
+    await expect.poll(() => page.locator('[data-proof]').getAttribute('data-proof'), { timeout: 45_000, interval: 200 }).toBe('verified');
+    expect(await attributes(page.locator('[data-proof-line]'), 'data-status')).toEqual(['verified', 'verified', 'verified', 'verified', 'verified']);
   });
 
   it('lists, creates (the secret shown once) and revokes API keys, and shows the operator the tenants', async () => {

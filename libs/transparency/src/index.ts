@@ -23,7 +23,9 @@ export type { NoteCheck, NoteParse, NoteSignature, NoteSigner, NoteVerifier } fr
 export { formatCheckpoint, parseCheckpoint, signCheckpoint } from './checkpoint.js';
 export { MerkleTree } from './merkle-tree.js';
 export type { TreeHasher } from './merkle-tree.js';
-export { sealLeafHash, verifyCheckpointConsistency, verifyCheckpointNote, verifySealInclusion } from './log-proof.js';
+export { checkInclusionPath, checkSealLeaf, sealLeafHash, verifyCheckpointConsistency, verifyCheckpointNote, verifySealInclusion } from './log-proof.js';
+export { checkSealProofs, inclusionProofFields } from './seal-proofs.js';
+export type { ProofLine, SealProofFailure, SealProofReport } from './seal-proofs.js';
 export type { InclusionProofFields, LogCheck, LogProofFailure, VerifiedCheckpoint } from './log-proof.js';
 export type { Checkpoint } from './checkpoint.js';
 export { SEAL_STATEMENT_HEADER, sealNote, sealOfReceipt, sealStatementText, signSealStatement, verifySealSignature } from './seal-statement.js';

@@ -82,13 +82,10 @@ export function sealLeafHash(statement: SealStatement): Promise<Bytes> {
 }
 
 /**
- * That the seal `statement` is leaf `leafIndex` of the tree the proof's checkpoint signs: the
- * checkpoint verified first, then the proof names this chain, its leaf is this statement, its
- * size is the checkpoint's, and its path leads to the checkpoint's root.
+ * That the proof is this seal's leaf (the leaf equals the chain's head): it names this chain, it
+ * is an index, a size and base64 hashes, and its leaf hash is H(0x00 ‖ this seal's statement).
  */
-export async function verifySealInclusion(statement: SealStatement, proof: InclusionProofFields, trusted: readonly NoteVerifier[]): Promise<LogCheck<VerifiedCheckpoint & { leafIndex: number }>> {
-  const opened = await verifyCheckpointNote(proof.checkpoint, trusted);
-  if (!opened.ok) return opened;
+export async function checkSealLeaf(statement: SealStatement, proof: InclusionProofFields): Promise<LogCheck<{ leaf: Bytes; hashes: Bytes[] }>> {
   if (proof.chainId !== statement.chainId) {
     return { ok: false, reason: 'proof_chain_mismatch', message: `the inclusion proof is for ${proof.chainId}, not ${statement.chainId}` };
   }
@@ -106,14 +103,34 @@ export async function verifySealInclusion(statement: SealStatement, proof: Inclu
   if (!bytesEqual(leaf, claimed)) {
     return { ok: false, reason: 'leaf_mismatch', message: `the log's leaf ${proof.leafIndex} is not this seal's statement (chain, head, digest or state differ)` };
   }
-  if (proof.treeSize !== opened.checkpoint.size) {
-    return { ok: false, reason: 'tree_size_mismatch', message: `the proof is for a tree of ${proof.treeSize}, the checkpoint signs one of ${opened.checkpoint.size}` };
+  return { ok: true, leaf, hashes };
+}
+
+/** That the proof's path leads from `leaf` to the root of the (verified) checkpoint, for its size. */
+export async function checkInclusionPath(proof: Pick<InclusionProofFields, 'leafIndex' | 'treeSize'>, leaf: Uint8Array, hashes: readonly Uint8Array[], checkpoint: Checkpoint): Promise<LogCheck<{ leafIndex: number }>> {
+  if (proof.treeSize !== checkpoint.size) {
+    return { ok: false, reason: 'tree_size_mismatch', message: `the proof is for a tree of ${proof.treeSize}, the checkpoint signs one of ${checkpoint.size}` };
   }
   const root = await rootFromInclusionProof(proof.leafIndex, proof.treeSize, leaf, hashes);
-  if (root === null || !bytesEqual(root, opened.checkpoint.rootHash)) {
+  if (root === null || !bytesEqual(root, checkpoint.rootHash)) {
     return { ok: false, reason: 'inclusion_invalid', message: `the proof does not lead from leaf ${proof.leafIndex} to the checkpoint's root of tree size ${proof.treeSize}` };
   }
-  return { ok: true, checkpoint: opened.checkpoint, key: opened.key, leafIndex: proof.leafIndex };
+  return { ok: true, leafIndex: proof.leafIndex };
+}
+
+/**
+ * That the seal `statement` is leaf `leafIndex` of the tree the proof's checkpoint signs: the
+ * checkpoint verified first, then the proof names this chain, its leaf is this statement, its
+ * size is the checkpoint's, and its path leads to the checkpoint's root.
+ */
+export async function verifySealInclusion(statement: SealStatement, proof: InclusionProofFields, trusted: readonly NoteVerifier[]): Promise<LogCheck<VerifiedCheckpoint & { leafIndex: number }>> {
+  const opened = await verifyCheckpointNote(proof.checkpoint, trusted);
+  if (!opened.ok) return opened;
+  const leaf = await checkSealLeaf(statement, proof);
+  if (!leaf.ok) return leaf;
+  const path = await checkInclusionPath(proof, leaf.leaf, leaf.hashes, opened.checkpoint);
+  if (!path.ok) return path;
+  return { ok: true, checkpoint: opened.checkpoint, key: opened.key, leafIndex: path.leafIndex };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Run } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
 import { ApprovalActions } from '../components/approval-actions.js';
 import { ChainBadge } from '../components/chain-badge.js';
+import { ProofPanel } from '../proofs/proof-panel.js';
 import { LiveIndicator, ReceiptTimeline } from '../components/receipt-timeline.js';
 import { ArtifactView, StepStream } from '../components/run-outputs.js';
 import { Argv, Card, EmptyState, ErrorBanner, formatBytes, Hash, PageHeader, StatePill, Time } from '../components/ui.js';
@@ -223,6 +224,8 @@ export function RunPage({ runId }: { runId: string }) {
           </ul>
         </section>
       )}
+
+      <ProofPanel chainId={runId} sealed={run?.sealed === true} />
 
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>

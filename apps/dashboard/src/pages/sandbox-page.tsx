@@ -4,6 +4,7 @@ import { errorText, queueText } from '../api/error-codes.js';
 import type { Sandbox } from '../api/api-types.js';
 import { useLiveChain } from '../chain/use-live-chain.js';
 import { ChainBadge } from '../components/chain-badge.js';
+import { ProofPanel } from '../proofs/proof-panel.js';
 import { LiveIndicator, ReceiptTimeline } from '../components/receipt-timeline.js';
 import { Argv, Card, EmptyState, ErrorBanner, formatBytes, Hash, PageHeader, StatePill, Time } from '../components/ui.js';
 import { execs, fileOperations, formatDuration } from '../runs/run-model.js';
@@ -131,6 +132,8 @@ export function SandboxPage({ sandboxId }: { sandboxId: string }) {
           </table>
         </section>
       )}
+
+      <ProofPanel chainId={sandboxId} sealed={sandbox?.sealed === true} />
 
       <section aria-labelledby="sandbox-timeline-title">
         <h2 id="sandbox-timeline-title">Timeline</h2>

@@ -40,6 +40,9 @@ from .models import (
     SecretList,
     SecretStored,
     SubmitAccepted,
+    TlogCheckpoint,
+    TlogConsistencyProof,
+    TlogInclusionProof,
 )
 from .verify import ChainVerification, verify_bundle
 
@@ -66,6 +69,7 @@ class AsyncCairn:
         self.sandboxes = AsyncSandboxes(self)
         self.secrets = AsyncSecrets(self)
         self.keys = AsyncKeys(self)
+        self.tlog = AsyncTlog(self)
 
     async def __aenter__(self) -> AsyncCairn:
         return self
@@ -447,3 +451,20 @@ class AsyncKeys:
     async def revoke(self, key_id: str, *, reason: str | None = None) -> Key:
         response = await self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/revoke", json={} if reason is None else {"reason": reason})
         return Key.model_validate(response.json())
+
+
+class AsyncTlog:
+    """The deployment's log of seal heads, for asyncio code (see :class:`cairn_sdk.client.Tlog`)."""
+
+    def __init__(self, client: AsyncCairn) -> None:
+        self._c = client
+
+    async def checkpoint(self) -> TlogCheckpoint:
+        return TlogCheckpoint.model_validate((await self._c.request("GET", "/v1/tlog/checkpoint")).json())
+
+    async def inclusion(self, chain_id: str) -> TlogInclusionProof:
+        return TlogInclusionProof.model_validate((await self._c.request("GET", "/v1/tlog/proof/inclusion", params={"chain": chain_id})).json())
+
+    async def consistency(self, from_size: int, to_size: int) -> TlogConsistencyProof:
+        response = await self._c.request("GET", "/v1/tlog/proof/consistency", params={"from": str(from_size), "to": str(to_size)})
+        return TlogConsistencyProof.model_validate(response.json())

@@ -39,6 +39,9 @@ from .models import (
     SecretList,
     SecretStored,
     SubmitAccepted,
+    TlogCheckpoint,
+    TlogConsistencyProof,
+    TlogInclusionProof,
 )
 from .verify import ChainVerification, verify_bundle
 
@@ -65,6 +68,7 @@ class Cairn:
         self.sandboxes = Sandboxes(self)
         self.secrets = Secrets(self)
         self.keys = Keys(self)
+        self.tlog = Tlog(self)
 
     def __enter__(self) -> Cairn:
         return self
@@ -458,3 +462,26 @@ class Keys:
     def revoke(self, key_id: str, *, reason: str | None = None) -> Key:
         response = self._c.request("POST", f"/v1/keys/{c.segment(key_id)}/revoke", json={} if reason is None else {"reason": reason})
         return Key.model_validate(response.json())
+
+
+class Tlog:
+    """The deployment's log of seal heads (docs/proofs.md): its signed checkpoint, a sealed chain's inclusion proof,
+    the consistency proof between two tree sizes. Check them against a key you pinned (``cairn verify --key``);
+    :mod:`cairn_sdk.tlog` checks the tree math offline."""
+
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def checkpoint(self) -> TlogCheckpoint:
+        """The latest signed checkpoint (one is signed on demand when none is yet)."""
+        return TlogCheckpoint.model_validate(self._c.request("GET", "/v1/tlog/checkpoint").json())
+
+    def inclusion(self, chain_id: str) -> TlogInclusionProof:
+        """The inclusion proof of a sealed run's or sandbox's seal, with the checkpoint it leads to (404 ``E_NOT_FOUND``
+        with ``details["reason"]`` ``not_sealed`` or ``not_logged`` before it is in the log)."""
+        return TlogInclusionProof.model_validate(self._c.request("GET", "/v1/tlog/proof/inclusion", params={"chain": chain_id}).json())
+
+    def consistency(self, from_size: int, to_size: int) -> TlogConsistencyProof:
+        """The consistency proof from the tree of ``from_size`` leaves to the tree of ``to_size``."""
+        response = self._c.request("GET", "/v1/tlog/proof/consistency", params={"from": str(from_size), "to": str(to_size)})
+        return TlogConsistencyProof.model_validate(response.json())

@@ -215,6 +215,37 @@ class SealKeys(Model):
     keys: list[SealKey]
 
 
+class TlogCheckpoint(Model):
+    """The latest signed checkpoint of the log of seal heads (``GET /v1/tlog/checkpoint``): the signed note as
+    signed (c2sp.org/tlog-checkpoint in a c2sp.org/signed-note), and its origin, size and base64 root read from it.
+    Check the note's signature against a key you pinned before trusting the rest (docs/proofs.md)."""
+
+    checkpoint: str
+    origin: str
+    size: int
+    root_hash: str
+
+
+class TlogInclusionProof(Model):
+    """A sealed chain's leaf in the log (``GET /v1/tlog/proof/inclusion``): its index, the tree size, the leaf
+    hash H(0x00 ‖ seal statement), the RFC 6962 path (base64) and the signed checkpoint it leads to."""
+
+    chain_id: str
+    leaf_index: int
+    tree_size: int
+    leaf_hash: str
+    hashes: list[str]
+    checkpoint: str
+
+
+class TlogConsistencyProof(Model):
+    """That the tree of ``from_size`` leaves is a prefix of the tree of ``to_size`` (``GET /v1/tlog/proof/consistency``)."""
+
+    from_size: int = Field(alias="from")
+    to_size: int = Field(alias="to")
+    hashes: list[str]
+
+
 class GrantedCaps(BaseModel):
     """Caps as policy granted them (snake_case on the wire, as on the chain)."""
 
@@ -403,6 +434,9 @@ OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "ProofBundle": ProofBundle,
     "RunArtifacts": RunArtifacts,
     "SealKeys": SealKeys,
+    "TlogCheckpoint": TlogCheckpoint,
+    "TlogInclusionProof": TlogInclusionProof,
+    "TlogConsistencyProof": TlogConsistencyProof,
     "Sandbox": Sandbox,
     "SandboxList": SandboxList,
     "ExecResult": ExecResult,
