@@ -12,6 +12,7 @@ import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
 import { registerInitKeysCommand } from './commands/init-keys.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
+import { registerSealKeyCommand } from './commands/seal-key.command.js';
 import { registerLogCommand } from './commands/log.command.js';
 import { registerMcpCommand } from './commands/mcp.command.js';
 import { registerArtifactsCommand, registerLogsCommand } from './commands/outputs.command.js';
@@ -78,6 +79,7 @@ export function buildProgram(context: CommandContext): Command {
   registerCheckpointsCommand(program, context);
   registerImagesCommand(program, context);
   registerInitKeysCommand(program, context);
+  registerSealKeyCommand(program, context);
   registerProjectionsCommand(program, context);
   registerBackupCommands(program, context);
   registerLogCommand(program, context);

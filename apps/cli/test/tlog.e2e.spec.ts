@@ -230,6 +230,38 @@ describe('cairn.bundle/v2 and cairn verify, offline', () => {
   });
 });
 
+describe('cairn seal-key rotate', () => {
+  it('publishes the new key first and keeps the old one as retired: old bundles verify with the old key, new seals and checkpoints are signed with the new one', async () => {
+    const before = await exportBundle(runs[0]!);
+    const rotated = JSON.parse(ok(await stack.cairn(['seal-key', 'rotate', '--json'])).stdout) as { current: string; retired: string; restarted: string[] };
+    expect(rotated.retired).toBe(trusted);
+    expect(rotated.current).not.toBe(trusted);
+    expect(rotated.current.split('+')[0]).toBe(trusted.split('+')[0]);
+    expect(rotated.restarted).toEqual(['grader', 'gateway']);
+    // The private key is never printed.
+    expect(JSON.stringify(rotated)).not.toContain((await readFile(join(stack.home, 'seal.key'), 'utf8')).trim().split('+').at(-1)!);
+    const published = (await (await stack.api('/.well-known/cairn/keys')).json()) as { keys: { key: string; status: string }[] };
+    expect(published.keys.map((k) => [k.key, k.status])).toEqual([
+      [rotated.current, 'current'],
+      [trusted, 'retired'],
+    ]);
+    // A bundle from before still verifies offline with the key it was sealed with.
+    ok(await stack.cairn(['verify', before.file, '--key', trusted]));
+
+    const fresh = await sealedRun('after-rotation');
+    runs.push(fresh);
+    const after = await exportBundle(fresh);
+    expect(after.bundle).toMatchObject({ format: 'cairn.bundle/v2', sealKeys: [rotated.current, trusted] });
+    const verified = JSON.parse(ok(await stack.cairn(['verify', after.file, '--key', rotated.current, '--json'])).stdout) as Record<string, unknown>;
+    expect(verified).toMatchObject({ ok: true, chainId: fresh });
+    // Pinned to the old key alone, the new seal is not taken for one of it.
+    expect((await stack.cairn(['verify', after.file, '--key', trusted, '--json'])).code).toBe(1);
+    // The witness below pins the key now in force, and forges with it.
+    trusted = rotated.current;
+    signer = await parseSignerKey(await readFile(join(stack.home, 'seal.key'), 'utf8'));
+  });
+});
+
 describe('cairn checkpoints watch', () => {
   it('follows the log as it grows, and fails loudly once it is rewritten or rolled back', async () => {
     const state = join(stack.home, 'witness.state');

@@ -327,6 +327,27 @@ export async function stackUp(env: NodeJS.ProcessEnv, options: UpOptions): Promi
   });
 }
 
+/**
+ * Stops `services` of a running stack (SIGTERM, then SIGKILL after `timeoutMs`) and starts them
+ * again with the configuration the stack was started with — after a key file they read at boot
+ * changed. Null when no stack runs (nothing to restart).
+ */
+export async function stackRestart(env: NodeJS.ProcessEnv, services: readonly StackService[], options: UpOptions): Promise<UpResult | null> {
+  const location = stackLocation(env);
+  const root = options.root ?? REPO_ROOT;
+  const existing = await readStackFile(location.home);
+  if (existing === null) return null;
+  return withStackLock(location.home, (pid) => isServiceAlive(pid), async () => {
+    const apiKey = (await readApiKey(location.home)) ?? (await resolveApiKey(env, location));
+    const records = services.map((service) => existing.services[service]).filter((record): record is ServiceRecord => record !== undefined);
+    await stopProcesses(records, 15_000);
+    options.progress(`restarting ${services.join(', ')}`);
+    await startServices(services, existing, apiKey, env, root, options.progress);
+    await waitHealthy(existing, apiKey, options.timeoutMs, options.progress);
+    return result(existing, apiKey, 'restarted', [...services]);
+  });
+}
+
 export interface DownResult {
   home: string;
   stopped: { service: StackService; pid: number; signal: 'SIGTERM' | 'SIGKILL' }[];
