@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 /*
  * nats-server processes of a test's (or a benchmark's) own: one node, or a three-node JetStream
@@ -42,6 +43,12 @@ export interface NatsServersOptions {
    * configs, since nats-server includes only relative paths. Absent: no authentication.
    */
   authorizationFile?: string;
+  /**
+   * Each node's store on a tmpfs of this many MiB of the test's own (mounted as root; `stop()`
+   * unmounts it), with JetStream's own limit set far above it: the disk fills before JetStream thinks
+   * it is full, as a real disk does. Absent: the store is a directory of the temp dir.
+   */
+  storeSizeMiB?: number;
 }
 
 export interface NatsNode {
@@ -189,6 +196,19 @@ interface Jsz {
  * answer — and, for a cluster, until every node agrees on a meta leader. `stop()` kills them and
  * removes their stores; call it in `afterAll`.
  */
+const execFileAsync = promisify(execFile);
+
+async function mountTmpfs(dir: string, sizeMiB: number): Promise<void> {
+  if (!Number.isSafeInteger(sizeMiB) || sizeMiB < 8) throw new Error(`a store of at least 8 MiB, not ${sizeMiB}`);
+  await execFileAsync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}m,mode=0700`, 'tmpfs', dir]).catch((error: unknown) => {
+    throw new Error(`cannot mount a tmpfs of ${sizeMiB} MiB at ${dir} (root is needed): ${String(error)}`);
+  });
+}
+
+async function unmount(dir: string): Promise<void> {
+  await execFileAsync('umount', [dir]).catch(() => undefined);
+}
+
 export async function startNatsServers(options: NatsServersOptions = {}): Promise<NatsServers> {
   const bin = pinnedNatsServerBinary();
   const count = options.nodes ?? 3;
@@ -206,6 +226,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
     const name = `${label}-n${i + 1}`;
     const storeDir = join(dir, `store-n${i + 1}`);
     await mkdir(storeDir);
+    if (options.storeSizeMiB !== undefined) await mountTmpfs(storeDir, options.storeSizeMiB);
     const lines = [
       `server_name: "${name}"`,
       `listen: 127.0.0.1:${port.client}`,
@@ -214,6 +235,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
       ...(options.authorizationFile === undefined ? [] : ['include ./auth.conf']),
       'jetstream {',
       `  store_dir: "${storeDir}"`,
+      ...(options.storeSizeMiB === undefined ? [] : ['  max_file_store: 64GB']),
       ...(sync === 'always' ? ['  include ./sync.conf'] : []),
       '}',
     ];
@@ -279,6 +301,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
     },
     async stop() {
       await Promise.all(nodes.map((n) => n.kill('SIGKILL')));
+      if (options.storeSizeMiB !== undefined) for (const node of nodes) await unmount(node.storeDir);
       await rm(dir, { recursive: true, force: true });
     },
   };
