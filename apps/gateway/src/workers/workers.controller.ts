@@ -3,9 +3,11 @@ import type { Worker, WorkerList } from '@cairn/contracts';
 import { LeaseStore, withDrains, withLeasedReservations, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import type { RegisteredWorker, WorkerDrain } from '@cairn/operational';
 import { isExpired, isSessionId, workerStatus } from '@cairn/scheduling';
-import { Controller, Param } from '@nestjs/common';
+import { Controller, Inject, Param } from '@nestjs/common';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import type { GatewayConfig } from '../gateway.config.js';
+import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
 import { isOperator, OPERATOR_TENANT } from '../keys/key-admin.service.js';
 
@@ -16,8 +18,8 @@ const WORKER_ID = { schema: WorkerIdSchema };
  * placement sees it: what its leases hold, with what it reports of those (`withLeasedReservations`),
  * and draining when an operator drained it (`withDrains`).
  */
-export function workerView(worker: RegisteredWorker, now: number, drain: WorkerDrain | null = null): Worker {
-  const status = workerStatus(worker, now);
+export function workerView(worker: RegisteredWorker, now: number, drain: WorkerDrain | null = null, staleAfterMs?: number): Worker {
+  const status = workerStatus(worker, now, staleAfterMs);
   const reserved = { slots: worker.inFlight.length, memoryMiB: 0, cpus: 0, diskMiB: 0, pids: 0 };
   for (const held of worker.inFlight) {
     reserved.memoryMiB += held.memoryMiB;
@@ -56,6 +58,7 @@ export class WorkersController {
     private readonly registry: WorkerRegistry,
     private readonly drains: WorkerDrains,
     private readonly leases: LeaseStore,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   @ApiRoute(API_ROUTES.listWorkers)
@@ -64,7 +67,7 @@ export class WorkersController {
     const [registered, drains, leases] = await Promise.all([this.registry.list(), this.drains.list(), this.leases.list()]);
     const workers = withDrains(withLeasedReservations(registered, leases.filter((lease) => !isExpired(lease, now))), drains);
     return {
-      items: workers.sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0)).map((worker) => workerView(worker, now, drains.get(worker.workerId) ?? null)),
+      items: workers.sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0)).map((worker) => workerView(worker, now, drains.get(worker.workerId) ?? null, this.config.CAIRN_WORKER_STALE_AFTER_MS)),
     };
   }
 
@@ -92,6 +95,6 @@ export class WorkersController {
     const [registered, leases] = await Promise.all([this.registry.get(id), this.leases.list()]);
     if (registered === null) throw new CairnError('E_NOT_FOUND', `no worker ${id} is registered`, { workerId: id });
     const [worker] = withDrains(withLeasedReservations([registered], leases.filter((lease) => !isExpired(lease, now))), drain === null ? new Map() : new Map([[id, drain]]));
-    return workerView(worker!, now, drain);
+    return workerView(worker!, now, drain, this.config.CAIRN_WORKER_STALE_AFTER_MS);
   }
 }
