@@ -131,7 +131,8 @@ beforeAll(async () => {
     CAIRN_NATS_URL: nats.urls,
     CAIRN_HEARTBEAT_MS: '500',
     CAIRN_WORKER_STALE_AFTER_MS: '3000',
-    CAIRN_LEASE_TTL_MS: '4000',
+    // Generous for a loaded 2-core machine: a lapse fails a run by design, and only B's run may lapse here.
+    CAIRN_LEASE_TTL_MS: '8000',
     CAIRN_LEASE_RENEW_MS: '1000',
     CAIRN_LEASE_SCAN_INTERVAL_MS: '500',
     CAIRN_WARM_POOL_SIZE: '0',
