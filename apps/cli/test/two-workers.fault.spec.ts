@@ -214,9 +214,17 @@ describe('fault: two workers, one in a network namespace reaching NATS only over
     expect([...secondPlaces].sort()).toEqual([workerA, workerB].sort());
     const runningOnB = second[secondPlaces.indexOf(workerB)]!;
     await poll(`step.started on ${runningOnB}`, async () => ((await typesOf(runningOnB)).includes('step.started') ? true : null));
+    // Fail closed: a bad id is a usage error, an unknown worker E_NOT_FOUND; nothing is drained.
+    const bad = await stack.cairn(['workers', 'drain', 'Not An Id', '--json']);
+    expect(bad.code).toBe(2);
+    const ghost = await stack.cairn(['workers', 'drain', 'w-ghost', '--json']);
+    expect(ghost.code).toBe(1);
+    expect(JSON.parse(ghost.stdout)).toMatchObject({ ok: false, error: { code: 'E_NOT_FOUND' } });
     const drained = await stack.cairn(['workers', 'drain', workerB, '--json']);
     expect(drained.code, drained.stdout + drained.stderr).toBe(0);
     expect((JSON.parse(drained.stdout) as { worker: Worker }).worker).toMatchObject({ workerId: workerB, status: 'draining', draining: true, runs: 1 });
+    const table = await stack.cairn(['workers']);
+    expect(table.stdout.split('\n').find((line) => line.startsWith(workerB))).toMatch(/^\S+\s+draining\s+1\/4\s/);
     // New runs all land on A, though B is the roomier.
     const meanwhile = await Promise.all([submit('while drained 1', ['echo', 'a']), submit('while drained 2', ['echo', 'b']), submit('while drained 3', ['echo', 'c'])]);
     expect(await Promise.all(meanwhile.map(placedOn))).toEqual([workerA, workerA, workerA]);
