@@ -46,9 +46,18 @@ describe('WorkerDrains on the real KV', () => {
     expect(await gateway.undrain('w-a')).toBe(true);
     expect(await gateway.undrain('w-a')).toBe(false);
     expect(await scheduler.get('w-a')).toBeNull();
+    // Drained again after it was lifted: a new drain, with its own time and actor.
+    expect(await gateway.drain({ workerId: 'w-a', drainedAt: 3000, by: 'key:three' })).toMatchObject({ drainedAt: 3000, by: 'key:three' });
+    expect(await gateway.undrain('w-a')).toBe(true);
     // Bad ids are no drains, and a bad drain is refused.
     expect(await scheduler.get('../x')).toBeNull();
     await expect(gateway.drain({ workerId: 'bad id', drainedAt: 1, by: 'key:x' })).rejects.toMatchObject({ code: 'E_INPUT' });
+
+    // A burst of drains of one worker from two processes at once: one is set, every answer is that one.
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? gateway : scheduler).drain({ workerId: 'w-burst', drainedAt: 5000 + i, by: `key:k${i}` })));
+    const kept = await scheduler.get('w-burst');
+    expect(kept).not.toBeNull();
+    for (const answer of answers) expect(answer).toEqual(kept);
     gateway.close();
     scheduler.close();
   });

@@ -3,7 +3,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { LazyBucketMirror } from './bucket-mirror.js';
-import { decodeEntry, keyLister, kvCall, openBucket } from './kv-bucket.js';
+import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
 import type { RegisteredWorker } from './worker-record.schema.js';
 
@@ -52,11 +52,20 @@ export class WorkerDrains {
   async drain(drain: WorkerDrain): Promise<WorkerDrain> {
     const parsed = WorkerDrainSchema.safeParse(drain);
     if (!parsed.success) throw new CairnError('E_INPUT', `invalid drain: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
-    const held = await this.get(parsed.data.workerId);
+    const { workerId } = parsed.data;
+    const held = await this.get(workerId);
     if (held !== null) return held;
-    const revision = await kvCall(`cannot drain worker ${drain.workerId}`, () => this.kv.put(parsed.data.workerId, JSON.stringify(parsed.data)));
-    this.mirror.apply(parsed.data.workerId, revision, parsed.data);
-    return parsed.data;
+    try {
+      // Created only where no drain is: of two operators draining at once, the first one's stays.
+      const revision = await this.kv.create(workerId, JSON.stringify(parsed.data));
+      this.mirror.apply(workerId, revision, parsed.data);
+      return parsed.data;
+    } catch (error) {
+      if (!isWrongRevision(error)) throw new CairnError('E_UNAVAILABLE', `cannot drain worker ${workerId}: ${error instanceof Error ? error.message : String(error)}`);
+      const first = await this.get(workerId);
+      if (first === null) throw new CairnError('E_CONFLICT', `worker ${workerId}'s drain changed while it was set: try again`, { workerId });
+      return first;
+    }
   }
 
   /** Lifts the worker's drain; false when there was none. */
