@@ -109,6 +109,13 @@ if ! dpkg -s busybox-static >/dev/null 2>&1; then
   apt_install busybox-static
 fi
 
+# The two-worker fault test (apps/cli/test/two-workers.fault.spec.ts) puts a worker in a network
+# namespace of its own, joined by a veth pair: `ip` from iproute2.
+if ! command -v ip >/dev/null 2>&1; then
+  log "installing iproute2"
+  apt_install iproute2
+fi
+
 # --- Chromium -------------------------------------------------------------------------------
 # The dashboard's browser tests (apps/dashboard/test) drive Debian's Chromium with playwright-core;
 # no browser is ever downloaded by a tool of its own.

@@ -24,6 +24,7 @@ import { registerSecretsCommand } from './commands/secrets.command.js';
 import { registerStatusCommand } from './commands/status.command.js';
 import { registerNatsAuthCommand, registerUpCommand } from './commands/up.command.js';
 import { registerVerifyCommand } from './commands/verify.command.js';
+import { registerWorkersCommand } from './commands/workers.command.js';
 import { EXIT_OK, EXIT_USAGE, toCliFailure } from './exit-codes.js';
 import { Output } from './output.js';
 import type { CliStreams } from './output.js';
@@ -78,6 +79,7 @@ export function buildProgram(context: CommandContext): Command {
   registerExportCommand(program, context);
   registerCheckpointsCommand(program, context);
   registerImagesCommand(program, context);
+  registerWorkersCommand(program, context);
   registerInitKeysCommand(program, context);
   registerSealKeyCommand(program, context);
   registerProjectionsCommand(program, context);

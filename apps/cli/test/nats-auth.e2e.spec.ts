@@ -122,6 +122,18 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(await storedOn(`${prefix()}.${chain}.>`)).toBe(0);
   });
 
+  it("an operator's drain under them: the gateway writes it, the runtime cannot lift it, the scheduler only reads it", async () => {
+    const drains = `${stack.names.workersBucket}_drains`;
+    const drained = await stack.cairn(['workers', 'drain', stack.names.workerId, '--json']);
+    expect(drained.code, `${drained.stdout}\n${drained.stderr}\n${await stack.logs()}`).toBe(0);
+    expect(JSON.parse(drained.stdout)).toMatchObject({ ok: true, worker: { status: 'draining', drain: { by: expect.stringMatching(/^key:/) as unknown } } });
+    expect(await attempt(await as('runtime'), `$KV.${drains}.${stack.names.workerId}`)).toBe('refused');
+    expect(await attempt(await as('scheduler'), `$KV.${drains}.${stack.names.workerId}`)).toBe('refused');
+    const undrained = await stack.cairn(['workers', 'undrain', stack.names.workerId, '--json']);
+    expect(undrained.code, undrained.stdout + undrained.stderr).toBe(0);
+    expect(JSON.parse(undrained.stdout)).toMatchObject({ ok: true, worker: { status: 'eligible', drain: null } });
+  });
+
   it('a whole run seals under per-service users, and its chain exports and verifies', async () => {
     const run = await stack.cairn(['run', QUICKSTART, '--wait', '--json']);
     expect(run.code, `${run.stdout}\n${run.stderr}\n${await stack.logs()}`).toBe(0);

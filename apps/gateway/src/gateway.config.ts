@@ -1,5 +1,6 @@
 import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, TlogConfigSchema } from '@cairn/config';
 import { OperationalConfigSchema } from '@cairn/operational';
+import { DEFAULT_STALE_AFTER_MS } from '@cairn/scheduling';
 import { z } from 'zod';
 import { API_KEY_PATTERN } from './auth/api-key.codec.js';
 
@@ -52,6 +53,8 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_GATEWAY_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
     /** How long `/metrics` waits for one source (a query, the stream info, the registry); a late one keeps its last values. */
     CAIRN_GATEWAY_METRICS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
+    /** When a silent worker counts as stale in `/v1/workers` and `/metrics`: the scheduler's own setting, so both agree. */
+    CAIRN_WORKER_STALE_AFTER_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_STALE_AFTER_MS),
   })
   .refine((config) => config.CAIRN_API_KEY === undefined || config.CAIRN_API_KEY_FILE === undefined, {
     path: ['CAIRN_API_KEY_FILE'],

@@ -1,5 +1,5 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
-import { CommandBus, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
+import { CommandBus, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
@@ -56,6 +56,8 @@ export interface GatewayResources {
   dataSource: DataSource;
   bus: CommandBus;
   registry: WorkerRegistry;
+  /** Operators' drains of workers (ADR 0026). */
+  drains: WorkerDrains;
   /** Leases (what each worker holds) and the scheduler's placement queue, for the workers' and runs' views. */
   leases: LeaseStore;
   queue: PlacementQueue;
@@ -103,6 +105,7 @@ export class GatewayModule {
         { provide: DataSource, useValue: resources.dataSource },
         { provide: CommandBus, useValue: resources.bus },
         { provide: WorkerRegistry, useValue: resources.registry },
+        { provide: WorkerDrains, useValue: resources.drains },
         { provide: LeaseStore, useValue: resources.leases },
         { provide: PlacementQueue, useValue: resources.queue },
         QueueSpots,

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { NatsArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
-import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
-import { queueBucketFor, SERVICE_ROUTES, tlogNames } from '@cairn/config';
+import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
+import { drainsBucketFor, queueBucketFor, SERVICE_ROUTES, tlogNames } from '@cairn/config';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
@@ -95,6 +95,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
     const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
+    const drains = await WorkerDrains.open(nc, { bucket: drainsBucketFor(config.CAIRN_WORKERS_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
+    cleanups.push(() => Promise.resolve(drains.close()));
     // What workers hold, and what waits for room: operational state the views show as it is now.
     const leases = await LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
     const queue = await PlacementQueue.open(nc, { bucket: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(config.CAIRN_LEASES_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
@@ -113,7 +115,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     cleanups.push(() => Promise.resolve(tlog.close()));
     const metrics = createGatewayMetrics();
     const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false, routerOptions: { maxParamLength: 128, onBadUrl: handleBadUrl }, clientErrorHandler: handleClientError });
-    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, leases, queue, logger, secrets, sandboxes, notices, metrics, artifacts, tlog }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot({ config, nc, dataSource, bus, registry, drains, leases, queue, logger, secrets, sandboxes, notices, metrics, artifacts, tlog }), adapter, {
       // Nest's own messages from warnings up: not a line per route at every start.
       logger: new JsonLogger(GATEWAY_SERVICE, 'warn'),
       abortOnError: false,

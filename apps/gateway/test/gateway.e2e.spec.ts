@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { API_ROUTES, CancelAcceptedSchema, EventPageSchema, HealthSchema, ProofBundleSchema, RunListSchema, RunSchema, SubmitAcceptedSchema, WorkerListSchema } from '@cairn/contracts';
-import { loadConfig, queueBucketFor } from '@cairn/config';
+import { API_ROUTES, CancelAcceptedSchema, EventPageSchema, HealthSchema, ProofBundleSchema, RunListSchema, RunSchema, SubmitAcceptedSchema, WorkerListSchema, WorkerSchema } from '@cairn/contracts';
+import { drainsBucketFor, loadConfig, queueBucketFor } from '@cairn/config';
 import type { ApiKeyScope, Receipt, Run, RunSpec } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
@@ -139,7 +139,7 @@ afterAll(async () => {
   await keysDb?.destroy();
   await log?.close();
   if (jsm !== undefined) {
-    for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, ...[config.CAIRN_WORKERS_BUCKET, config.CAIRN_LEASES_BUCKET, queueBucketFor(config.CAIRN_LEASES_BUCKET)].map(bucketStreamName)]) {
+    for (const stream of [config.CAIRN_EVIDENCE_STREAM, config.CAIRN_COMMAND_STREAM, ...[config.CAIRN_WORKERS_BUCKET, drainsBucketFor(config.CAIRN_WORKERS_BUCKET), config.CAIRN_LEASES_BUCKET, queueBucketFor(config.CAIRN_LEASES_BUCKET)].map(bucketStreamName)]) {
       await jsm.streams.delete(stream).catch(() => false);
     }
   }
@@ -433,16 +433,37 @@ describe('the REST gateway, end to end', () => {
     expect(WorkerListSchema.parse(answer.body).items).toEqual([
       {
         workerId: 'w-e2e',
+        status: 'eligible',
         healthy: true,
         draining: false,
+        drain: null,
         slots: 4,
         inFlight: 1,
+        runs: 1,
+        sandboxes: 0,
         capacity: { slots: 4, memoryMiB: 8192, cpus: 2, diskMiB: 10_240 },
         reserved: { slots: 1, memoryMiB: 512, cpus: 1, diskMiB: 256, pids: 64 },
         lastHeartbeatAt: new Date(now).toISOString(),
         images: { 'cairn/sandbox:1': `sha256:${'a'.repeat(64)}` },
       },
     ]);
+
+    // A drain is the operator's: another tenant's admin key may not; a bad id is E_INPUT, an unknown one E_NOT_FOUND.
+    const tenantAdmin = (await provisionKey(base, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['admin'] })).key;
+    expect((await http(base, 'POST', '/v1/workers/w-e2e/drain', { key: tenantAdmin })).body).toMatchObject({ code: 'E_FORBIDDEN' });
+    expect((await http(base, 'POST', '/v1/workers/w-e2e/drain', { key: keys.writer })).status).toBe(403);
+    expect((await http(base, 'POST', '/v1/workers/bad%20id/drain', { key: BOOTSTRAP_KEY })).body).toMatchObject({ code: 'E_INPUT' });
+    expect((await http(base, 'POST', '/v1/workers/w-ghost/drain', { key: BOOTSTRAP_KEY })).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    expect((await http(base, 'DELETE', '/v1/workers/w-ghost/drain', { key: BOOTSTRAP_KEY })).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    const drained = await http(base, 'POST', '/v1/workers/w-e2e/drain', { key: BOOTSTRAP_KEY });
+    expect(drained.status).toBe(200);
+    expect(WorkerSchema.parse(drained.body)).toMatchObject({ workerId: 'w-e2e', status: 'draining', draining: true, drain: { by: expect.stringMatching(/^key:/) as unknown }, runs: 1 });
+    // The worker's own record says nothing of it (a heartbeat or a restart rewrites it): the listing still shows the drain.
+    await registry.heartbeat({ ...(await registry.get('w-e2e'))!, lastHeartbeatAt: Date.now() });
+    expect(WorkerListSchema.parse((await http(base, 'GET', '/v1/workers', { key: BOOTSTRAP_KEY })).body).items[0]).toMatchObject({ status: 'draining', draining: true });
+    const undrained = await http(base, 'DELETE', '/v1/workers/w-e2e/drain', { key: BOOTSTRAP_KEY });
+    expect(undrained.status).toBe(200);
+    expect(WorkerSchema.parse(undrained.body)).toMatchObject({ status: 'eligible', draining: false, drain: null });
     await leases.delete('run_x1');
   });
 

@@ -1,7 +1,7 @@
 import type { CapacityResource } from '@cairn/contracts';
 import type { RegisteredWorker } from '@cairn/operational';
 export { withLeasedReservations } from '@cairn/operational';
-import { eligibleWorkers, freeCapacity, isSessionId, liveWorkers, neverFits, shortfall } from '@cairn/scheduling';
+import { eligibleWorkers, freeCapacity, isSessionId, liveWorkers, neverFits, shortfall, workerStatus } from '@cairn/scheduling';
 import type { Reservation, WorkerRecord } from '@cairn/scheduling';
 
 /**
@@ -20,11 +20,14 @@ export function hasImage(worker: RegisteredWorker, image: string): boolean {
  * at least `staleAfterMs` — a worker reports its images with every heartbeat, and one that has not
  * reported for that long is not live, so an image built (or a worker started) within that time is
  * still waited for; otherwise null (place it, or let it wait for room). With no live worker at all
- * nothing is known of images: the run waits for a runtime.
+ * nothing is known of images: the run waits for a runtime; nor while a drained (but heard-from)
+ * worker has it: the run waits for the drain to end.
  */
 export function imageMissing(workers: readonly RegisteredWorker[], image: string, runnableSince: number, now: number, staleAfterMs: number): number | null {
   const live = eligibleWorkers(workers, now, staleAfterMs);
   if (live.length === 0 || live.some((worker) => hasImage(worker, image))) return null;
+  // A drained worker (ADR 0026) that has it: the run waits for the drain to be lifted rather than fail.
+  if (workers.some((worker) => worker.draining && workerStatus(worker, now, staleAfterMs) === 'draining' && hasImage(worker, image))) return null;
   return now - runnableSince >= staleAfterMs ? live.length : null;
 }
 

@@ -77,6 +77,15 @@ describe('imageMissing', () => {
     expect(imageMissing([worker('w-old', { lastHeartbeatAt: now - STALE - 1, images: {} })], 'cairn/sandbox-debian:1', 0, now, STALE)).toBeNull();
     expect(imageMissing([live('w-drain', {}), { ...live('w-drain2', {}), draining: true }].slice(1), 'cairn/sandbox-debian:1', 0, now, STALE)).toBeNull();
   });
+
+  it('never while a drained worker that is heard from has it: the run waits for the drain to be lifted', () => {
+    const eligible = live('w1', {});
+    const drained = { ...live('w2', { 'cairn/sandbox-debian:1': A }), draining: true };
+    expect(imageMissing([eligible, drained], 'cairn/sandbox-debian:1', 0, now, STALE)).toBeNull();
+    // A drained worker gone stale, or one with another digest, keeps no run waiting.
+    expect(imageMissing([eligible, { ...drained, lastHeartbeatAt: now - STALE - 1 }], 'cairn/sandbox-debian:1', 0, now, STALE)).toBe(1);
+    expect(imageMissing([eligible, drained], `cairn/sandbox-debian:1@${B}`, 0, now, STALE)).toBe(1);
+  });
 });
 
 describe('the capacity refusal', () => {

@@ -4,7 +4,7 @@ import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
 import { readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { ValidRunChain } from '@cairn/lifecycle';
-import { LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
+import { LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry, withDrains } from '@cairn/operational';
 import type { LeaseRecord, QueueEntry, RegisteredWorker } from '@cairn/operational';
 import { grantLease, isExpired, liveWorkers, planQueue, reservationFor } from '@cairn/scheduling';
 import type { QueuedRequest, QueuePlan } from '@cairn/scheduling';
@@ -54,6 +54,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly workers: WorkerRegistry,
+    private readonly drains: WorkerDrains,
     private readonly leases: LeaseStore,
     private readonly queue: PlacementQueue,
     @Inject(PLACEMENT_GATE) private readonly gate: SerialGate,
@@ -231,8 +232,9 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async snapshot(now: number): Promise<{ workers: RegisteredWorker[]; live: LeaseRecord[] }> {
-    const [workers, leases] = await Promise.all([this.workers.list(), this.leases.list()]);
-    return { workers, live: leases.filter((lease) => !isExpired(lease, now)) };
+    // An operator's drain (ADR 0026) takes the worker out of placement as its own drain would.
+    const [workers, drains, leases] = await Promise.all([this.workers.list(), this.drains.list(), this.leases.list()]);
+    return { workers: withDrains(workers, drains), live: leases.filter((lease) => !isExpired(lease, now)) };
   }
 
   /** The live lease a chain holds already (a redelivery); an expired one nobody announced is removed. */

@@ -1,5 +1,5 @@
-import { approvalsBucketFor, queueBucketFor } from '@cairn/config';
-import { LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
+import { approvalsBucketFor, drainsBucketFor, queueBucketFor } from '@cairn/config';
+import { LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import { NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
@@ -30,6 +30,11 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],
         useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
+      },
+      {
+        provide: WorkerDrains,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) => WorkerDrains.open(nc, { bucket: drainsBucketFor(config.CAIRN_WORKERS_BUCKET), replicas: config.CAIRN_NATS_REPLICAS }),
       },
       {
         provide: LeaseStore,

@@ -3,7 +3,7 @@ import { loadConfig } from '@cairn/config';
 import type { GrantedCaps, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
-import { bucketStreamName, LeaseStore, PlacementQueue, WorkerRegistry } from '@cairn/operational';
+import { bucketStreamName, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import type { RegisteredWorker } from '@cairn/operational';
 import { testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -11,7 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { approvalsBucketFor, queueBucketFor } from '@cairn/config';
+import { approvalsBucketFor, drainsBucketFor, queueBucketFor } from '@cairn/config';
 import { JsonLogger } from '@cairn/service-kit';
 import { ApprovalDeadlines } from '../src/approval-deadlines.store.js';
 import { Placements } from '../src/placements.service.js';
@@ -29,6 +29,8 @@ export interface SchedulerWorld {
   nc: NatsConnection;
   log: EvidenceLog;
   registry: WorkerRegistry;
+  /** Operators' drains (ADR 0026), as the gateway writes them. */
+  drains: WorkerDrains;
   leases: LeaseStore;
   /** The scheduler's placement queue (`<leases>_queue`). */
   queue: PlacementQueue;
@@ -56,6 +58,7 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
   };
   const log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: env.CAIRN_EVIDENCE_STREAM!, subjectPrefix: env.CAIRN_EVIDENCE_SUBJECT_PREFIX! });
   const registry = await WorkerRegistry.open(nc, { bucket: env.CAIRN_WORKERS_BUCKET! });
+  const drains = await WorkerDrains.open(nc, { bucket: drainsBucketFor(env.CAIRN_WORKERS_BUCKET!) });
   const leases = await LeaseStore.open(nc, { bucket: env.CAIRN_LEASES_BUCKET! });
   const queue = await PlacementQueue.open(nc, { bucket: queueBucketFor(env.CAIRN_LEASES_BUCKET!) });
   const logger = new JsonLogger('scheduler', 'error');
@@ -70,13 +73,14 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
     nc,
     log,
     registry,
+    drains,
     leases,
     queue,
     env,
     config: (overrides = {}) => loadConfig(SchedulerConfigSchema, { ...env, ...overrides }),
     scheduler(overrides = {}) {
       const config = loadConfig(SchedulerConfigSchema, { ...env, ...overrides });
-      const placements = new Placements(registry, leases, queue, new SerialGate(), log, 'scheduler', config, logger);
+      const placements = new Placements(registry, drains, leases, queue, new SerialGate(), log, 'scheduler', config, logger);
       const handler = new SchedulingHandler(leases, new ApprovalDeadlines(nc, approvalsBucketFor(config.CAIRN_LEASES_BUCKET)), placements, logger);
       return { handler, placements };
     },
@@ -105,12 +109,14 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
     },
     async dispose() {
       queue.close();
+      drains.close();
       await log.close();
       const jsm = await jetstreamManager(nc);
       for (const stream of [
         env.CAIRN_EVIDENCE_STREAM!,
         env.CAIRN_COMMAND_STREAM!,
         bucketStreamName(env.CAIRN_WORKERS_BUCKET!),
+        bucketStreamName(drainsBucketFor(env.CAIRN_WORKERS_BUCKET!)),
         bucketStreamName(env.CAIRN_LEASES_BUCKET!),
         bucketStreamName(approvalsBucketFor(env.CAIRN_LEASES_BUCKET!)),
         bucketStreamName(queueBucketFor(env.CAIRN_LEASES_BUCKET!)),

@@ -27,7 +27,7 @@ export {
   whileLeaderless,
 } from './nats-cluster.js';
 export { redactUrl } from './redact-url.js';
-export { approvalsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
+export { approvalsBucketFor, drainsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';
 export { appendersOf, isNatsService, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
 export type { BucketAccess, NatsService, ServiceRoute, StackBucket } from './service-routes.js';

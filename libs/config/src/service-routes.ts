@@ -17,8 +17,8 @@ export function isNatsService(name: string): name is NatsService {
   return (NATS_SERVICES as readonly string[]).includes(name);
 }
 
-/** The operational buckets of a stack (`@cairn/operational`, the scheduler's approval deadlines). */
-export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue'] as const;
+/** The operational buckets of a stack (`@cairn/operational`, the scheduler's approval deadlines, operators' drains). */
+export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue', 'drains'] as const;
 export type StackBucket = (typeof STACK_BUCKETS)[number];
 
 /** `read`: get, list and watch; `write`: that and put and delete. */
@@ -89,7 +89,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     evidence: 'durable',
     watchesChains: false,
     ...NO_COMMANDS,
-    buckets: { workers: 'read', leases: 'write', approvals: 'write', queue: 'write' },
+    buckets: { workers: 'read', leases: 'write', approvals: 'write', queue: 'write', drains: 'read' },
     artifacts: 'none', tlog: 'none',
     monitors: false,
   },
@@ -137,7 +137,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [...COMMAND_VERBS],
     serves: [],
     sandboxOps: 'send',
-    buckets: { workers: 'read', leases: 'read', queue: 'read' },
+    // drains: an operator's `POST /v1/workers/:id/drain` (ADR 0026).
+    buckets: { workers: 'read', leases: 'read', queue: 'read', drains: 'write' },
     artifacts: 'read',
     tlog: 'read',
     monitors: true,

@@ -42,3 +42,11 @@ export function approvalsBucketFor(leasesBucket: string): string {
 export function queueBucketFor(leasesBucket: string): string {
   return `${leasesBucket}_queue`;
 }
+
+/**
+ * The bucket beside a stack's worker registry that keeps operators' drains (ADR 0026): no TTL, so a
+ * drain outlives its worker's restart and its registry record's expiry.
+ */
+export function drainsBucketFor(workersBucket: string): string {
+  return `${workersBucket}_drains`;
+}

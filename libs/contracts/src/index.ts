@@ -223,6 +223,9 @@ export {
   SubmitAcceptedSchema,
   WorkerListSchema,
   WorkerSchema,
+  WorkerDrainViewSchema,
+  WorkerStatusSchema,
+  WORKER_STATUSES,
 } from './api/api.schema.js';
 export type {
   CancelAccepted,
@@ -242,6 +245,7 @@ export type {
   SubmitAccepted,
   Worker,
   WorkerList,
+  WorkerStatusName,
 } from './api/api.schema.js';
 export {
   Base64HashSchema,

@@ -22,3 +22,5 @@ export { liveImageDigests, LocalImageDigestSchema, LocalImageTagSchema, Register
 export type { RegisteredWorker } from './worker-record.schema.js';
 export { DEFAULT_WORKERS_BUCKET, WorkerRegistry } from './worker-registry.adapter.js';
 export type { WorkerRegistryOptions } from './worker-registry.adapter.js';
+export { WorkerDrains, WorkerDrainSchema, withDrains } from './worker-drains.adapter.js';
+export type { WorkerDrain, WorkerDrainsOptions } from './worker-drains.adapter.js';

@@ -1,4 +1,4 @@
-import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, isolatedNames, queueBucketFor, replicasHint, replicasProblem, tlogNamesFor, whileLeaderless } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_NATS_REPLICAS, drainsBucketFor, isolatedNames, queueBucketFor, replicasHint, replicasProblem, tlogNamesFor, whileLeaderless } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -73,6 +73,7 @@ export function isolatedStackStreams(stackId: string): string[] {
     names.CAIRN_EVIDENCE_STREAM,
     names.CAIRN_COMMAND_STREAM,
     bucketStreamName(names.CAIRN_WORKERS_BUCKET),
+    bucketStreamName(drainsBucketFor(names.CAIRN_WORKERS_BUCKET)),
     bucketStreamName(names.CAIRN_LEASES_BUCKET),
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
     bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),

@@ -15,6 +15,7 @@ import {
   TenantIdSchema,
   WebhookCreateSchema,
   WebhookIdSchema,
+  WorkerIdSchema,
 } from '@cairn/contracts';
 import type {
   DeliveryList,
@@ -39,6 +40,7 @@ import type {
   WebhookCreated,
   WebhookDeleted,
   WebhookList,
+  Worker,
   WorkerList,
 } from '@cairn/contracts';
 import { encodeText } from './bytes.js';
@@ -214,6 +216,18 @@ export class Operator {
   async workers(): Promise<WorkerList> {
     const { method, path } = route('listWorkers');
     return this.http.json(method, path, API_COMPONENTS.WorkerList);
+  }
+
+  /** Drains a worker (the operator's): nothing new is placed on it; what it runs finishes. */
+  async drainWorker(id: string): Promise<Worker> {
+    const { method, path } = route('drainWorker', { id: checked(WorkerIdSchema, id, 'worker id') });
+    return this.http.json(method, path, API_COMPONENTS.Worker);
+  }
+
+  /** Lifts an operator's drain: the worker takes new work again. */
+  async undrainWorker(id: string): Promise<Worker> {
+    const { method, path } = route('undrainWorker', { id: checked(WorkerIdSchema, id, 'worker id') });
+    return this.http.json(method, path, API_COMPONENTS.Worker);
   }
 
   async policy(): Promise<PolicyInForce> {

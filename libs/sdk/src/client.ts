@@ -90,6 +90,8 @@ export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   listTenantEvents: 'tenants.events',
   getTenantBundle: 'tenants.bundle',
   listWorkers: 'operator.workers',
+  drainWorker: 'operator.drainWorker',
+  undrainWorker: 'operator.undrainWorker',
   getPolicy: 'operator.policy',
   createSandbox: 'sandboxes.create',
   listSandboxes: 'sandboxes.list',

@@ -49,6 +49,11 @@ export interface NatsServersOptions {
    * it is full, as a real disk does. Absent: the store is a directory of the temp dir.
    */
   storeSizeMiB?: number;
+  /**
+   * The address clients connect to (default 127.0.0.1): a test's own address on a veth pair it made,
+   * so that a process in its network namespace reaches the server only over that link.
+   */
+  clientHost?: string;
 }
 
 export interface NatsNode {
@@ -144,10 +149,11 @@ class ServerProcess implements NatsNode {
     readonly config: string,
     readonly storeDir: string,
     readonly logFile: string,
+    private readonly clientHost: string = '127.0.0.1',
   ) {}
 
   get url(): string {
-    return `nats://127.0.0.1:${this.ports.client}`;
+    return `nats://${this.clientHost}:${this.ports.client}`;
   }
 
   pid(): number | null {
@@ -229,7 +235,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
     if (options.storeSizeMiB !== undefined) await mountTmpfs(storeDir, options.storeSizeMiB);
     const lines = [
       `server_name: "${name}"`,
-      `listen: 127.0.0.1:${port.client}`,
+      `listen: ${options.clientHost ?? '127.0.0.1'}:${port.client}`,
       `http: 127.0.0.1:${port.http}`,
       'max_payload: 4MB',
       ...(options.authorizationFile === undefined ? [] : ['include ./auth.conf']),
@@ -252,7 +258,7 @@ export async function startNatsServers(options: NatsServersOptions = {}): Promis
     }
     const config = join(dir, `n${i + 1}.conf`);
     await writeFile(config, `${lines.join('\n')}\n`);
-    nodes.push(new ServerProcess(bin, name, port, config, storeDir, join(dir, `n${i + 1}.log`)));
+    nodes.push(new ServerProcess(bin, name, port, config, storeDir, join(dir, `n${i + 1}.log`), options.clientHost));
   }
 
   const byName = (name: string): ServerProcess => {

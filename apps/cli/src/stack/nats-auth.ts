@@ -2,6 +2,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   approvalsBucketFor,
+  drainsBucketFor,
   ArtifactStoreConfigSchema,
   DEFAULT_ARTIFACT_BUCKET,
   DEFAULT_EVIDENCE_STREAM,
@@ -36,6 +37,7 @@ import {
   OperationalConfigSchema,
   openBucket,
   PlacementQueue,
+  WorkerDrains,
   WorkerRegistry,
 } from '@cairn/operational';
 
@@ -83,16 +85,18 @@ function stackTlogNames(config: Record<string, string>): StackNatsNames['tlog'] 
 /** The names the stack's services resolve from `config` (the same defaults they use). */
 export function stackNatsNames(config: Record<string, string>, stackId: string): StackNatsNames {
   const leases = config.CAIRN_LEASES_BUCKET ?? DEFAULT_LEASES_BUCKET;
+  const workers = config.CAIRN_WORKERS_BUCKET ?? DEFAULT_WORKERS_BUCKET;
   return {
     evidenceStream: config.CAIRN_EVIDENCE_STREAM ?? DEFAULT_EVIDENCE_STREAM,
     evidencePrefix: config.CAIRN_EVIDENCE_SUBJECT_PREFIX ?? DEFAULT_EVIDENCE_SUBJECT_PREFIX,
     commandStream: config.CAIRN_COMMAND_STREAM ?? DEFAULT_COMMAND_STREAM,
     commandPrefix: config.CAIRN_COMMAND_SUBJECT_PREFIX ?? DEFAULT_COMMAND_SUBJECT_PREFIX,
     buckets: {
-      workers: config.CAIRN_WORKERS_BUCKET ?? DEFAULT_WORKERS_BUCKET,
+      workers,
       leases,
       approvals: config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(leases),
       queue: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(leases),
+      drains: drainsBucketFor(workers),
     },
     artifactBucket: config.CAIRN_ARTIFACT_BUCKET ?? DEFAULT_ARTIFACT_BUCKET,
     tlog: stackTlogNames(config),
@@ -151,6 +155,7 @@ export async function provisionStackStreams(config: Record<string, string>, cred
     await CommandBus.open(nc, commandBusOptionsFromConfig(operational));
     const replicas = operational.CAIRN_NATS_REPLICAS;
     await WorkerRegistry.open(nc, { bucket: operational.CAIRN_WORKERS_BUCKET, replicas });
+    (await WorkerDrains.open(nc, { bucket: drainsBucketFor(operational.CAIRN_WORKERS_BUCKET), replicas })).close();
     await LeaseStore.open(nc, { bucket: operational.CAIRN_LEASES_BUCKET, replicas });
     const queue = await PlacementQueue.open(nc, { bucket: operational.CAIRN_QUEUE_BUCKET ?? queueBucketFor(operational.CAIRN_LEASES_BUCKET), replicas });
     queue.close();

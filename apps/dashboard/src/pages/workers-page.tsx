@@ -6,7 +6,7 @@ function mebibytes(value: number): string {
 }
 import { useAsync, useInterval } from '../use-async.js';
 
-/** The runtime workers registered now: health, draining, slots in use, what is reserved of each capacity, heartbeat. */
+/** The runtime workers registered now: health, draining (an operator's drain: `cairn workers drain`), slots in use, what is reserved of each capacity, heartbeat. */
 export function WorkersPage() {
   const workers = useAsync(() => cairn.operator.workers(), []);
   useInterval(workers.reload, 5000);
@@ -53,13 +53,20 @@ export function WorkersPage() {
                   <code>{worker.workerId}</code>
                 </td>
                 <td>
-                  <span className={`pill pill-${worker.healthy ? 'ok' : 'bad'}`}>{worker.healthy ? 'healthy' : 'unhealthy'}</span>
-                  {worker.draining ? <span className="pill pill-warn">draining</span> : null}
+                  <span className={`pill pill-${worker.healthy ? 'ok' : 'bad'}`} title={worker.status}>
+                    {worker.healthy ? 'healthy' : worker.status === 'stale' ? 'stale' : 'unhealthy'}
+                  </span>
+                  {worker.draining ? (
+                    <span className="pill pill-warn" title={worker.drain === null ? 'shutting down' : `drained by ${worker.drain.by} since ${worker.drain.since}`}>
+                      draining
+                    </span>
+                  ) : null}
+                  {worker.status === 'overloaded' ? <span className="pill pill-warn">full</span> : null}
                 </td>
                 <td>
                   <div className="meter">
                     <meter min={0} max={Math.max(worker.slots, 1)} value={worker.inFlight} aria-label={`${worker.inFlight} of ${worker.slots} slots in use`} />
-                    <span className="small">
+                    <span className="small" title={`${worker.runs} runs, ${worker.sandboxes} sandbox sessions`}>
                       {worker.inFlight} / {worker.slots}
                     </span>
                   </div>

@@ -199,7 +199,7 @@ export class MetricsSources implements OnApplicationBootstrap {
     for (const counter of [m.warmPoolHits, m.warmPoolMisses, m.containersStarted]) counter.reset();
     let healthy = 0;
     for (const worker of workers) {
-      const status = workerStatus(worker, now);
+      const status = workerStatus(worker, now, this.config.CAIRN_WORKER_STALE_AFTER_MS);
       const up = status !== 'unhealthy' && status !== 'stale';
       if (up) healthy += 1;
       const labels = { worker: worker.workerId };

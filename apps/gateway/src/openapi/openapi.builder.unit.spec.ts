@@ -76,6 +76,7 @@ describe('the OpenAPI document', () => {
         '/v1/webhooks/{id}/deliveries',
         '/v1/webhooks/{id}/deliveries/{deliveryId}/replay',
         '/v1/workers',
+        '/v1/workers/{id}/drain',
       ],
     );
   });

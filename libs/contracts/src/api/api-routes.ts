@@ -6,6 +6,7 @@ import { SealKeysSchema } from '../seal-signature.schema.js';
 import { SecretGranteeSchema } from '../principal.schema.js';
 import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
 import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
+import { WorkerIdSchema } from '../event-fields.schema.js';
 import type { ApiKeyScope } from '../api-key-scope.schema.js';
 import type { ErrorCode } from '../error-codes.js';
 import {
@@ -73,6 +74,7 @@ import {
   StreamEventsQuerySchema,
   SubmitAcceptedSchema,
   WorkerListSchema,
+  WorkerSchema,
 } from './api.schema.js';
 
 /** Every schema the API document names, by its component name. */
@@ -89,6 +91,7 @@ export const API_COMPONENTS = {
   CancelAccepted: CancelAcceptedSchema,
   ApprovalRequest: ApprovalRequestSchema,
   ApprovalAccepted: ApprovalAcceptedSchema,
+  Worker: WorkerSchema,
   WorkerList: WorkerListSchema,
   PolicyInForce: PolicyInForceSchema,
   SecretValue: SecretValueSchema,
@@ -165,6 +168,7 @@ const SECRET_MANAGERS = 'Changing an existing secret needs a grant of it (or an 
 const WEBHOOK_ID = { id: WebhookIdSchema } as const;
 const KEY_ID = { id: ApiKeyIdSchema } as const;
 const TENANT_ID = { id: TenantIdSchema } as const;
+const WORKER_ID = { id: WorkerIdSchema } as const;
 /** Said on every route that serves a run's outputs. */
 const OUTPUTS_OF_SECRET_RUNS = 'A run that mounts secrets shows its outputs only to the key that submitted it or an admin key (403 E_FORBIDDEN): what it printed may carry what it was given.';
 const SERVED =
@@ -559,6 +563,30 @@ export const API_ROUTES = {
     status: 200,
     response: 'WorkerList',
     errors: ['E_UNAVAILABLE'],
+  },
+  drainWorker: {
+    operationId: 'drainWorker',
+    method: 'POST',
+    path: '/v1/workers/:id/drain',
+    summary:
+      "Drain a worker: the scheduler places nothing new on it from now on, and the runs and sandbox sessions it holds finish as they would. The drain is the operator's (an admin key of tenant `default`; another tenant's key is 403 E_FORBIDDEN), kept in NATS until lifted, across the worker's restarts. Draining a drained worker answers it as it is. A worker not registered now is 404 E_NOT_FOUND.",
+    scope: 'admin',
+    status: 200,
+    response: 'Worker',
+    pathParams: WORKER_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
+  },
+  undrainWorker: {
+    operationId: 'undrainWorker',
+    method: 'DELETE',
+    path: '/v1/workers/:id/drain',
+    summary:
+      "Lift an operator's drain: the worker takes new work again at the scheduler's next pass. The operator's only (403 E_FORBIDDEN otherwise). A worker not registered now is 404 E_NOT_FOUND (its drain stays until it is back); one that was not drained is answered as it is.",
+    scope: 'admin',
+    status: 200,
+    response: 'Worker',
+    pathParams: WORKER_ID,
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_UNAVAILABLE'],
   },
   getPolicy: {
     operationId: 'getPolicy',

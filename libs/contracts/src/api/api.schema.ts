@@ -118,14 +118,34 @@ export const CancelAcceptedSchema = z.strictObject({
 });
 export type CancelAccepted = z.infer<typeof CancelAcceptedSchema>;
 
+/** Why a worker may or may not take work now (`workerStatus` in @cairn/scheduling): the first that applies. */
+export const WORKER_STATUSES = ['eligible', 'unhealthy', 'stale', 'draining', 'overloaded'] as const;
+export const WorkerStatusSchema = z.enum(WORKER_STATUSES);
+export type WorkerStatusName = z.infer<typeof WorkerStatusSchema>;
+
+/** An operator's drain of a worker (ADR 0026). */
+export const WorkerDrainViewSchema = z.strictObject({
+  since: TimestampSchema,
+  /** The actor that asked (`key:<id>`). */
+  by: z.string(),
+});
+
 export const WorkerSchema = z.strictObject({
   workerId: WorkerIdSchema,
+  /** eligible, or why not: unhealthy, stale (silent past the stale window), draining, overloaded (full). */
+  status: WorkerStatusSchema,
   /** The worker says it is healthy and its last heartbeat is fresh. */
   healthy: z.boolean(),
+  /** Takes no new work: an operator's drain, or the worker shutting down. */
   draining: z.boolean(),
+  /** The operator's drain, when one is set: it outlives the worker's restarts until lifted. */
+  drain: WorkerDrainViewSchema.nullable(),
   slots: z.number().int().min(0),
-  /** Runs the worker holds now. */
+  /** Runs and sandbox sessions the worker holds now. */
   inFlight: z.number().int().min(0),
+  /** Of those, runs and sandbox sessions. */
+  runs: z.number().int().min(0),
+  sandboxes: z.number().int().min(0),
   capacity: z.strictObject({
     slots: z.number().int().min(0),
     memoryMiB: z.number().int().min(0),
