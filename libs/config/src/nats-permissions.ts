@@ -120,6 +120,13 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
     publish.push(...orderedConsumerGrants(ev), `$JS.API.CONSUMER.DURABLE.CREATE.${ev}.*`, `$JS.API.CONSUMER.LIST.${ev}`, `$JS.API.CONSUMER.NAMES.${ev}`, `$JS.ACK.${ev}.*.>`);
     publishDeny.push(...durableDenials(ev, others), ...others.map((d) => `$JS.ACK.${ev}.${d}.>`));
   }
+  if ((route.folds ?? []).length > 0 && route.evidence !== 'follows' && route.evidence !== 'routed') {
+    // Its own ordered consumer from the start of the log (a fold of its own state, ADR 0027), and never
+    // another service's durable.
+    const others = stackEvidenceDurables(names).filter((d) => d !== evidenceDurableOf(service, names.workerId));
+    publish.push(...orderedConsumerGrants(ev));
+    publishDeny.push(...durableDenials(ev, others));
+  }
   if (route.evidence === 'follows') {
     publish.push(...orderedConsumerGrants(ev));
     publishDeny.push(...durableDenials(ev, stackEvidenceDurables(names)));

@@ -120,6 +120,21 @@ describe('natsPermissionsFor', () => {
     expect(permits(webhooks, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
   });
 
+  it('lets policy make and pull an ordered consumer of its own for its usage ledger, and keeps it off every other service\'s durable', () => {
+    const policy = all.policy.publish;
+    expect(permits(policy, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.Xyz_1`)).toBe(true);
+    expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.Xyz_1`)).toBe(true);
+    expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-policy`)).toBe(true);
+    for (const service of ['grader', 'runtime', 'projector', 'scheduler'] as const) {
+      const durable = evidenceDurableOf(service, NAMES.workerId);
+      expect(permits(policy, `$JS.API.CONSUMER.DELETE.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(policy, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.${durable}.${NAMES.evidencePrefix}.>`), durable).toBe(false);
+    }
+    // Folding is reading: it still publishes no type of its row's but its own.
+    expect(permits(policy, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
+  });
+
   it('lets only the runtime put artifacts; the readers of outputs read them; nobody else touches the store', () => {
     const stream = `OBJ_${NAMES.artifactBucket}`;
     const chunk = `$O.${NAMES.artifactBucket}.C.abc`;

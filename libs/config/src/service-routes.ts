@@ -35,6 +35,11 @@ export interface ServiceRoute {
    * (`cairn-webhooks-<digest>`, ADR 0024), made and removed as they change, and chain reads.
    */
   evidence: 'durable' | 'reads' | 'follows' | 'routed';
+  /**
+   * Receipt types it folds state of its own from, with an ordered consumer of its own from the start
+   * of the log (policy's usage ledger, docs/adr/0027); none: it makes no ordered consumer of the stream.
+   */
+  folds?: readonly EventType[];
   /** Core subscriptions to a chain's subjects (the runtime's cancel watch, the gateway's SSE wake-ups). */
   watchesChains: boolean;
   /** The commands it publishes to the command stream (and whose replies it awaits). */
@@ -78,6 +83,20 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     // run.failed: a reaction that gives up (defaultGiveUp).
     appends: ['policy.decided', 'approval.requested', 'run.failed'],
     evidence: 'durable',
+    // Its usage ledger (budgets, quotas): USAGE_RECEIPT_TYPES of @cairn/policy, which a test keeps equal.
+    folds: [
+      'run.submitted',
+      'sandbox.requested',
+      'policy.decided',
+      'sandbox.created',
+      'sandbox.destroyed',
+      'run.executed',
+      'run.failed',
+      'run.rolled_back',
+      'run.cancelled',
+      'approval.rejected',
+      'run.sealed',
+    ],
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read' },
@@ -164,7 +183,8 @@ export function serviceRoutesMarkdown(): string {
   const rows = NATS_SERVICES.map((service) => {
     const route = SERVICE_ROUTES[service];
     const appends = route.appends.length === 0 ? 'nothing' : route.appends.map((t) => `\`${t}\``).join(', ');
-    const reads = `${EVIDENCE_READS[route.evidence]}${route.watchesChains ? '; subscribes to chains' : ''}`;
+    const folds = route.folds === undefined || route.folds.length === 0 ? '' : `; folds ${route.folds.map((t) => `\`${t}\``).join(', ')} with an ordered consumer of its own`;
+    const reads = `${EVIDENCE_READS[route.evidence]}${folds}${route.watchesChains ? '; subscribes to chains' : ''}`;
     const commands = [
       ...(route.sends.length > 0 ? [`sends ${route.sends.map((v) => `\`${v}\``).join(', ')}`] : []),
       ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),
