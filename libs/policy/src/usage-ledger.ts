@@ -102,14 +102,15 @@ export function evolveUsageEntry(entry: UsageEntry | undefined, receipt: Evidenc
 
 /**
  * Whether an entry can never count again after `nowMs`: not in flight, of no job (a job's runs
- * count for ever), and its sandbox time (if any) ended more than 24 hours ago. Time only moves on,
- * so dropping these changes no later decision.
+ * count for ever), and its last receipt (its sandbox's end, if it had one) more than 24 hours ago.
+ * Time only moves on, so dropping these changes no later decision; an entry is kept a day after
+ * its last receipt even when it never counted (a run rejected), so a late look at its chain still
+ * finds it.
  */
 export function usageEntryExpired(entry: UsageEntry, nowMs: number): boolean {
   if (IN_FLIGHT.has(entry.state) || entry.job !== null) return false;
-  if (entry.startedAt === null) return true;
   const end = Date.parse(entry.endedAt ?? entry.updatedAt);
-  return Number.isFinite(end) && end < nowMs - DAY_MS;
+  return Number.isFinite(end) && end < nowMs - DAY_MS && Date.parse(entry.updatedAt) < nowMs - DAY_MS;
 }
 
 /**

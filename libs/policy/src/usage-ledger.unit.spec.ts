@@ -122,7 +122,7 @@ describe('UsageLedger', () => {
     for (const tenant of ['acme', 'globex']) expect(b.earlier(tenant, 'nightly', 100, NOW)).toEqual(a.earlier(tenant, 'nightly', 100, NOW));
   });
 
-  it('given entries that can never count again, then pruning drops only those: a job run and a run in flight stay', () => {
+  it('given entries that can never count again, then pruning drops only those: a job run, a run in flight and runs ended within the day stay', () => {
     const ledger = ledgerOf([
       submitted('run_old', at(3 * 24 * HOUR)),
       decided('run_old', 2, at(3 * 24 * HOUR), 'allow'),
@@ -137,8 +137,8 @@ describe('UsageLedger', () => {
       submitted('run_recent', at(2 * HOUR)),
       receipt('run.cancelled', 'run_recent', 2, at(HOUR)),
     ]);
-    expect(ledger.prune(NOW)).toBe(3);
-    expect(['run_job', 'run_live'].every((id) => ledger.entry(id) !== undefined)).toBe(true);
+    expect(ledger.prune(NOW)).toBe(1);
+    expect(['run_job', 'run_live', 'run_rejected', 'run_recent'].every((id) => ledger.entry(id) !== undefined)).toBe(true);
     expect(ledger.entry('run_old')).toBeUndefined();
   });
 
@@ -148,5 +148,7 @@ describe('UsageLedger', () => {
     expect(usageEntryExpired({ ...base, job: 'j', state: 'SEALED', startedAt: null, updatedAt: at(3 * 24 * HOUR) }, NOW)).toBe(false);
     expect(usageEntryExpired({ ...base, state: 'SEALED', startedAt: at(25 * HOUR), updatedAt: at(23 * HOUR) }, NOW)).toBe(false);
     expect(usageEntryExpired({ ...base, state: 'SEALED', startedAt: at(26 * HOUR), updatedAt: at(25 * HOUR) }, NOW)).toBe(true);
+    expect(usageEntryExpired({ ...base, state: 'REJECTED', startedAt: null, updatedAt: at(HOUR) }, NOW)).toBe(false);
+    expect(usageEntryExpired({ ...base, state: 'REJECTED', startedAt: null, updatedAt: at(25 * HOUR) }, NOW)).toBe(true);
   });
 });
