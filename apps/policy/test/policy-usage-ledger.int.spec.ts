@@ -120,7 +120,8 @@ describe('policy usage ledger: a tenant quota of 1, decided from the log', () =>
     await startPolicy();
     await Promise.all(
       tenants.map(async (tenant) => {
-        pairs.set(tenant, (await Promise.all([submitted(tenant, `${tenant} a`), submitted(tenant, `${tenant} b`)])) as [string, string]);
+        const [a, b] = await Promise.all([submitted(tenant, `${tenant} a`), submitted(tenant, `${tenant} b`)]);
+        pairs.set(tenant, [a, b]);
       }),
     );
     for (const tenant of tenants) {
