@@ -1,7 +1,7 @@
 import { CONSUMER_PULL_EXPIRES_MS } from '@cairn/config';
 import { CairnError, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt } from '@cairn/contracts';
-import { parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
+import { evidenceSubjects, parseEvidenceSubject } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { USAGE_RECEIPT_TYPES, UsageLedger } from '@cairn/policy';
 import type { RunUsageRecord } from '@cairn/policy';
@@ -18,10 +18,16 @@ const PRUNE_EVERY_MS = 60_000;
 /** The wait before a fold consumer that stopped is started again. */
 const RESTART_MS = 500;
 
+/** The types the ledger folds; every other message only moves its position, unparsed. */
+const FOLDED: ReadonlySet<string> = new Set(USAGE_RECEIPT_TYPES);
+
 /**
  * What budgets and quotas are counted from: policy's own ledger (`UsageLedger`, docs/adr/0027),
- * folded from the evidence log by an ordered consumer of its own that takes only the receipt types
- * usage depends on (ADR 0013) — never a projection, and no PostgreSQL. Kept in memory and rebuilt
+ * folded from the evidence log by an ordered consumer of its own — never a projection, and no
+ * PostgreSQL. The consumer takes the whole stream (one filter subject) and skips, by the subject's
+ * type and before parsing, every receipt usage does not depend on: nats.js makes a consumer of
+ * several filter subjects through the one API subject (`$JS.API.CONSUMER.CREATE.<stream>`) that a
+ * NATS user cannot be scoped to its own consumers on, so policy's user is not given it. Kept in memory and rebuilt
  * from the log at boot (from stream seq 1); an ordered consumer that stops (a reconnect, a leader
  * change) starts again after the last seq folded.
  *
@@ -34,6 +40,7 @@ const RESTART_MS = 500;
 @Injectable()
 export class UsageLedgerService implements OnModuleInit, OnModuleDestroy {
   private readonly ledger = new UsageLedger();
+  private readonly decoder = new TextDecoder();
   private messages: ConsumerMessages | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
@@ -135,7 +142,7 @@ export class UsageLedgerService implements OnModuleInit, OnModuleDestroy {
     const prefix = this.log.subjectPrefix;
     const from = this.ledger.throughStreamSeq + 1;
     const consumer = await jetstream(this.nc).consumers.get(this.log.streamName, {
-      filter_subjects: USAGE_RECEIPT_TYPES.map((type) => typeSubjects(prefix, type)),
+      filter_subjects: evidenceSubjects(prefix),
       ...(from <= 1 ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from }),
     });
     const messages = await consumer.consume({ max_messages: 1024, expires: CONSUMER_PULL_EXPIRES_MS });
@@ -144,10 +151,9 @@ export class UsageLedgerService implements OnModuleInit, OnModuleDestroy {
       await messages.close();
       return;
     }
-    const decoder = new TextDecoder();
     let folded = 0;
     for await (const msg of messages) {
-      this.ledger.fold(this.receiptOf(prefix, msg.subject, decoder.decode(msg.data), msg.seq), msg.seq);
+      this.ledger.fold(this.receiptOf(prefix, msg.subject, msg.data, msg.seq), msg.seq);
       folded += 1;
       if (!this.caughtUp && msg.info.pending === 0) {
         this.caughtUp = true;
@@ -158,17 +164,18 @@ export class UsageLedgerService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** The message's receipt when it is one the ledger may take: valid, on the subject of its own chain and type. */
-  private receiptOf(prefix: string, subject: string, text: string, streamSeq: number): EvidenceReceipt | null {
+  private receiptOf(prefix: string, subject: string, data: Uint8Array, streamSeq: number): EvidenceReceipt | null {
+    const named = parseEvidenceSubject(prefix, subject);
+    if (named === null || !FOLDED.has(named.type)) return null;
     let raw: unknown;
     try {
-      raw = JSON.parse(text);
+      raw = JSON.parse(this.decoder.decode(data));
     } catch {
       this.logger.write('warn', 'usage ledger skips a message that is not JSON', { subject, stream_seq: streamSeq });
       return null;
     }
     const parsed = parseEvidenceReceipt(raw);
-    const named = parseEvidenceSubject(prefix, subject);
-    if (!parsed.ok || named === null || named.chainId !== parsed.receipt.run_id || named.type !== parsed.receipt.type) {
+    if (!parsed.ok || named.chainId !== parsed.receipt.run_id || named.type !== parsed.receipt.type) {
       // The reactors skip it too (nothing acts on it): it is never counted, as it is never decided.
       this.logger.write('warn', 'usage ledger skips an invalid receipt', { subject, stream_seq: streamSeq });
       return null;
