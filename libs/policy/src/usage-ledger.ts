@@ -10,7 +10,7 @@ import type { RunUsageRecord } from './budget-usage.js';
 /**
  * The receipt types the ledger folds: a run's or a sandbox session's start (`run.submitted`,
  * `sandbox.requested`), what policy granted, its sandbox's creation and teardown, and every receipt
- * that ends its time in flight. Policy's fold consumer takes only these (ADR 0013).
+ * that ends its time in flight. Policy's fold skips every other type by its subject, unparsed.
  */
 export const USAGE_RECEIPT_TYPES = [
   'run.submitted',
