@@ -134,6 +134,20 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(JSON.parse(undrained.stdout)).toMatchObject({ ok: true, worker: { status: 'eligible', drain: null } });
   });
 
+  it("policy's user may make an ordered consumer for its usage ledger but not touch another durable; the webhooks user takes its replays and no intake command", async () => {
+    const policy = await as('policy');
+    const ev = stack.names.evidenceStream;
+    const cmd = stack.names.commandStream;
+    expect(await attempt(policy, `$JS.API.CONSUMER.INFO.${ev}.probe_ordered`)).toBe('answered');
+    expect(await attempt(policy, `$JS.API.CONSUMER.DELETE.${ev}.cairn-grader`)).toBe('refused');
+    expect(await attempt(policy, `$JS.API.CONSUMER.MSG.NEXT.${ev}.cairn-scheduler`, '{"batch":1,"expires":1000000000}')).toBe('refused');
+    const webhooks = await as('webhooks');
+    expect(await attempt(webhooks, `$JS.API.CONSUMER.INFO.${cmd}.cairn-webhooks-cmd-webhook-replay`)).toBe('answered');
+    expect(await attempt(webhooks, `$JS.API.CONSUMER.MSG.NEXT.${cmd}.cairn-intake-submit`, '{"batch":1,"expires":1000000000}')).toBe('refused');
+    expect(await attempt(webhooks, `cairn.${stack.stackId}.cmd.submit`)).toBe('refused');
+    expect(await attempt(await as('intake'), `$JS.API.CONSUMER.MSG.NEXT.${cmd}.cairn-webhooks-cmd-webhook-replay`, '{"batch":1,"expires":1000000000}')).toBe('refused');
+  });
+
   it('a whole run seals under per-service users, and its chain exports and verifies', async () => {
     const run = await stack.cairn(['run', QUICKSTART, '--wait', '--json']);
     expect(run.code, `${run.stdout}\n${run.stderr}\n${await stack.logs()}`).toBe(0);

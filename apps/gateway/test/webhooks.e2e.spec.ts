@@ -87,6 +87,8 @@ beforeAll(async () => {
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_API_KEY: BOOTSTRAP_KEY,
     CAIRN_SECRETS_KEY_FILE: keyFile,
+    // A replay waits this long for the webhooks service (none runs here) before answering E_UNAVAILABLE.
+    CAIRN_GATEWAY_COMMAND_TIMEOUT_MS: '4000',
   });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
   // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
@@ -193,6 +195,29 @@ describe('POST / GET / DELETE /v1/webhooks', () => {
     expect(await call('DELETE', `/v1/webhooks/${id}`)).toMatchObject({ status: 200, body: { id, deleted: true } });
     expect((await call('DELETE', `/v1/webhooks/${id}`)).status).toBe(404);
     expect((await call('GET', `/v1/webhooks/${id}/deliveries`)).status).toBe(404);
+  });
+
+  it('asks the webhooks service for a replay by command: with the service down, 503 E_UNAVAILABLE in bounded time, and nothing queued', async () => {
+    const created = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.sealed'] } });
+    expect(created.status, created.text).toBe(201);
+    const id = String(created.body!.id);
+    // A delivery as the webhooks service queues it (the gateway never writes this table).
+    const deliveryId = `dlv_${'5'.repeat(24)}`;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query(`INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_id, event_type, body) VALUES ($1, $2, 'acme', 'run_replayme:4', 'run.sealed', '{}')`, [deliveryId, id]);
+      const started = Date.now();
+      const replay = await call('POST', `/v1/webhooks/${id}/deliveries/${deliveryId}/replay`);
+      expect(replay.status, replay.text).toBe(503);
+      expect(replay.body).toMatchObject({ code: 'E_UNAVAILABLE' });
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect((await client.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE replay_of = $1', [deliveryId])).rows).toEqual([{ n: 0 }]);
+      // Another tenant's replay of it is 404 without asking anyone, as before.
+      expect((await call('POST', `/v1/webhooks/${id}/deliveries/${deliveryId}/replay`, { key: keys.globex })).body).toMatchObject({ code: 'E_NOT_FOUND' });
+    } finally {
+      await client.end();
+    }
   });
 
   it('needs the admin scope, and refuses malformed ids and queries', async () => {

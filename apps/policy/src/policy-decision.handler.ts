@@ -6,7 +6,7 @@ import type { PolicyContext, PolicyDocument, PolicyOutcome } from '@cairn/policy
 import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { BudgetUsageRepository } from './budget-usage.repository.js';
+import { UsageLedgerService } from './usage-ledger.service.js';
 import type { PolicyServiceConfig } from './policy.config.js';
 import { decideSandboxPolicy } from './sandbox-policy.js';
 import { SecretAccessRepository } from './secret-access.repository.js';
@@ -17,7 +17,7 @@ export const POLICY_DOCUMENT = Symbol('cairn.policy-document');
 /**
  * Reacts to `run.submitted` with `policy.decided` (allow / hold / deny), decided by the pure
  * `decidePolicy` over the policy in force, the images the live workers have and — for a run of a
- * job, or under a tenant quota — the usage of the tenant's earlier runs (`BudgetUsageRepository`).
+ * job, or under a tenant quota — the usage of the tenant's earlier runs (policy's own ledger, folded from the log: `UsageLedgerService`).
  * A held run also gets one `approval.requested` per run-scope approval it waits for, so a grant
  * can name it.
  */
@@ -28,7 +28,7 @@ export class PolicyDecisionHandler implements ReactorHandler {
   constructor(
     @Inject(POLICY_DOCUMENT) private readonly policy: PolicyDocument,
     private readonly workers: WorkerRegistry,
-    private readonly usage: BudgetUsageRepository,
+    private readonly usage: UsageLedgerService,
     @Inject(SERVICE_CONFIG) private readonly config: PolicyServiceConfig,
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
     /** Absent (no store): a run that names a secret is denied, fail closed. */

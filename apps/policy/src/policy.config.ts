@@ -10,8 +10,9 @@ export const PolicyServiceConfigSchema = EvidenceLogConfigSchema.extend(Operatio
   /** A worker silent for longer than this does not count for the local image digests. */
   CAIRN_WORKER_STALE_AFTER_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_STALE_AFTER_MS),
   /**
-   * How long a decision that counts budgets waits for the runs projection to reach the run; past it
-   * the decision is retried later (the run stays SUBMITTED). Only jobs and tenant quotas wait.
+   * How long a decision that counts budgets waits for policy's usage ledger (its own fold of the log)
+   * to reach the run; past it the decision is retried later (the run stays SUBMITTED). Only jobs and
+   * tenant quotas wait.
    */
   CAIRN_POLICY_USAGE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
 });

@@ -3,7 +3,7 @@ import { policyVersion } from '@cairn/policy';
 import { JsonLogger, NATS_CONNECTION, ServiceRuntimeModule } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { DynamicModule } from '@nestjs/common';
-import { BudgetUsageRepository } from './budget-usage.repository.js';
+import { UsageLedgerService } from './usage-ledger.service.js';
 import { loadPolicyDocument } from './policy-document.loader.js';
 import { POLICY_DOCUMENT, PolicyDecisionHandler } from './policy-decision.handler.js';
 import { SecretAccessRepository } from './secret-access.repository.js';
@@ -21,7 +21,7 @@ export function policyModule(config: PolicyServiceConfig): DynamicModule {
     handler: PolicyDecisionHandler,
     providers: [
       { provide: POLICY_DOCUMENT, useValue: policy },
-      BudgetUsageRepository,
+      UsageLedgerService,
       SecretAccessRepository,
       {
         provide: WorkerRegistry,

@@ -15,9 +15,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BudgetUsageRepository } from '../src/budget-usage.repository.js';
 import { PolicyDecisionHandler } from '../src/policy-decision.handler.js';
 import { PolicyServiceConfigSchema } from '../src/policy.config.js';
+import { UsageLedgerService } from '../src/usage-ledger.service.js';
 import type { PolicyServiceConfig } from '../src/policy.config.js';
 
 /*
@@ -31,6 +31,7 @@ let nc: NatsConnection;
 let config: PolicyServiceConfig;
 let log: EvidenceLog;
 let handler: PolicyDecisionHandler;
+let ledger: UsageLedgerService;
 
 beforeAll(async () => {
   nc = await connect({ servers: testNatsUrl() });
@@ -52,10 +53,12 @@ beforeAll(async () => {
     inFlight: [],
     images: { 'cairn/sandbox-busybox:1': `sha256:${'b'.repeat(64)}`, 'cairn/sandbox-debian:1': `sha256:${'d'.repeat(64)}` },
   });
-  handler = new PolicyDecisionHandler(POLICY, workers, new BudgetUsageRepository(config), config, new JsonLogger('policy', 'error'));
+  ledger = new UsageLedgerService(config, nc, log, new JsonLogger('policy', 'error'));
+  handler = new PolicyDecisionHandler(POLICY, workers, ledger, config, new JsonLogger('policy', 'error'));
 });
 
 afterAll(async () => {
+  await ledger?.stop();
   await log?.close();
   const jsm = await jetstreamManager(nc);
   await jsm.streams.delete(config.CAIRN_EVIDENCE_STREAM).catch(() => false);

@@ -1,16 +1,19 @@
 import { DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { OperationalConfigSchema } from '@cairn/operational';
 import { WebhookGuardConfigSchema } from '@cairn/webhooks';
 import { z } from 'zod';
 
 /** The webhooks service's whole configuration, read once from the environment at boot. */
 export const WebhooksConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfigSchema.shape)
+  // The command stream: replays are asked for by command (CAIRN_COMMAND_STREAM, CAIRN_COMMAND_SUBJECT_PREFIX).
+  .extend(OperationalConfigSchema.shape)
   .extend(WebhookGuardConfigSchema.shape)
   .extend({
     /** The operator's key file: signing secrets are stored sealed under it (`cairn up` passes its path). */
     CAIRN_SECRETS_KEY_FILE: z.string().min(1, 'the secret key file that seals webhook signing secrets'),
     /**
-     * How often the dispatcher looks for due deliveries it was not told of (a replay the gateway
-     * queued, another instance's lapsed lease); what this process queues or retries is sent at once.
+     * How often the dispatcher looks for due deliveries it was not told of (another instance's
+     * replay or lapsed lease); what this process queues or retries is sent at once.
      */
     CAIRN_WEBHOOKS_POLL_MS: z.coerce.number().int().min(20).max(60_000).default(1000),
     /** Deliveries in flight at once. */

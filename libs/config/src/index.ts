@@ -29,7 +29,7 @@ export {
 export { redactUrl } from './redact-url.js';
 export { approvalsBucketFor, drainsBucketFor, isolatedNames, queueBucketFor } from './stack-names.js';
 export type { IsolatedNames } from './stack-names.js';
-export { appendersOf, isNatsService, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+export { appendersOf, INTAKE_VERBS, isNatsService, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES, WEBHOOKS_VERBS } from './service-routes.js';
 export type { BucketAccess, NatsService, ServiceRoute, StackBucket } from './service-routes.js';
 export {
   bucketStream,

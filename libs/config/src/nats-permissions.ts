@@ -49,9 +49,13 @@ export function evidenceDurableOf(service: NatsService, workerId: string): strin
   return service === 'runtime' ? `cairn-runtime-${consumerToken(workerId)}` : `cairn-${service}`;
 }
 
-/** Intake's durable for `verb` (CAIRN_INTAKE_DURABLE_PREFIX's default, `cairn-intake`). */
-export function commandDurableOf(verb: string): string {
-  return `cairn-intake-${verb.replace(/_/g, '-')}`;
+/**
+ * The durable `service` serves `verb` with: intake's are `cairn-intake-<verb>` (CAIRN_INTAKE_DURABLE_PREFIX's
+ * default), the webhooks service's `cairn-webhooks-cmd-<verb>` (never one of its evidence durables, `cairn-webhooks-<digest>`).
+ */
+export function commandDurableOf(verb: string, service: NatsService = 'intake'): string {
+  const name = verb.replace(/_/g, '-');
+  return service === 'intake' ? `cairn-intake-${name}` : `cairn-${service}-cmd-${name}`;
 }
 
 /** The worker's durable of its sandbox ops. */
@@ -120,6 +124,13 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
     publish.push(...orderedConsumerGrants(ev), `$JS.API.CONSUMER.DURABLE.CREATE.${ev}.*`, `$JS.API.CONSUMER.LIST.${ev}`, `$JS.API.CONSUMER.NAMES.${ev}`, `$JS.ACK.${ev}.*.>`);
     publishDeny.push(...durableDenials(ev, others), ...others.map((d) => `$JS.ACK.${ev}.${d}.>`));
   }
+  if ((route.folds ?? []).length > 0 && route.evidence !== 'follows' && route.evidence !== 'routed') {
+    // Its own ordered consumer from the start of the log (a fold of its own state, ADR 0027), and never
+    // another service's durable.
+    const others = stackEvidenceDurables(names).filter((d) => d !== evidenceDurableOf(service, names.workerId));
+    publish.push(...orderedConsumerGrants(ev));
+    publishDeny.push(...durableDenials(ev, others));
+  }
   if (route.evidence === 'follows') {
     publish.push(...orderedConsumerGrants(ev));
     publishDeny.push(...durableDenials(ev, stackEvidenceDurables(names)));
@@ -131,7 +142,7 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
   const commands = route.sends.length > 0 || route.serves.length > 0 || route.sandboxOps !== 'none';
   if (commands) publish.push(`$JS.API.STREAM.INFO.${cmd}`);
   for (const verb of route.sends) publish.push(`${names.commandPrefix}.cmd.${verb}`);
-  for (const verb of route.serves) publish.push(...durableGrants(cmd, commandDurableOf(verb)));
+  for (const verb of route.serves) publish.push(...durableGrants(cmd, commandDurableOf(verb, service)));
   if (route.sandboxOps === 'send') publish.push(`${names.commandPrefix}.cmd.sbxop.*`);
   if (route.sandboxOps === 'serve') publish.push(...durableGrants(cmd, sandboxOpsDurableOf(names.workerId)));
   // A command's reply subject travels in a header, so answering it is a publish, not a NATS response;

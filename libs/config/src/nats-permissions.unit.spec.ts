@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { bucketStream, commandDurableOf, evidenceDurableOf, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
 import type { StackNatsNames } from './nats-permissions.js';
-import { appendersOf, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+import { appendersOf, INTAKE_VERBS, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
 
 const NAMES: StackNatsNames = {
   evidenceStream: 'CAIRN_EVIDENCE_T1',
@@ -43,9 +43,9 @@ describe('the service table against the contracts', () => {
     for (const service of ['gateway', 'projector', 'webhooks'] as const) expect(SERVICE_ROUTES[service].appends, service).toEqual([]);
   });
 
-  it('has intake serve every command verb and the gateway send them', () => {
+  it('has intake serve every command verb but the webhooks service\'s replay, and the gateway send them all', () => {
     for (const verb of COMMAND_VERBS) {
-      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].serves.includes(verb)), verb).toEqual(['intake']);
+      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].serves.includes(verb)), verb).toEqual([verb === 'webhook_replay' ? 'webhooks' : 'intake']);
       expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].sends.includes(verb)), verb).toEqual(['gateway']);
     }
   });
@@ -120,6 +120,21 @@ describe('natsPermissionsFor', () => {
     expect(permits(webhooks, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
   });
 
+  it('lets policy make and pull an ordered consumer of its own for its usage ledger, and keeps it off every other service\'s durable', () => {
+    const policy = all.policy.publish;
+    expect(permits(policy, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.Xyz_1`)).toBe(true);
+    expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.Xyz_1`)).toBe(true);
+    expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-policy`)).toBe(true);
+    for (const service of ['grader', 'runtime', 'projector', 'scheduler'] as const) {
+      const durable = evidenceDurableOf(service, NAMES.workerId);
+      expect(permits(policy, `$JS.API.CONSUMER.DELETE.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(policy, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.${durable}`), durable).toBe(false);
+      expect(permits(policy, `$JS.API.CONSUMER.CREATE.${NAMES.evidenceStream}.${durable}.${NAMES.evidencePrefix}.>`), durable).toBe(false);
+    }
+    // Folding is reading: it still publishes no type of its row's but its own.
+    expect(permits(policy, `${NAMES.evidencePrefix}.${RUN}.run.sealed`)).toBe(false);
+  });
+
   it('lets only the runtime put artifacts; the readers of outputs read them; nobody else touches the store', () => {
     const stream = `OBJ_${NAMES.artifactBucket}`;
     const chunk = `$O.${NAMES.artifactBucket}.C.abc`;
@@ -151,11 +166,19 @@ describe('natsPermissionsFor', () => {
     }
   });
 
-  it('scopes durables to their owner: intake its verbs, a runtime its own worker', () => {
-    for (const verb of COMMAND_VERBS) {
+  it('scopes durables to their owner: intake its verbs, the webhooks service its replay, a runtime its own worker', () => {
+    for (const verb of INTAKE_VERBS) {
       expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(true);
       expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(false);
+      expect(permits(all.webhooks.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(false);
     }
+    const replay = commandDurableOf('webhook_replay', 'webhooks');
+    expect(replay).toBe('cairn-webhooks-cmd-webhook-replay');
+    expect(permits(all.webhooks.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${replay}`)).toBe(true);
+    expect(permits(all.webhooks.publish, `$JS.ACK.${NAMES.commandStream}.${replay}.1.2.3.4.5`)).toBe(true);
+    expect(permits(all.webhooks.publish, `${NAMES.commandPrefix}.cmd.webhook_replay`)).toBe(false);
+    expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${replay}`)).toBe(false);
+    expect(permits(all.gateway.publish, `${NAMES.commandPrefix}.cmd.webhook_replay`)).toBe(true);
     expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(true);
     const other = natsPermissionsFor('runtime', { ...NAMES, workerId: 'w2.example' });
     expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(false);

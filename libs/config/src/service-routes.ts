@@ -35,6 +35,11 @@ export interface ServiceRoute {
    * (`cairn-webhooks-<digest>`, ADR 0024), made and removed as they change, and chain reads.
    */
   evidence: 'durable' | 'reads' | 'follows' | 'routed';
+  /**
+   * Receipt types it folds state of its own from, with an ordered consumer of its own from the start
+   * of the log (policy's usage ledger, docs/adr/0027); none: it makes no ordered consumer of the stream.
+   */
+  folds?: readonly EventType[];
   /** Core subscriptions to a chain's subjects (the runtime's cancel watch, the gateway's SSE wake-ups). */
   watchesChains: boolean;
   /** The commands it publishes to the command stream (and whose replies it awaits). */
@@ -62,13 +67,18 @@ const SECRET_SEEN = ['secret.redacted', 'alert.raised', 'run.failed'] as const s
 
 const NO_COMMANDS = { sends: [], serves: [], sandboxOps: 'none' } as const;
 
+/** The commands the webhooks service serves: it owns its delivery queue (docs/adr/0027). */
+export const WEBHOOKS_VERBS = ['webhook_replay'] as const satisfies readonly CommandVerb[];
+/** Every other command is intake's: it records them on chains. */
+export const INTAKE_VERBS: readonly CommandVerb[] = COMMAND_VERBS.filter((verb) => !(WEBHOOKS_VERBS as readonly CommandVerb[]).includes(verb));
+
 export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   intake: {
     appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'sandbox.requested', ...ADMIN_TYPES],
     evidence: 'reads',
     watchesChains: false,
     sends: [],
-    serves: [...COMMAND_VERBS],
+    serves: [...INTAKE_VERBS],
     sandboxOps: 'none',
     buckets: {},
     artifacts: 'none', tlog: 'none',
@@ -78,6 +88,20 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     // run.failed: a reaction that gives up (defaultGiveUp).
     appends: ['policy.decided', 'approval.requested', 'run.failed'],
     evidence: 'durable',
+    // Its usage ledger (budgets, quotas): USAGE_RECEIPT_TYPES of @cairn/policy, which a test keeps equal.
+    folds: [
+      'run.submitted',
+      'sandbox.requested',
+      'policy.decided',
+      'sandbox.created',
+      'sandbox.destroyed',
+      'run.executed',
+      'run.failed',
+      'run.rolled_back',
+      'run.cancelled',
+      'approval.rejected',
+      'run.sealed',
+    ],
     watchesChains: false,
     ...NO_COMMANDS,
     buckets: { workers: 'read' },
@@ -127,8 +151,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
-  // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
-  webhooks: { appends: [], evidence: 'routed', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
+  // Queues deliveries in its own tables (replays too, asked for by command); a receipt it cannot queue is logged, never failed on the chain.
+  webhooks: { appends: [], evidence: 'routed', watchesChains: false, sends: [], serves: [...WEBHOOKS_VERBS], sandboxOps: 'none', buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
   gateway: {
     appends: [],
@@ -165,7 +189,8 @@ export function serviceRoutesMarkdown(): string {
   const rows = NATS_SERVICES.map((service) => {
     const route = SERVICE_ROUTES[service];
     const appends = route.appends.length === 0 ? 'nothing' : route.appends.map((t) => `\`${t}\``).join(', ');
-    const reads = `${EVIDENCE_READS[route.evidence]}${route.watchesChains ? '; subscribes to chains' : ''}`;
+    const folds = route.folds === undefined || route.folds.length === 0 ? '' : `; folds ${route.folds.map((t) => `\`${t}\``).join(', ')} with an ordered consumer of its own`;
+    const reads = `${EVIDENCE_READS[route.evidence]}${folds}${route.watchesChains ? '; subscribes to chains' : ''}`;
     const commands = [
       ...(route.sends.length > 0 ? [`sends ${route.sends.map((v) => `\`${v}\``).join(', ')}`] : []),
       ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),

@@ -3,6 +3,7 @@ import { ApiKeyIdSchema, ApiKeyPrefixSchema } from './admin-events.schema.js';
 import { ApiKeyScopeSchema } from './api-key-scope.schema.js';
 import { ActorSchema, ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from './envelope.js';
 import { ErrorBodySchema } from './error-codes.js';
+import { DeliveryIdSchema, WebhookIdSchema } from './api/webhooks.schema.js';
 import { ApprovalIdSchema } from './event-fields.schema.js';
 import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { RunSpecSchema } from './run-spec.schema.js';
@@ -107,6 +108,23 @@ export const RevokeKeyCommandSchema = z.strictObject({
 });
 export type RevokeKeyCommand = z.infer<typeof RevokeKeyCommandSchema>;
 
+/**
+ * Ask the webhooks service to deliver one of a tenant's webhook deliveries again, as a new delivery
+ * `replay_id` (the gateway picks it, so a command delivered twice queues one replay). The webhooks
+ * service owns its queue; the gateway writes none of its tables. Past `expires_at` (the gateway's
+ * wait for the answer) the command is refused unperformed: a REST call already answered
+ * E_UNAVAILABLE never replays later.
+ */
+export const ReplayWebhookDeliveryCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  webhook_id: WebhookIdSchema,
+  delivery_id: DeliveryIdSchema,
+  replay_id: DeliveryIdSchema,
+  expires_at: TimestampSchema,
+});
+export type ReplayWebhookDeliveryCommand = z.infer<typeof ReplayWebhookDeliveryCommandSchema>;
+
 /** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
 export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
@@ -117,6 +135,7 @@ export const COMMAND_SCHEMAS = {
   key_create: CreateKeyCommandSchema,
   key_rotate: RotateKeyCommandSchema,
   key_revoke: RevokeKeyCommandSchema,
+  webhook_replay: ReplayWebhookDeliveryCommandSchema,
 } as const;
 export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
 export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];
@@ -129,7 +148,10 @@ export function isCommandVerb(value: string): value is CommandVerb {
 /** What a handler answers when it did what was asked (or had done it before: `duplicate`). */
 export const CommandOkSchema = z.strictObject({
   ok: z.literal(true),
-  /** The run's id, the sandbox's (`sbx_…`) for `sandbox_create`, the admin chain's (`adm_…`) for an admin command. */
+  /**
+   * The run's id, the sandbox's (`sbx_…`) for `sandbox_create`, the admin chain's (`adm_…`) for an
+   * admin command, the chain of the receipt delivered again for `webhook_replay`.
+   */
   run_id: ChainIdSchema,
   /** True when the command had been carried out before and nothing new happened. */
   duplicate: z.boolean(),

@@ -2,7 +2,7 @@ import type { RunState } from '@cairn/contracts';
 import type { JobRunUsage } from './job-budget.js';
 
 /**
- * One earlier run of a tenant, as the runs projection holds it (times are receipt `ts`, RFC 3339).
+ * One earlier run of a tenant, as policy's usage ledger holds it (times are receipt `ts`, RFC 3339).
  * "Earlier" means submitted before the run being decided, in stream order: the caller gathers the
  * records so that two runs decided at the same time never count each other both ways.
  */

@@ -56,3 +56,5 @@ export type {
 export { policyVersion } from './policy-version.js';
 export { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 export type { QuotaRequest, TenantBudgetCheck } from './tenant-budget.js';
+export { evolveUsageEntry, USAGE_RECEIPT_TYPES, UsageLedger, usageEntryExpired } from './usage-ledger.js';
+export type { UsageEntry } from './usage-ledger.js';

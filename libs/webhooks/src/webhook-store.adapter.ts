@@ -333,18 +333,36 @@ export class WebhookStore {
     return rows.map(toDelivery);
   }
 
-  /** Queues the same payload again as a new delivery (`replayOf` the one named); null when there is no such delivery of the tenant's webhook. */
-  async replay(tenant: string, webhookId: string, deliveryId: string): Promise<Delivery | null> {
+  /**
+   * Queues the same payload again as the new delivery `replayId` (`replayOf` the one named): the
+   * webhooks service's answer to a `webhook_replay` command. Idempotent by `replayId`: asked again
+   * (a command delivered twice), it queues nothing and returns the replay as `duplicate`. Null when
+   * there is no such delivery of the tenant's webhook (or `replayId` is taken by another one).
+   */
+  async replay(tenant: string, webhookId: string, deliveryId: string, replayId: string = newId('dlv')): Promise<{ delivery: Delivery; duplicate: boolean } | null> {
     const rows = await this.query<{ id: string }>(
       `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_id, event_type, body, replay_of)
        SELECT $4, d.webhook_id, d.tenant, d.event_id, d.event_type, d.body, d.id
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE w.tenant = $1 AND d.webhook_id = $2 AND d.id = $3
+       ON CONFLICT (id) DO NOTHING
        RETURNING id`,
-      [checkTenant(tenant), webhookId, deliveryId, newId('dlv')],
+      [checkTenant(tenant), webhookId, deliveryId, replayId],
     );
-    if (rows[0] === undefined) return null;
-    const [row] = await this.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1`, [rows[0].id]);
+    const [row] = await this.query<DeliveryRow & { tenant: string }>(
+      `SELECT ${DELIVERY_COLUMNS}, d.tenant FROM webhook_deliveries d WHERE d.id = $1 AND d.webhook_id = $2 AND d.replay_of = $3`,
+      [replayId, webhookId, deliveryId],
+    );
+    if (row === undefined || row.tenant !== tenant) return null;
+    return { delivery: toDelivery(row), duplicate: rows[0] === undefined };
+  }
+
+  /** One delivery of the tenant's webhook, or null. Reads only. */
+  async delivery(tenant: string, webhookId: string, deliveryId: string): Promise<Delivery | null> {
+    const [row] = await this.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant = $1 AND d.webhook_id = $2 AND d.id = $3`,
+      [checkTenant(tenant), webhookId, deliveryId],
+    );
     return row === undefined ? null : toDelivery(row);
   }
 

@@ -1,11 +1,15 @@
 import { API_ROUTES, CairnError, DeliveryIdSchema, ListDeliveriesQuerySchema, WebhookCreateSchema, WebhookIdSchema } from '@cairn/contracts';
 import type { DeliveryList, DeliveryView, ListDeliveriesQuery, WebhookCreate, WebhookCreated, WebhookDeleted, WebhookList, WebhookView } from '@cairn/contracts';
+import { CommandBus } from '@cairn/operational';
 import { JsonLogger } from '@cairn/service-kit';
 import { checkWebhookUrl, parseEventFilter } from '@cairn/webhooks';
 import type { Delivery, Webhook } from '@cairn/webhooks';
-import { Body, Controller, Param, Query } from '@nestjs/common';
+import { Body, Controller, Inject, Param, Query } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import type { GatewayConfig } from '../gateway.config.js';
+import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
 import { GatewayWebhooks } from './gateway-webhooks.js';
 
@@ -44,6 +48,8 @@ export class WebhooksController {
   constructor(
     private readonly webhooks: GatewayWebhooks,
     private readonly logger: JsonLogger,
+    private readonly bus: CommandBus,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   @ApiRoute(API_ROUTES.createWebhook)
@@ -93,8 +99,30 @@ export class WebhooksController {
     @Param('id', WEBHOOK_ID) id: string,
     @Param('deliveryId', DELIVERY_ID) deliveryId: string,
   ): Promise<DeliveryView> {
-    const replayed = await this.webhooks.store.replay(principal.tenant, id, deliveryId);
-    if (replayed === null) throw new CairnError('E_NOT_FOUND', `no delivery ${deliveryId} of webhook ${id}`, { id, deliveryId });
+    // Asked of the webhooks service, which owns its queue (docs/adr/0027): the gateway writes none of
+    // its tables. The replay's id is chosen here, so a command delivered twice queues one replay, and
+    // the command expires when this call stops waiting: a replay taken later is refused, not made.
+    // Looked up first (a read): an unknown one is E_NOT_FOUND whether or not the webhooks service is up.
+    if ((await this.webhooks.store.delivery(principal.tenant, id, deliveryId)) === null) {
+      throw new CairnError('E_NOT_FOUND', `no delivery ${deliveryId} of webhook ${id}`, { id, deliveryId });
+    }
+    const replayId = `dlv_${randomBytes(12).toString('hex')}`;
+    const timeoutMs = this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS;
+    const reply = await this.bus.send(
+      'webhook_replay',
+      {
+        tenant: principal.tenant,
+        requested_by: `key:${principal.keyId}`,
+        webhook_id: id,
+        delivery_id: deliveryId,
+        replay_id: replayId,
+        expires_at: new Date(Date.now() + timeoutMs).toISOString(),
+      },
+      { msgId: `webhook-replay:${replayId}`, timeoutMs },
+    );
+    if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
+    const replayed = await this.webhooks.store.delivery(principal.tenant, id, replayId);
+    if (replayed === null) throw new CairnError('E_INTERNAL', `the webhooks service replayed ${deliveryId} as ${replayId}, which cannot be read`, { id, deliveryId });
     this.logger.write('info', 'webhook delivery replayed', { tenant: principal.tenant, webhook: id, delivery: deliveryId, replay: replayed.id, key_id: principal.keyId });
     return deliveryView(replayed);
   }
