@@ -17,8 +17,8 @@ export function isNatsService(name: string): name is NatsService {
   return (NATS_SERVICES as readonly string[]).includes(name);
 }
 
-/** The operational buckets of a stack (`@cairn/operational`, the scheduler's approval deadlines). */
-export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue'] as const;
+/** The buckets of a stack: the operational ones (`@cairn/operational`, the scheduler's approval deadlines) and the secret catalog (ADR 0028). */
+export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue', 'secrets'] as const;
 export type StackBucket = (typeof STACK_BUCKETS)[number];
 
 /** `read`: get, list and watch; `write`: that and put and delete. */
@@ -80,7 +80,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     evidence: 'durable',
     watchesChains: false,
     ...NO_COMMANDS,
-    buckets: { workers: 'read' },
+    // secrets: names and grants of the catalog (ADR 0028); it holds no key to open a value.
+    buckets: { workers: 'read', secrets: 'read' },
     artifacts: 'none', tlog: 'none',
     monitors: false,
   },
@@ -118,13 +119,15 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [],
     serves: [],
     sandboxOps: 'serve',
-    buckets: { workers: 'write', leases: 'write' },
+    // secrets: the sealed values of the runs it runs, opened with the private key (ADR 0028).
+    buckets: { workers: 'write', leases: 'write', secrets: 'read' },
     artifacts: 'write', tlog: 'none',
     monitors: false,
   },
-  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
-  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
+  // kernel, verifier, grader: secrets read, to scan what they derive with the run's values (ADR 0028).
+  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
+  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
+  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
@@ -137,7 +140,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [...COMMAND_VERBS],
     serves: [],
     sandboxOps: 'send',
-    buckets: { workers: 'read', leases: 'read', queue: 'read' },
+    // secrets: the catalog's only writer, sealing to the public key (ADR 0028).
+    buckets: { workers: 'read', leases: 'read', queue: 'read', secrets: 'write' },
     artifacts: 'read',
     tlog: 'read',
     monitors: true,
