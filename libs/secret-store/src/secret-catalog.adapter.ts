@@ -289,17 +289,21 @@ export class SecretCatalog {
       const dot = key.indexOf('.');
       const ref = { tenant: key.slice(0, dot), name: key.slice(dot + 1) };
       try {
-        await this.change(key, (old) => {
+        let wrote = false;
+        await this.change(key, (old, present) => {
+          wrote = false;
+          // A broken record (edited in the bucket) is not guessed at: named as unreadable.
+          if (present && old === null) throw new CairnError('E_INTERNAL', `the record of ${ref.name} is malformed`, { reason: 'malformed' });
           if (old === null || old.key_id === current.id) return undefined;
           const value = openSealedBox(keyring, ref, Buffer.from(old.sealed, 'base64'));
           try {
+            wrote = true;
             return { ...old, sealed: Buffer.from(sealToPublicKey(current, ref, value)).toString('base64'), key_id: current.id };
           } finally {
             value.fill(0);
           }
         });
-        const now = await this.record(ref.tenant, ref.name);
-        if (now !== null && now.key_id === current.id) resealed++;
+        if (wrote) resealed++;
       } catch (error) {
         if (error instanceof CairnError && error.code === 'E_INTERNAL') unreadable.push(`${ref.tenant}/${ref.name}`);
         else throw error;
