@@ -165,7 +165,9 @@ describe('assessScheduled', () => {
     const decided = { decision: 'allow', policy_version: SHA('c'), reasons: [], caps: CAPS, image: `cairn/sandbox-busybox:1@${IMAGE_ID}` } as const;
     const partly = new Chain().submitted({ secrets: ['API_TOKEN', 'DB_PASSWORD'] });
     partly.add('policy.decided', { ...decided, secrets: ['API_TOKEN'] }, 'policy');
-    expect(assessScheduled(partly.receipts, partly.scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED', message: expect.stringContaining('DB_PASSWORD not allowed') });
+    const refused = assessScheduled(partly.receipts, partly.scheduled(), 'w1');
+    expect(refused).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED' });
+    expect(refused.kind === 'refuse' && refused.message).toContain('DB_PASSWORD not allowed');
     const older = new Chain().submitted({ secrets: ['API_TOKEN'] });
     older.add('policy.decided', decided, 'policy');
     expect(assessScheduled(older.receipts, older.scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED' });

@@ -242,7 +242,9 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     if (!secretsRead.ok) {
       const error = secretsRead.error;
       if (isCairnError(error) && error.code === 'E_UNAVAILABLE') throw error;
-      await fail(isCairnError(error) && error.code === 'E_NOT_FOUND' ? 'E_POLICY_DENIED' : 'E_RUNTIME_ABSENT', `the sandbox's secrets cannot be provided: ${describe(error)}`);
+      // A name gone since policy allowed it is a refusal; a value that does not open (edited, moved) is E_INTERNAL, as for a run.
+      const code: ErrorCode = isCairnError(error) && error.code === 'E_NOT_FOUND' ? 'E_POLICY_DENIED' : isCairnError(error) && error.code === 'E_INTERNAL' ? 'E_INTERNAL' : 'E_RUNTIME_ABSENT';
+      await fail(code, `the sandbox's secrets cannot be provided: ${describe(error)}`);
       return;
     }
     secretValues = secretsRead.value;

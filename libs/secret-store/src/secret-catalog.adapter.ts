@@ -235,7 +235,7 @@ export class SecretCatalog {
       if (held === null) continue;
       const record = held.record;
       if (record === null) {
-        // Edited in the bucket: listed, so that an admin sees it and sets or removes it; never used.
+        // Edited in the bucket: listed, so that an admin sees it and sets it again; never used.
         out.push({ name, lastFour: null, keyId: '0000000000000000', setBy: null, grants: [], createdAt: held.created, updatedAt: held.created });
         continue;
       }

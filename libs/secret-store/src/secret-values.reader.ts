@@ -67,7 +67,9 @@ export class SecretValuesReader {
     return catalog.read(this.keyring, tenant, names);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    // The connection is the service's own: nothing to close but the handle.
     this.catalog = null;
+    return Promise.resolve();
   }
 }

@@ -21,7 +21,6 @@ import {
 } from '@cairn/config';
 import type { NatsService, NatsUser, StackNatsNames } from '@cairn/config';
 import { NatsArtifactStore } from '@cairn/artifact-store';
-import { SecretCatalog } from '@cairn/secret-store';
 import { TransparencyLog } from '@cairn/tlog';
 import { CairnError } from '@cairn/contracts';
 import { stackLocation, stackServiceConfig } from './stack-config.js';
@@ -162,6 +161,7 @@ export async function provisionStackStreams(config: Record<string, string>, cred
     // The log of seal heads, as its writer (the grader) would make it.
     (await TransparencyLog.open(nc, { ...stackTlogNames(config), replicas }, 'writer')).close();
     // The secret catalog (ADR 0028): the gateway writes it, policy and the workers read it.
+    const { SecretCatalog } = await import('@cairn/secret-store');
     await SecretCatalog.open(nc, { bucket: loadConfig(SecretCatalogConfigSchema, config).CAIRN_SECRETS_BUCKET, replicas });
     const artifacts = loadConfig(ArtifactStoreConfigSchema, config);
     await NatsArtifactStore.open(nc, { bucket: artifacts.CAIRN_ARTIFACT_BUCKET, create: { replicas, maxBytes: artifacts.CAIRN_ARTIFACT_STORE_MAX_BYTES } });
