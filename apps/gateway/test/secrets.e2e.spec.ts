@@ -10,6 +10,7 @@ import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
 import { formatBoxKeyring, formatBoxPublicKeys, formatSecretKeyring, generateBoxKey, generateSecretKey, openSealedBox } from '@cairn/secrets';
 import type { BoxPrivateKey } from '@cairn/secrets';
+import { readSecretKeyFile, SecretStore } from '@cairn/secret-store';
 import { JsonLogger } from '@cairn/service-kit';
 import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
@@ -348,6 +349,35 @@ describe('the gateway and its key files', () => {
       expect((error as Error).message).toContain('holds a private key');
     } finally {
       await dropStreams(refused);
+    }
+  });
+
+  it('at start, moves what an earlier version left in PostgreSQL to the catalog, sealed to the public key, once, and logs how many', async () => {
+    const legacyValue = freshValue();
+    const aes = await readSecretKeyFile(config.CAIRN_SECRETS_KEY_FILE!);
+    const legacy = await SecretStore.open({ url: db.url, keyring: aes });
+    try {
+      await legacy.put('acme', 'FROM_POSTGRES', new Uint8Array(Buffer.from(legacyValue)), { setBy: `key:${ids.secrets}`, grants: [`key:${ids.ci}`] });
+    } finally {
+      await legacy.close();
+    }
+    const moving = env({ CAIRN_SECRETS_KEY_FILE: config.CAIRN_SECRETS_KEY_FILE!, CAIRN_SECRETS_PUBLIC_KEY_FILE: config.CAIRN_SECRETS_PUBLIC_KEY_FILE!, CAIRN_SECRETS_BUCKET: config.CAIRN_SECRETS_BUCKET });
+    const lines: string[] = [];
+    const second = await startGateway(moving, { logger: new JsonLogger('gateway', 'info', (line) => void lines.push(line)) });
+    try {
+      const moved = lines.find((line) => line.includes('"msg":"secrets moved to the catalog"'));
+      expect(moved).toBeDefined();
+      expect(JSON.parse(moved!)).toMatchObject({ moved: 1, skipped: 0, unreadable: [] });
+      const dump = await tableDump();
+      expect(dump).toContain('acme.FROM_POSTGRES ');
+      expect(dump).not.toContain(legacyValue);
+      const record = JSON.parse(dump.split('\n').find((line) => line.startsWith('acme.FROM_POSTGRES '))!.slice('acme.FROM_POSTGRES '.length)) as { sealed: string; grants: { grantee: string }[]; set_by: string };
+      expect(record.set_by).toBe(`key:${ids.secrets}`);
+      expect(record.grants.map((g) => g.grantee).sort()).toEqual([`key:${ids.ci}`, `key:${ids.secrets}`].sort());
+      expect(Buffer.from(openSealedBox({ current: boxKey, keys: [boxKey] }, { tenant: 'acme', name: 'FROM_POSTGRES' }, Buffer.from(record.sealed, 'base64'))).toString()).toBe(legacyValue);
+    } finally {
+      await second.close();
+      await dropStreams({ ...moving, CAIRN_SECRETS_BUCKET: `${moving.CAIRN_SECRETS_BUCKET}_kept` });
     }
   });
 
