@@ -1,4 +1,4 @@
-import { CairnError } from '@cairn/contracts';
+import { CairnError, isCairnError } from '@cairn/contracts';
 import type { BoxKeyring, ScannedSecret } from '@cairn/secrets';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { readBoxKeyringFile } from './secret-box-key.file.js';
@@ -26,13 +26,14 @@ export class SecretValuesReader {
   private catalog: Promise<SecretCatalog> | null = null;
 
   private constructor(
-    private readonly keyring: BoxKeyring | null,
+    private keyring: BoxKeyring | null,
     private readonly source: SecretValuesSource | null,
+    private readonly path: string | null = null,
   ) {}
 
   /** From the private key file at `path` (none: no values) and the catalog `source`. */
   static async fromKeyFile(path: string | undefined, source: SecretValuesSource | null): Promise<SecretValuesReader> {
-    return new SecretValuesReader(path === undefined ? null : await readBoxKeyringFile(path), source);
+    return new SecretValuesReader(path === undefined ? null : await readBoxKeyringFile(path), source, path ?? null);
   }
 
   /** A reader over an open catalog (tests, tools). */
@@ -64,7 +65,15 @@ export class SecretValuesReader {
       this.catalog = null;
       throw error;
     }
-    return catalog.read(this.keyring, tenant, names);
+    try {
+      return await catalog.read(this.keyring, tenant, names);
+    } catch (error) {
+      // Sealed to a key this process has not read yet (`cairn secrets rotate-key` ran since it started):
+      // the key file is read again, checked as at boot, and the read tried once more.
+      if (this.path === null || !isCairnError(error) || error.code !== 'E_INTERNAL' || error.details?.reason !== 'unknown_key') throw error;
+      this.keyring = await readBoxKeyringFile(this.path);
+      return catalog.read(this.keyring, tenant, names);
+    }
   }
 
   close(): Promise<void> {

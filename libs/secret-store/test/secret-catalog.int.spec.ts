@@ -203,6 +203,30 @@ describe('key files and rotation', () => {
       await (await jetstreamManager(nc)).streams.delete(`KV_${rotBucket}`).catch(() => false);
     }
   });
+
+  it('given a worker started before a rotation, when a value re-sealed to the new key is read, then it reads its key file again and opens it', async () => {
+    const privatePath = join(dir, 'live.key');
+    const publicPath = join(dir, 'live.pub');
+    await ensureBoxKeyFiles(privatePath, publicPath);
+    const liveBucket = uniqueName('secret_live');
+    const gateway = await SecretCatalog.open(nc, { bucket: liveBucket, publicKey: (await readBoxPublicKeyFile(publicPath)).current });
+    try {
+      const value = freshValue();
+      await gateway.put('acme', 'LIVE', enc(value));
+      const worker = await SecretValuesReader.fromKeyFile(privatePath, { bucket: liveBucket, nc: () => nc });
+      expect((await worker.read('acme', ['LIVE'])).map((s) => text(s.value))).toEqual([value]);
+      await rotateBoxKeyFiles(privatePath, publicPath);
+      expect(await gateway.reseal(await readBoxKeyringFile(privatePath))).toEqual({ resealed: 1, unreadable: [] });
+      expect((await worker.read('acme', ['LIVE'])).map((s) => text(s.value))).toEqual([value]);
+      // A key file made loose meanwhile is refused as at boot, not used.
+      await rotateBoxKeyFiles(privatePath, publicPath);
+      await gateway.reseal(await readBoxKeyringFile(privatePath));
+      await chmod(privatePath, 0o644);
+      expect((await codeOf(worker.read('acme', ['LIVE']))).message).toContain('mode 0644');
+    } finally {
+      await (await jetstreamManager(nc)).streams.delete(`KV_${liveBucket}`).catch(() => false);
+    }
+  });
 });
 
 describe('the move out of PostgreSQL', () => {

@@ -185,7 +185,8 @@ export function registerSecretsCommand(program: Command, context: CommandContext
     .description("where the secrets private key file is: a fresh keypair becomes current, and every value of the catalog is re-sealed to it")
     .addHelpText(
       'after',
-      '\nThen restart the gateway and the workers (cairn down && cairn up) so the gateway seals to the new key, and run\n' +
+      '\nThen restart the gateway (cairn down && cairn up) so it seals to the new key (running workers read the new key on\n' +
+        'their own), and run\n' +
         '`cairn secrets reseal` once more for values set in between. Older keys stay in the private key file (values sealed\n' +
         'to them still open) until you remove their lines. Uses the operator\'s NATS user (CAIRN_NATS_CREDS_FILE).',
     )
@@ -196,7 +197,7 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const lines = [
         `${output.okMark()}  secrets key ${rotated.current} is current (was ${rotated.previous}; ${rotated.keys} keys in the private key file)`,
         `   re-sealed ${rotated.resealed}${rotated.unreadable.length === 0 ? '' : `; cannot open ${rotated.unreadable.join(', ')}`}`,
-        '   restart the gateway and the workers (cairn down && cairn up), then run `cairn secrets reseal`',
+        '   restart the gateway (cairn down && cairn up), then run `cairn secrets reseal`',
       ];
       output.result(lines.join('\n'), { ok: rotated.unreadable.length === 0, ...rotated });
     });
