@@ -366,3 +366,31 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
     expect(found).toEqual([]);
   });
 });
+
+describe('cairn secrets rotate-key, where the private key is', () => {
+  it('re-seals every value to a fresh key; the running workers open them without a restart; reseal then has nothing left', async () => {
+    const before = ((JSON.parse((await stack.cairn(['secrets', 'ls', '--json'])).stdout) as { items: { name: string; keyId: string }[] }).items);
+    const rotated = await stack.cairn(['secrets', 'rotate-key', '--json']);
+    expect(rotated.code, rotated.stdout + rotated.stderr).toBe(0);
+    const outcome = JSON.parse(rotated.stdout) as { previous: string; current: string; keys: number; resealed: number; unreadable: string[] };
+    expect(outcome.previous).toBe(before[0]!.keyId);
+    expect(outcome.current).not.toBe(outcome.previous);
+    expect(outcome.keys).toBe(2);
+    // Every value but the one edited in the bucket (which no key opens) now names the new key.
+    expect(outcome.unreadable).toEqual(['default/EDITED']);
+    expect(outcome.resealed).toBe(before.length - 1);
+    expect(await readFile(join(stack.home, 'secrets-box.pub'), 'utf8')).toMatch(new RegExp(`^x25519-public:[0-9a-f]{64}\\n`));
+    const after = (JSON.parse((await stack.cairn(['secrets', 'ls', '--json'])).stdout) as { items: { name: string; keyId: string }[] }).items;
+    expect(after.filter((s) => s.name !== 'EDITED').every((s) => s.keyId === outcome.current)).toBe(true);
+
+    const runId = await submit('after-rotation', spec('reads its secret after a rotation', [{ argv: ['sh', '-c', 'sha256sum /run/secrets/TOKEN | cut -c1-64'] }], {
+      secrets: ['TOKEN'],
+      checks: [{ id: 'digest', source: 'steps[0].stdout', op: 'contains', value: createHash('sha256').update(VALUES.TOKEN).digest('hex'), weight: 1 }],
+    }));
+    expect(await sealed(runId), await stack.logs()).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, errorCode: null });
+
+    const again = await stack.cairn(['secrets', 'reseal', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ keyId: outcome.current, resealed: 0, unreadable: ['default/EDITED'] });
+  });
+});
