@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { approvalsBucketFor, DEFAULT_ARTIFACT_BUCKET, drainsBucketFor, DEFAULT_EVIDENCE_STREAM, EvidenceLogConfigSchema, isolatedNames, loadConfig, queueBucketFor, TlogConfigSchema, tlogNames } from '@cairn/config';
+import { approvalsBucketFor, DEFAULT_ARTIFACT_BUCKET, DEFAULT_EVIDENCE_STREAM, DEFAULT_SECRETS_BUCKET, drainsBucketFor, EvidenceLogConfigSchema, isolatedNames, loadConfig, queueBucketFor, TlogConfigSchema, tlogNames } from '@cairn/config';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, restoreStream, snapshotStream } from '@cairn/evidence-log';
 import type { StreamSnapshot } from '@cairn/evidence-log';
@@ -99,6 +99,8 @@ export function stackStreams(env: NodeJS.ProcessEnv): { stream: string; required
     { stream: env.CAIRN_EVIDENCE_STREAM || DEFAULT_EVIDENCE_STREAM, required: true },
     { stream: env.CAIRN_COMMAND_STREAM || DEFAULT_COMMAND_STREAM, required: false },
     ...[env.CAIRN_WORKERS_BUCKET || DEFAULT_WORKERS_BUCKET, drainsBucketFor(env.CAIRN_WORKERS_BUCKET || DEFAULT_WORKERS_BUCKET), leases, approvalsBucketFor(leases), queueBucketFor(leases)].map((bucket) => ({ stream: bucketStreamName(bucket), required: false })),
+    // The secret catalog (ADR 0028): values sealed to the workers' public key, never a key.
+    { stream: bucketStreamName(env.CAIRN_SECRETS_BUCKET || DEFAULT_SECRETS_BUCKET), required: false },
     // The log of seal heads and its checkpoints (ADR 0020): a restored deployment keeps its promises to witnesses.
     ...tlogStreams(env),
     // The outputs the receipts name by sha256 (ADR 0021): without them a restored run's outputs are gone.

@@ -148,6 +148,31 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(await attempt(await as('intake'), `$JS.API.CONSUMER.MSG.NEXT.${cmd}.cairn-webhooks-cmd-webhook-replay`, '{"batch":1,"expires":1000000000}')).toBe('refused');
   });
 
+  it("only the gateway's user writes the secret catalog: policy's and the workers' users read it and cannot write it; a secret set through the gateway reaches a run (ADR 0028)", async () => {
+    const catalog = stack.names.secretsBucket;
+    for (const service of ['policy', 'runtime', 'kernel', 'verifier', 'grader', 'projector', 'intake', 'scheduler', 'webhooks']) {
+      expect(await attempt(await as(service), `$KV.${catalog}.default.PROBE_TOKEN`), service).toBe('refused');
+    }
+    for (const service of ['policy', 'runtime', 'grader']) expect(await attempt(await as(service), `$JS.API.STREAM.INFO.KV_${catalog}`), service).toBe('answered');
+    for (const service of ['projector', 'intake', 'webhooks']) expect(await attempt(await as(service), `$JS.API.STREAM.INFO.KV_${catalog}`), service).toBe('refused');
+
+    const value = `nats-auth-${Date.now().toString(36)}-value`;
+    const set = await stack.api('/v1/secrets/NATS_AUTH_TOKEN', { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: value });
+    expect(set.status, await set.clone().text()).toBe(200);
+    const path = await stack.specFile('uses-secret', {
+      name: 'reads a secret under per-service users',
+      image: 'cairn/sandbox-busybox:1',
+      secrets: ['NATS_AUTH_TOKEN'],
+      steps: [{ argv: ['sh', '-c', 'wc -c < /run/secrets/NATS_AUTH_TOKEN'] }],
+      checks: [{ id: 'length', source: 'steps[0].stdout', op: 'contains', value: String(value.length), weight: 1 }],
+    });
+    const run = await stack.cairn(['run', path, '--wait', '--json']);
+    expect(run.code, `${run.stdout}\n${run.stderr}\n${await stack.logs()}`).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { runId: string };
+    // Mounted and read: the check on its length holds (a run without tests is INCONCLUSIVE, not SUPPORTS).
+    expect(await stack.getRun(outcome.runId)).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, errorCode: null });
+  }, 120_000);
+
   it('a whole run seals under per-service users, and its chain exports and verifies', async () => {
     const run = await stack.cairn(['run', QUICKSTART, '--wait', '--json']);
     expect(run.code, `${run.stdout}\n${run.stderr}\n${await stack.logs()}`).toBe(0);

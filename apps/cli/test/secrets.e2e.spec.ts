@@ -157,8 +157,19 @@ async function sealed(runId: string): Promise<RunView> {
 }
 
 describe('cairn secrets: set from stdin, listed by their last four characters', () => {
-  it('made the key file under CAIRN_HOME with mode 0600', async () => {
+  it('made the key files under CAIRN_HOME (mode 0600) and gave the private key file to the workers only, never to the gateway', async () => {
     expect((await stat(join(stack.home, 'secrets.key'))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(stack.home, 'secrets-box.key'))).mode & 0o777).toBe(0o600);
+    expect(await readFile(join(stack.home, 'secrets-box.pub'), 'utf8')).toMatch(/^x25519-public:[0-9a-f]{64}\n$/);
+    // What each process was started with (/proc/<pid>/environ): the path of the private key, or not.
+    const services = (await stack.stackFile()).services;
+    const environ = async (service: string) => (await readFile(`/proc/${services[service]!.pid}/environ`, 'utf8')).split('\0');
+    expect((await environ('gateway')).filter((v) => v.startsWith('CAIRN_SECRETS_'))).toEqual(
+      expect.not.arrayContaining([expect.stringMatching(/^CAIRN_SECRETS_PRIVATE_KEY_FILE=/)]),
+    );
+    expect(await environ('gateway')).toContain(`CAIRN_SECRETS_PUBLIC_KEY_FILE=${join(stack.home, 'secrets-box.pub')}`);
+    for (const worker of ['runtime', 'kernel', 'verifier', 'grader']) expect(await environ(worker)).toContain(`CAIRN_SECRETS_PRIVATE_KEY_FILE=${join(stack.home, 'secrets-box.key')}`);
+    for (const other of ['policy', 'intake', 'projector']) expect((await environ(other)).some((v) => v.startsWith('CAIRN_SECRETS_PRIVATE_KEY_FILE='))).toBe(false);
   });
 
   it('refuses to start a stack whose key file others may read (E_INPUT naming its mode, exit 2, nothing started)', async () => {
@@ -223,6 +234,23 @@ describe('a run with secrets', () => {
   it('is never in the container’s configuration: docker inspect of the running sandbox and its execs shows no value', () => {
     expect(inspected[0]).toContain('/run/secrets');
     for (const text of inspected) for (const spelling of spellings(VALUES.TOKEN)) expect(text).not.toContain(spelling);
+  });
+
+  it('a value edited in the catalog bucket fails the run closed, E_INTERNAL naming the secret, before any sandbox — it never runs without it', async () => {
+    const set = await cairnWithStdin(['secrets', 'set', 'EDITED', '--json'], `${freshValue()}\n`);
+    expect(set.code, set.stdout + set.stderr).toBe(0);
+    await stack.tamperSecret('default.EDITED', (record) => {
+      const sealed = Buffer.from(String(record.sealed), 'base64');
+      sealed[sealed.length - 1] = sealed[sealed.length - 1]! ^ 0x01;
+      return { ...record, sealed: sealed.toString('base64') };
+    });
+    const runId = await submit('edited-secret', spec('lists an edited secret', [{ argv: ['echo', 'never'] }], { secrets: ['EDITED'] }));
+    const view = await sealed(runId);
+    expect(view.errorCode).toBe('E_INTERNAL');
+    const chain = await receipts(runId);
+    expect(chain.map((r) => r.type)).not.toContain('sandbox.created');
+    expect(chain.map((r) => r.type)).not.toContain('step.started');
+    expect(JSON.stringify(chain.find((r) => r.type === 'run.failed'))).toContain('EDITED');
   });
 
   it('naming a secret the tenant lacks is REJECTED E_POLICY_DENIED, naming it', async () => {
@@ -296,7 +324,7 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
     expect(fatal.join('\n')).toContain('LEAK_PLAIN');
   });
 
-  it('and no value — printed or not — appears anywhere: chains, REST, every table, every file under CAIRN_HOME', async () => {
+  it('and no value — printed or not — appears anywhere: chains, REST, every table, the catalog bucket, every file under CAIRN_HOME', async () => {
     const runIds = await Promise.all(Object.values(runs));
     for (const runId of runIds) await sealed(runId);
     const haystacks: [string, Buffer][] = [];
@@ -309,9 +337,12 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
     }
     // Every column of every table of the stack's database.
     const { stdout: dump } = await run('pg_dump', ['--no-owner', '--no-privileges', stack.database.url], { maxBuffer: 256 * 1024 * 1024 });
-    expect(dump).toContain('COPY public.secrets');
-    expect(dump).toContain('LEAK_PLAIN');
     haystacks.push(['pg_dump', Buffer.from(dump)]);
+    // The secret catalog (ADR 0028): names and sealed values only — no longer in PostgreSQL at all.
+    expect(dump).not.toMatch(/COPY public\.secrets [^\n]*\n[^\\]/);
+    const catalog = await stack.secretRecords();
+    expect(catalog).toContain('default.LEAK_PLAIN ');
+    haystacks.push(['the secret catalog', Buffer.from(catalog)]);
     // Every file the stack wrote: logs, stack file, keys — and the chain files just exported.
     const files = await filesUnder(stack.home);
     expect(files.some((f) => f.endsWith('runtime.log'))).toBe(true);
@@ -333,5 +364,33 @@ describe('a run that prints its secret: redacted before hashing, ROLLBACK E_SECR
       }
     }
     expect(found).toEqual([]);
+  });
+});
+
+describe('cairn secrets rotate-key, where the private key is', () => {
+  it('re-seals every value to a fresh key; the running workers open them without a restart; reseal then has nothing left', async () => {
+    const before = ((JSON.parse((await stack.cairn(['secrets', 'ls', '--json'])).stdout) as { items: { name: string; keyId: string }[] }).items);
+    const rotated = await stack.cairn(['secrets', 'rotate-key', '--json']);
+    expect(rotated.code, rotated.stdout + rotated.stderr).toBe(0);
+    const outcome = JSON.parse(rotated.stdout) as { previous: string; current: string; keys: number; resealed: number; unreadable: string[] };
+    expect(outcome.previous).toBe(before[0]!.keyId);
+    expect(outcome.current).not.toBe(outcome.previous);
+    expect(outcome.keys).toBe(2);
+    // Every value but the one edited in the bucket (which no key opens) now names the new key.
+    expect(outcome.unreadable).toEqual(['default/EDITED']);
+    expect(outcome.resealed).toBe(before.length - 1);
+    expect(await readFile(join(stack.home, 'secrets-box.pub'), 'utf8')).toMatch(new RegExp(`^x25519-public:[0-9a-f]{64}\\n`));
+    const after = (JSON.parse((await stack.cairn(['secrets', 'ls', '--json'])).stdout) as { items: { name: string; keyId: string }[] }).items;
+    expect(after.filter((s) => s.name !== 'EDITED').every((s) => s.keyId === outcome.current)).toBe(true);
+
+    const runId = await submit('after-rotation', spec('reads its secret after a rotation', [{ argv: ['sh', '-c', 'sha256sum /run/secrets/TOKEN | cut -c1-64'] }], {
+      secrets: ['TOKEN'],
+      checks: [{ id: 'digest', source: 'steps[0].stdout', op: 'contains', value: createHash('sha256').update(VALUES.TOKEN).digest('hex'), weight: 1 }],
+    }));
+    expect(await sealed(runId), await stack.logs()).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, errorCode: null });
+
+    const again = await stack.cairn(['secrets', 'reseal', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ keyId: outcome.current, resealed: 0, unreadable: ['default/EDITED'] });
   });
 });

@@ -9,6 +9,7 @@ import { isolatedStackStreams } from '@cairn/operational';
 import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { ObjectStore } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
@@ -70,8 +71,38 @@ export class TestStack {
       workersBucket: names.CAIRN_WORKERS_BUCKET,
       leasesBucket: names.CAIRN_LEASES_BUCKET,
       artifactBucket: names.CAIRN_ARTIFACT_BUCKET,
+      secretsBucket: names.CAIRN_SECRETS_BUCKET,
       workerId: names.CAIRN_WORKER_ID,
     };
+  }
+
+  /** Changes a record of the stack's secret catalog through the raw KV API, as tampering would (ADR 0028). */
+  async tamperSecret(key: string, edit: (record: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
+    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    try {
+      const kv = await new Kvm(nc).open(this.names.secretsBucket);
+      const entry = await kv.get(key);
+      if (entry === null) throw new Error(`no secret record ${key}`);
+      await kv.put(key, JSON.stringify(edit(entry.json<Record<string, unknown>>())));
+    } finally {
+      await nc.close();
+    }
+  }
+
+  /** Every record of the stack's secret catalog, as text. */
+  async secretRecords(): Promise<string> {
+    const nc = await connect({ servers: (this.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    try {
+      const kv = await new Kvm(nc).open(this.names.secretsBucket);
+      const lines: string[] = [];
+      for await (const key of await kv.keys()) {
+        const entry = await kv.get(key);
+        if (entry?.operation === 'PUT') lines.push(`${key} ${entry.string()}`);
+      }
+      return lines.join('\n');
+    } finally {
+      await nc.close();
+    }
   }
 
   /** Runs `fn` on the stack's artifact object store as the raw client sees it (no digest check of ours). */

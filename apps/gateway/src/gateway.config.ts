@@ -1,4 +1,4 @@
-import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, TlogConfigSchema } from '@cairn/config';
+import { ArtifactBucketConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, SecretCatalogConfigSchema, TlogConfigSchema } from '@cairn/config';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_STALE_AFTER_MS } from '@cairn/scheduling';
 import { z } from 'zod';
@@ -9,6 +9,7 @@ const listenHost = z.string().regex(/^[A-Za-z0-9.:-]{1,255}$/, 'a host name or I
 
 /** The gateway's whole configuration, read once from the environment at boot. */
 export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfigSchema.shape)
+  .extend(SecretCatalogConfigSchema.shape)
   .extend(OperationalConfigSchema.shape)
   .extend(TlogConfigSchema.shape)
   .extend({
@@ -27,8 +28,17 @@ export const GatewayConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfig
     CAIRN_GATEWAY_SSE_POLL_MS: z.coerce.number().int().min(20).max(10_000).default(200),
     /** How often an idle event stream sends a comment, so proxies and clients see it alive. */
     CAIRN_GATEWAY_SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
-    /** The operator's secret key file (mode 0600; `cairn up` makes one). Absent: the secret routes answer E_UNAVAILABLE. */
+    /**
+     * The operator's AES key file (mode 0600; `cairn up` makes one): seals webhook signing secrets,
+     * and opens what is left of the secret store in PostgreSQL, once, to move it to the catalog.
+     */
     CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
+    /**
+     * The deployment's secrets public key file (ADR 0028; `cairn up` makes it): secret values are
+     * sealed to it. There is deliberately no setting for the private key: the gateway cannot open
+     * a value. Absent: the secret routes answer E_UNAVAILABLE.
+     */
+    CAIRN_SECRETS_PUBLIC_KEY_FILE: z.string().min(1).optional(),
     /** The seal public keys file (`cairn up` writes it beside the grader's key): served at GET /.well-known/cairn/keys. */
     CAIRN_SEAL_PUBLIC_KEYS_FILE: z.string().min(1).optional(),
     /** Event streams open at once; past it a new one is E_RATE_LIMITED. */

@@ -3,7 +3,7 @@ import { CommandBus, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } 
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
-import type { SecretStore } from '@cairn/secret-store';
+import type { SecretCatalog } from '@cairn/secret-store';
 import type { TransparencyLog } from '@cairn/tlog';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Module } from '@nestjs/common';
@@ -62,8 +62,8 @@ export interface GatewayResources {
   leases: LeaseStore;
   queue: PlacementQueue;
   logger: JsonLogger;
-  /** The secret store; null when the gateway has no key file (its routes answer E_UNAVAILABLE). */
-  secrets: SecretStore | null;
+  /** The secret catalog (ADR 0028); null when the gateway has no public key file (its routes answer E_UNAVAILABLE). */
+  secrets: SecretCatalog | null;
   /** Interactive sandbox sessions (`/v1/sandboxes…`). */
   sandboxes: SandboxSessions;
   /** The projector's commit notices: reads wait on them instead of polling the projections. */

@@ -90,8 +90,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       } else logger.write('info', created ? 'bootstrap API key stored' : 'bootstrap API key present', { keyId: id });
     }
 
-    const secrets = await openGatewaySecrets(config, logger);
-    if (secrets !== null) cleanups.push(() => secrets.close());
+    const secrets = await openGatewaySecrets(config, nc, logger);
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
     const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });

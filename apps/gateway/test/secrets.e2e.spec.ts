@@ -8,11 +8,14 @@ import { isCairnError } from '@cairn/contracts';
 import type { ApiKeyScope } from '@cairn/contracts';
 import { bucketStreamName } from '@cairn/operational';
 import { migrate } from '@cairn/persistence';
-import { formatSecretKeyring, generateSecretKey } from '@cairn/secrets';
+import { formatBoxKeyring, formatBoxPublicKeys, formatSecretKeyring, generateBoxKey, generateSecretKey, openSealedBox } from '@cairn/secrets';
+import type { BoxPrivateKey } from '@cairn/secrets';
+import { readSecretKeyFile, SecretStore } from '@cairn/secret-store';
 import { JsonLogger } from '@cairn/service-kit';
 import { createTestDatabase, provisionKey, testNatsUrl, uniqueName } from '@cairn/testing';
 import type { TestDatabase } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +37,7 @@ const BOOTSTRAP_KEY = `cairn_secretsg_${'S'.repeat(43)}`;
 let db: TestDatabase;
 let dir: string;
 let config: GatewayConfig;
+let boxKey: BoxPrivateKey;
 let gateway: RunningGateway;
 let intake: ServiceProcess;
 const logLines: string[] = [];
@@ -66,15 +70,28 @@ async function call(method: string, path: string, options: { key?: string | null
   return { status: response.status, text, body };
 }
 
+/** Everything the catalog bucket holds, and whatever PostgreSQL's old `secrets` table holds (nothing, now). */
 async function tableDump(): Promise<string> {
+  const nc = await connect({ servers: testNatsUrl() });
+  const lines: string[] = [];
+  try {
+    const kv = await new Kvm(nc).open(config.CAIRN_SECRETS_BUCKET);
+    for await (const key of await kv.keys()) {
+      const entry = await kv.get(key);
+      if (entry?.operation === 'PUT') lines.push(`${key} ${entry.string()}`);
+    }
+  } finally {
+    await nc.close();
+  }
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
-    const rows = (await client.query<{ row: string }>(`SELECT t::text AS row FROM secrets t`)).rows;
-    return rows.map((r) => r.row).join('\n');
+    const exists = (await client.query<{ t: string | null }>(`SELECT to_regclass('secrets')::text AS t`)).rows[0]?.t;
+    if (exists !== null && exists !== undefined) lines.push(...(await client.query<{ row: string }>(`SELECT t::text AS row FROM secrets t`)).rows.map((r) => r.row));
   } finally {
     await client.end();
   }
+  return lines.join('\n');
 }
 
 function env(extra: Record<string, string> = {}): GatewayConfig {
@@ -86,6 +103,7 @@ function env(extra: Record<string, string> = {}): GatewayConfig {
     CAIRN_COMMAND_STREAM: uniqueName('SG_COMMANDS').toUpperCase(),
     CAIRN_COMMAND_SUBJECT_PREFIX: uniqueName('sg_cmd').toLowerCase(),
     CAIRN_WORKERS_BUCKET: uniqueName('sg_workers'),
+    CAIRN_SECRETS_BUCKET: uniqueName('sg_secrets'),
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_API_KEY: BOOTSTRAP_KEY,
     ...extra,
@@ -96,7 +114,7 @@ async function dropStreams(used: GatewayConfig): Promise<void> {
   const nc = await connect({ servers: testNatsUrl() });
   try {
     const jsm = await jetstreamManager(nc);
-    for (const stream of [used.CAIRN_EVIDENCE_STREAM, used.CAIRN_COMMAND_STREAM, bucketStreamName(used.CAIRN_WORKERS_BUCKET)]) await jsm.streams.delete(stream).catch(() => false);
+    for (const stream of [used.CAIRN_EVIDENCE_STREAM, used.CAIRN_COMMAND_STREAM, bucketStreamName(used.CAIRN_WORKERS_BUCKET), bucketStreamName(used.CAIRN_SECRETS_BUCKET)]) await jsm.streams.delete(stream).catch(() => false);
   } finally {
     await nc.close();
   }
@@ -108,7 +126,11 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cairn-gateway-secrets-'));
   const keyFile = join(dir, 'secrets.key');
   await writeFile(keyFile, formatSecretKeyring([generateSecretKey()]), { mode: 0o600 });
-  config = env({ CAIRN_SECRETS_KEY_FILE: keyFile });
+  // The gateway gets the public half only (ADR 0028); the private half stays with the test, as with a worker.
+  boxKey = generateBoxKey();
+  const publicFile = join(dir, 'secrets-box.pub');
+  await writeFile(publicFile, formatBoxPublicKeys([boxKey.publicKey]), { mode: 0o644 });
+  config = env({ CAIRN_SECRETS_KEY_FILE: keyFile, CAIRN_SECRETS_PUBLIC_KEY_FILE: publicFile });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
   // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
   intake = startIntakeFor(config);
@@ -166,6 +188,11 @@ describe('PUT / GET / DELETE /v1/secrets: write-only, per tenant', () => {
       expect(logLines.join('')).not.toContain(v);
     }
     expect(logLines.some((line) => line.includes('"msg":"secret stored"') && line.includes('API_TOKEN'))).toBe(true);
+    // Sealed to the workers' key: only its private half opens what the gateway stored.
+    const record = JSON.parse(dump.split('\n').find((line) => line.startsWith('acme.API_TOKEN '))!.slice('acme.API_TOKEN '.length)) as { sealed: string; key_id: string };
+    expect(record.key_id).toBe(boxKey.id);
+    expect(items[0]!.keyId).toBe(boxKey.id);
+    expect(Buffer.from(openSealedBox({ current: boxKey, keys: [boxKey] }, { tenant: 'acme', name: 'API_TOKEN' }, Buffer.from(record.sealed, 'base64'))).toString()).toBe(second);
   });
 
   it('keeps tenants apart: another tenant lists none of them and cannot remove them (404)', async () => {
@@ -309,8 +336,52 @@ describe('who may use a secret: grants over REST', () => {
   });
 });
 
-describe('the gateway and its key file', () => {
-  it('without a key file, answers the secret routes 503 E_UNAVAILABLE and stores nothing', async () => {
+describe('the gateway and its key files', () => {
+  it('refuses to start with a private key in its public key file (E_INPUT): the gateway may not hold what opens a value', async () => {
+    const wrong = join(dir, 'wrong.pub');
+    await writeFile(wrong, formatBoxKeyring([generateBoxKey()]), { mode: 0o600 });
+    const refused = env({ CAIRN_SECRETS_PUBLIC_KEY_FILE: wrong });
+    try {
+      await startGateway(refused, { logger: new JsonLogger('gateway', 'error', () => undefined) });
+      throw new Error('the gateway started');
+    } catch (error) {
+      expect(isCairnError(error) && error.code).toBe('E_INPUT');
+      expect((error as Error).message).toContain('holds a private key');
+    } finally {
+      await dropStreams(refused);
+    }
+  });
+
+  it('at start, moves what an earlier version left in PostgreSQL to the catalog, sealed to the public key, once, and logs how many', async () => {
+    const legacyValue = freshValue();
+    const aes = await readSecretKeyFile(config.CAIRN_SECRETS_KEY_FILE!);
+    const legacy = await SecretStore.open({ url: db.url, keyring: aes });
+    try {
+      await legacy.put('acme', 'FROM_POSTGRES', new Uint8Array(Buffer.from(legacyValue)), { setBy: `key:${ids.secrets}`, grants: [`key:${ids.ci}`] });
+    } finally {
+      await legacy.close();
+    }
+    const moving = env({ CAIRN_SECRETS_KEY_FILE: config.CAIRN_SECRETS_KEY_FILE!, CAIRN_SECRETS_PUBLIC_KEY_FILE: config.CAIRN_SECRETS_PUBLIC_KEY_FILE!, CAIRN_SECRETS_BUCKET: config.CAIRN_SECRETS_BUCKET });
+    const lines: string[] = [];
+    const second = await startGateway(moving, { logger: new JsonLogger('gateway', 'info', (line) => void lines.push(line)) });
+    try {
+      const moved = lines.find((line) => line.includes('"msg":"secrets moved to the catalog"'));
+      expect(moved).toBeDefined();
+      expect(JSON.parse(moved!)).toMatchObject({ moved: 1, skipped: 0, unreadable: [] });
+      const dump = await tableDump();
+      expect(dump).toContain('acme.FROM_POSTGRES ');
+      expect(dump).not.toContain(legacyValue);
+      const record = JSON.parse(dump.split('\n').find((line) => line.startsWith('acme.FROM_POSTGRES '))!.slice('acme.FROM_POSTGRES '.length)) as { sealed: string; grants: { grantee: string }[]; set_by: string };
+      expect(record.set_by).toBe(`key:${ids.secrets}`);
+      expect(record.grants.map((g) => g.grantee).sort()).toEqual([`key:${ids.ci}`, `key:${ids.secrets}`].sort());
+      expect(Buffer.from(openSealedBox({ current: boxKey, keys: [boxKey] }, { tenant: 'acme', name: 'FROM_POSTGRES' }, Buffer.from(record.sealed, 'base64'))).toString()).toBe(legacyValue);
+    } finally {
+      await second.close();
+      await dropStreams({ ...moving, CAIRN_SECRETS_BUCKET: `${moving.CAIRN_SECRETS_BUCKET}_kept` });
+    }
+  });
+
+  it('without a public key file, answers the secret routes 503 E_UNAVAILABLE and stores nothing', async () => {
     const bare = env();
     const plain = await startGateway(bare, { logger: new JsonLogger('gateway', 'error', () => undefined) });
     try {

@@ -55,7 +55,7 @@ export function graderModule(config: GraderConfig): DynamicModule {
     ackWaitMs: config.CAIRN_GRADER_ACK_WAIT_MS,
     providers: [
       ArtifactLoader.provider(config),
-      RunScanners.provider(config, 'cairn-grader-secrets'),
+      RunScanners.provider(config),
       {
         provide: SEAL_SIGNER,
         // Read once at boot: a key file others may read, or that holds no key, stops the grader.

@@ -7,7 +7,6 @@ import { ArtifactLoader, JsonLogger, ReactionContext, recordedRunOf, runFacts, R
 import type { LoadedArtifact } from '@cairn/service-kit';
 import { createEvidenceWorld, expectSealedChain, passingRun, plannedRun, racingLog } from '@cairn/service-kit/testing';
 import type { EvidenceWorld, PlannedEvent, RaceOptions } from '@cairn/service-kit/testing';
-import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
 import { GradingHandler } from '../src/grading.handler.js';
@@ -26,7 +25,7 @@ beforeAll(async () => {
   const config = loadConfig(GraderConfigSchema, { ...world.env, CAIRN_GRADER_TEARDOWN_GRACE_MS: '0' });
   handler = new GradingHandler(
     new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
-    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'grader-race'),
+    await RunScanners.create({}, null),
     config,
     new JsonLogger('grader', 'error'),
     null,

@@ -11,6 +11,6 @@ export function kernelModule(config: KernelConfig): DynamicModule {
     service: KERNEL_SERVICE,
     config,
     handler: KernelFactsHandler,
-    providers: [ArtifactLoader.provider(config), RunScanners.provider(config, 'cairn-kernel-secrets')],
+    providers: [ArtifactLoader.provider(config), RunScanners.provider(config)],
   });
 }

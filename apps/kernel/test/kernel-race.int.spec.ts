@@ -6,7 +6,6 @@ import { foldRun } from '@cairn/lifecycle';
 import { ArtifactLoader, JsonLogger, ReactionContext, RunScanners } from '@cairn/service-kit';
 import { createEvidenceWorld, passingRun, plannedRun, racingLog } from '@cairn/service-kit/testing';
 import type { EvidenceWorld } from '@cairn/service-kit/testing';
-import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KernelFactsHandler } from '../src/kernel-facts.handler.js';
 
@@ -22,7 +21,7 @@ beforeAll(async () => {
   world = await createEvidenceWorld('kernrace');
   handler = new KernelFactsHandler(
     new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
-    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'kernel-race'),
+    await RunScanners.create({}, null),
     new JsonLogger('kernel', 'error'),
   );
 });

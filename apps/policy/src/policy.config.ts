@@ -1,10 +1,10 @@
-import { DatabaseConfigSchema, EvidenceLogConfigSchema } from '@cairn/config';
+import { DatabaseConfigSchema, EvidenceLogConfigSchema, SecretCatalogConfigSchema } from '@cairn/config';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_STALE_AFTER_MS } from '@cairn/scheduling';
 import { z } from 'zod';
 
 /** The policy service's whole configuration, read once from the environment at boot. */
-export const PolicyServiceConfigSchema = EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape).extend(DatabaseConfigSchema.shape).extend({
+export const PolicyServiceConfigSchema = EvidenceLogConfigSchema.extend(OperationalConfigSchema.shape).extend(DatabaseConfigSchema.shape).extend(SecretCatalogConfigSchema.shape).extend({
   /** A JSON policy document; absent means the built-in DEFAULT_POLICY. */
   CAIRN_POLICY_FILE: z.string().min(1).optional(),
   /** A worker silent for longer than this does not count for the local image digests. */

@@ -5,8 +5,8 @@ import type { ReceiptEnvelope, RunSpec } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { bucketStreamName, WorkerRegistry } from '@cairn/operational';
-import { SecretStore } from '@cairn/secret-store';
-import { generateSecretKey } from '@cairn/secrets';
+import { SecretCatalog } from '@cairn/secret-store';
+import { generateBoxKey } from '@cairn/secrets';
 import { startService } from '@cairn/service-kit';
 import type { RunningService } from '@cairn/service-kit';
 import { createTestDatabase, testNatsUrl, uniqueName } from '@cairn/testing';
@@ -20,7 +20,7 @@ import type { PolicyServiceConfig } from '../src/policy.config.js';
 import { POLICY_SERVICE, policyModule } from '../src/policy.module.js';
 
 /*
- * Policy and the secret store: a run that lists secrets is allowed only when its own tenant's store
+ * Policy and the secret catalog (a KV bucket, ADR 0028): a run that lists secrets is allowed only when its own tenant's catalog
  * holds every name and the submitting key, as `run.submitted` records it, holds `secrets:use` and a
  * grant of each (policy reads names and grants only, with no key); anything else is denied, named.
  */
@@ -79,6 +79,7 @@ beforeAll(async () => {
     CAIRN_EVIDENCE_STREAM: uniqueName('POLSEC_EVIDENCE').toUpperCase(),
     CAIRN_EVIDENCE_SUBJECT_PREFIX: uniqueName('polsec_ev').toLowerCase(),
     CAIRN_WORKERS_BUCKET: uniqueName('polsec_workers'),
+    CAIRN_SECRETS_BUCKET: uniqueName('polsec_secrets'),
   });
   log = await EvidenceLog.fromConnection(nc, { servers: testNatsUrl(), stream: config.CAIRN_EVIDENCE_STREAM, subjectPrefix: config.CAIRN_EVIDENCE_SUBJECT_PREFIX });
   const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET });
@@ -92,16 +93,13 @@ beforeAll(async () => {
     inFlight: [],
     images: { 'cairn/sandbox-busybox:1': `sha256:${'b'.repeat(64)}` },
   });
-  // The tenant's store, as the gateway fills it (policy itself opens it without a key).
-  const key = generateSecretKey();
-  const store = await SecretStore.open({ url: db.url, keyring: { primary: key, keys: [key] } });
-  try {
+  // The tenant's catalog, as the gateway fills it (sealed to a public key; policy reads it with none).
+  const store = await SecretCatalog.open(nc, { bucket: config.CAIRN_SECRETS_BUCKET, publicKey: generateBoxKey().publicKey });
+  {
     await store.put('acme', 'API_TOKEN', new Uint8Array(randomBytes(24)).map((b) => 0x41 + (b % 26)), { setBy: 'key:k1' });
     await store.put('acme', 'DB_PASSWORD', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:ops', grants: ['scope:runs:write'] });
     await store.put('acme', 'OPS_ONLY', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:ops' });
     await store.put('globex', 'GLOBEX_TOKEN', new Uint8Array(randomBytes(24)).map((b) => 0x61 + (b % 26)), { setBy: 'key:k1' });
-  } finally {
-    await store.close();
   }
   service = await startService(POLICY_SERVICE, policyModule(config));
 });
@@ -113,19 +111,22 @@ afterAll(async () => {
     const jsm = await jetstreamManager(nc);
     await jsm.streams.delete(config.CAIRN_EVIDENCE_STREAM).catch(() => false);
     await jsm.streams.delete(bucketStreamName(config.CAIRN_WORKERS_BUCKET)).catch(() => false);
+    await jsm.streams.delete(bucketStreamName(config.CAIRN_SECRETS_BUCKET)).catch(() => false);
     await nc.close();
   }
   await db?.drop();
 });
 
 describe('policy and the secret store', () => {
-  it('allows a run whose tenant holds every secret it lists, each granted to its key (by id, or by scope)', async () => {
-    expect(await decide('acme', spec(['API_TOKEN', 'DB_PASSWORD']))).toMatchObject({ decision: 'allow', reasons: [] });
+  it('allows a run whose tenant holds every secret it lists, each granted to its key (by id, or by scope), and names them on the decision', async () => {
+    // The names the decision carries are the only values a worker opens for the run (ADR 0028).
+    expect(await decide('acme', spec(['API_TOKEN', 'DB_PASSWORD']))).toMatchObject({ decision: 'allow', reasons: [], secrets: ['API_TOKEN', 'DB_PASSWORD'] });
   });
 
   it('denies E_POLICY_DENIED a secret granted to another key, naming the secret and the key', async () => {
     const decided = await decide('acme', spec(['API_TOKEN', 'OPS_ONLY']));
     expect(decided).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: ['secrets: OPS_ONLY is not granted to key k1'] });
+    expect(decided).not.toHaveProperty('secrets');
   });
 
   it('denies a key with the grant but without secrets:use, and a receipt that records no key (from before grants)', async () => {
@@ -156,7 +157,9 @@ describe('policy and the secret store', () => {
     expect(decided).toMatchObject({ decision: 'deny', error_code: 'E_POLICY_DENIED', reasons: ['secrets: API_TOKEN is not in the secret store'] });
   });
 
-  it('needs no store for a run without secrets', async () => {
-    expect(await decide('globex', { name: 'plain', steps: [{ argv: ['true'] }] })).toMatchObject({ decision: 'allow' });
+  it('needs no store for a run without secrets, and names none on its decision', async () => {
+    const decided = await decide('globex', { name: 'plain', steps: [{ argv: ['true'] }] });
+    expect(decided).toMatchObject({ decision: 'allow' });
+    expect(decided).not.toHaveProperty('secrets');
   });
 });

@@ -144,6 +144,8 @@ function planRun(spec: RunSpec, decision: EvidenceReceiptOf<'policy.decided'>, c
   }
   const steps = planSteps(spec.steps, caps);
   if (!steps.ok) return { kind: 'refuse', code: 'E_POLICY_DENIED', message: steps.message, stepIndex: steps.stepIndex };
+  const secrets = secretsAllowedBy(spec.secrets ?? [], decision);
+  if (!secrets.ok) return { kind: 'refuse', code: 'E_POLICY_DENIED', message: secrets.message };
   const { name, digest } = splitImageRef(grantedImage);
   return {
     kind: 'execute',
@@ -158,9 +160,22 @@ function planRun(spec: RunSpec, decision: EvidenceReceiptOf<'policy.decided'>, c
       stepApprovals: (decision.step_approvals ?? []).map((approval) => ({ ...approval })),
       budget: { outputBytesPerStep: decision.budget?.output_bytes_per_step ?? null, runSeconds: decision.budget?.run_seconds ?? null },
       network,
-      secrets: [...(spec.secrets ?? [])],
+      secrets: secrets.names,
     },
   };
+}
+
+/**
+ * The secrets a worker may open for a run or sandbox (ADR 0028): those its spec lists, each named
+ * by its policy decision's `secrets`. One the decision does not name (a decision recorded before
+ * decisions named them, or one that did not allow it) refuses the run E_POLICY_DENIED: its value is
+ * never read.
+ */
+export function secretsAllowedBy(listed: readonly string[], decision: { secrets?: readonly string[] | undefined }): { ok: true; names: string[] } | { ok: false; message: string } {
+  const allowed = new Set(decision.secrets ?? []);
+  const refused = listed.filter((name) => !allowed.has(name));
+  if (refused.length > 0) return { ok: false, message: `secrets: ${refused.join(', ')} not allowed by the run's policy decision, so not opened` };
+  return { ok: true, names: [...listed] };
 }
 
 export function inputFile(file: InputFile): SandboxFileIn {

@@ -2,7 +2,7 @@ import { GENESIS_HASH, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
-import { assessScheduled, decideEnding, lastPlacementOn, parseChain, stopCauseOf, unknownStateEnding } from './run-assessment.js';
+import { assessScheduled, decideEnding, lastPlacementOn, parseChain, secretsAllowedBy, stopCauseOf, unknownStateEnding } from './run-assessment.js';
 
 const RUN = 'run_assess1';
 const SHA = (c: string) => c.repeat(64);
@@ -150,13 +150,34 @@ describe('assessScheduled', () => {
     expect(plain.kind === 'execute' && plain.plan.network).toBe('none');
   });
 
-  it('plans the secrets the run lists, by name only (their values are read when it starts)', () => {
+  it('plans the secrets the run lists and its decision allowed, by name only (their values are read when it starts)', () => {
     const secrets = new Chain().submitted({ secrets: ['API_TOKEN', 'DB_PASSWORD'] });
-    const assessment = assessScheduled(secrets.receipts, secrets.allowed().scheduled(), 'w1');
+    const decided = { decision: 'allow', policy_version: SHA('c'), reasons: [], caps: CAPS, image: `cairn/sandbox-busybox:1@${IMAGE_ID}` } as const;
+    secrets.add('policy.decided', { ...decided, secrets: ['API_TOKEN', 'DB_PASSWORD'] }, 'policy');
+    const assessment = assessScheduled(secrets.receipts, secrets.scheduled(), 'w1');
     expect(assessment.kind === 'execute' && assessment.plan.secrets).toEqual(['API_TOKEN', 'DB_PASSWORD']);
     const none = new Chain().submitted();
     const plain = assessScheduled(none.receipts, none.allowed().scheduled(), 'w1');
     expect(plain.kind === 'execute' && plain.plan.secrets).toEqual([]);
+  });
+
+  it('refuses E_POLICY_DENIED a run listing a secret its decision does not name (or a decision from before decisions named them): no value is read', () => {
+    const decided = { decision: 'allow', policy_version: SHA('c'), reasons: [], caps: CAPS, image: `cairn/sandbox-busybox:1@${IMAGE_ID}` } as const;
+    const partly = new Chain().submitted({ secrets: ['API_TOKEN', 'DB_PASSWORD'] });
+    partly.add('policy.decided', { ...decided, secrets: ['API_TOKEN'] }, 'policy');
+    const refused = assessScheduled(partly.receipts, partly.scheduled(), 'w1');
+    expect(refused).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED' });
+    expect(refused.kind === 'refuse' && refused.message).toContain('DB_PASSWORD not allowed');
+    const older = new Chain().submitted({ secrets: ['API_TOKEN'] });
+    older.add('policy.decided', decided, 'policy');
+    expect(assessScheduled(older.receipts, older.scheduled(), 'w1')).toMatchObject({ kind: 'refuse', code: 'E_POLICY_DENIED' });
+  });
+
+  it('secretsAllowedBy: the listed names when the decision names each; else the names it does not', () => {
+    expect(secretsAllowedBy(['A', 'B'], { secrets: ['B', 'A', 'C'] })).toEqual({ ok: true, names: ['A', 'B'] });
+    expect(secretsAllowedBy([], {})).toEqual({ ok: true, names: [] });
+    expect(secretsAllowedBy(['A', 'B'], { secrets: ['A'] })).toEqual({ ok: false, message: "secrets: B not allowed by the run's policy decision, so not opened" });
+    expect(secretsAllowedBy(['A'], {})).toMatchObject({ ok: false });
   });
 
   it('refuses a placement without a grant to run (fails closed, I-5)', () => {

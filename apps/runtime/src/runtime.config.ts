@@ -1,4 +1,4 @@
-import { ArtifactBucketConfigSchema, ArtifactStoreConfigSchema, DatabaseConfigSchema, EvidenceLogConfigSchema, loadConfig } from '@cairn/config';
+import { ArtifactBucketConfigSchema, ArtifactStoreConfigSchema, EvidenceLogConfigSchema, loadConfig, SecretValuesConfigSchema } from '@cairn/config';
 import { CairnError, WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_DOCKER_SOCKET, DEFAULT_SANDBOX_USER, parseEgressHosts, sandboxUserProblem } from '@cairn/sandbox-docker';
@@ -209,11 +209,12 @@ export function runtimeConfigSchema(host: HostFacts) {
       /** Egress refusals recorded per run as `egress.denied`; past it they are refused all the same, and logged. */
       CAIRN_EGRESS_DENIALS_RECORDED: z.coerce.number().int().min(1).max(10_000).default(100),
       /**
-       * The operator's secret key file (mode 0600): with it, runs that list secrets get them mounted
-       * at /run/secrets (read from the store in CAIRN_DATABASE_URL); without it they fail E_RUNTIME_ABSENT.
+       * The deployment's secrets private key file (mode 0600, ADR 0028): with it, runs that list
+       * secrets their policy decision allowed get them mounted at /run/secrets (read from the
+       * catalog bucket, CAIRN_SECRETS_BUCKET); without it they fail E_RUNTIME_ABSENT.
        */
-      CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
-      CAIRN_DATABASE_URL: DatabaseConfigSchema.shape.CAIRN_DATABASE_URL,
+      CAIRN_SECRETS_PRIVATE_KEY_FILE: SecretValuesConfigSchema.shape.CAIRN_SECRETS_PRIVATE_KEY_FILE,
+      CAIRN_SECRETS_BUCKET: SecretValuesConfigSchema.shape.CAIRN_SECRETS_BUCKET,
       /** All of a run's collected output files together; more is E_BUDGET. */
       CAIRN_OUTPUT_FILES_MAX_BYTES: z.coerce.number().int().min(0).max(4096 * MIB).default(64 * MIB),
       /**

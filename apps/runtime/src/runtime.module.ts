@@ -52,8 +52,13 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
         inject: [NATS_CONNECTION, SERVICE_LOGGER],
         useFactory: (nc: NatsConnection, logger: JsonLogger) => openArtifactStore(nc, config, logger),
       },
-      // The key file is read and checked at boot: one that others may read stops the worker here.
-      { provide: RUNTIME_SECRETS, useFactory: () => SecretValuesReader.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL, 'cairn-runtime-secrets') },
+      // The private key file is read and checked at boot: one that others may read stops the worker here.
+      {
+        provide: RUNTIME_SECRETS,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc: NatsConnection) =>
+          SecretValuesReader.fromKeyFile(config.CAIRN_SECRETS_PRIVATE_KEY_FILE, { bucket: config.CAIRN_SECRETS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS, nc: () => nc }),
+      },
       {
         provide: LEASE_STORE,
         inject: [NATS_CONNECTION],

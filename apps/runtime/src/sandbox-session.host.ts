@@ -20,7 +20,7 @@ import { headers as natsHeaders, nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
-import { inputFile } from './run-assessment.js';
+import { inputFile, secretsAllowedBy } from './run-assessment.js';
 import { runFailedFields, sandboxCaps, sandboxCreatedFields, sandboxDestroyedFields } from './runtime-receipts.builder.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE } from './runtime.tokens.js';
@@ -200,7 +200,13 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     }
     const caps = decided.caps;
     const { name: image, digest } = splitImageRef(decided.image);
-    const secretNames = requested.spec.secrets ?? [];
+    const allowed = secretsAllowedBy(requested.spec.secrets ?? [], decided);
+    if (!allowed.ok) {
+      await ctx.appendAt(headSeq, 'run.failed', runFailedFields('E_POLICY_DENIED', allowed.message), 'failed');
+      await this.leases.delete(ctx.chainId, scheduled.lease_id).catch(() => false);
+      return;
+    }
+    const secretNames = allowed.names;
     // Independent of each other, so at once: the lease (ours?), the image's id (which also says
     // whether an engine answers: an absent one is E_RUNTIME_ABSENT), the secrets' values.
     const [renewed, resolved, secretsRead] = await Promise.all([
@@ -236,7 +242,9 @@ export class SandboxSessionHost implements OnApplicationBootstrap, BeforeApplica
     if (!secretsRead.ok) {
       const error = secretsRead.error;
       if (isCairnError(error) && error.code === 'E_UNAVAILABLE') throw error;
-      await fail(isCairnError(error) && error.code === 'E_NOT_FOUND' ? 'E_POLICY_DENIED' : 'E_RUNTIME_ABSENT', `the sandbox's secrets cannot be provided: ${describe(error)}`);
+      // A name gone since policy allowed it is a refusal; a value that does not open (edited, moved) is E_INTERNAL, as for a run.
+      const code: ErrorCode = isCairnError(error) && error.code === 'E_NOT_FOUND' ? 'E_POLICY_DENIED' : isCairnError(error) && error.code === 'E_INTERNAL' ? 'E_INTERNAL' : 'E_RUNTIME_ABSENT';
+      await fail(code, `the sandbox's secrets cannot be provided: ${describe(error)}`);
       return;
     }
     secretValues = secretsRead.value;

@@ -11,6 +11,6 @@ export function verifierModule(config: VerifierConfig): DynamicModule {
     service: VERIFIER_SERVICE,
     config,
     handler: VerificationHandler,
-    providers: [ArtifactLoader.provider(config), RunScanners.provider(config, 'cairn-verifier-secrets')],
+    providers: [ArtifactLoader.provider(config), RunScanners.provider(config)],
   });
 }

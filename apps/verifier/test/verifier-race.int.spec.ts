@@ -8,7 +8,6 @@ import type { LoadedArtifact } from '@cairn/service-kit';
 import { createEvidenceWorld, passingRun, plannedRun, racingLog, TENANT } from '@cairn/service-kit/testing';
 import type { EvidenceWorld } from '@cairn/service-kit/testing';
 import { jetstream } from '@nats-io/jetstream';
-import { testDatabaseUrl } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerificationHandler } from '../src/verification.handler.js';
 
@@ -24,7 +23,7 @@ beforeAll(async () => {
   world = await createEvidenceWorld('verirace');
   handler = new VerificationHandler(
     new ArtifactLoader(world.store, { maxArtifactBytes: 1 << 20, maxRunBytes: 1 << 22 }),
-    await RunScanners.create({ CAIRN_DATABASE_URL: testDatabaseUrl() }, 'verifier-race'),
+    await RunScanners.create({}, null),
     new JsonLogger('verifier', 'error'),
   );
 });

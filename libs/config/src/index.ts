@@ -8,14 +8,16 @@ export {
   DEFAULT_EVIDENCE_STREAM,
   DEFAULT_EVIDENCE_SUBJECT_PREFIX,
   DEFAULT_NATS_URL,
+  DEFAULT_SECRETS_BUCKET,
   EvidenceLogConfigSchema,
   loadConfig,
+  SecretCatalogConfigSchema,
   SecretValuesConfigSchema,
   TlogConfigSchema,
   tlogNames,
   tlogNamesFor,
 } from './load-config.js';
-export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretValuesConfig, TlogConfig, TlogNames } from './load-config.js';
+export type { ArtifactReadConfig, DatabaseConfig, EvidenceLogConfig, SecretCatalogConfig, SecretValuesConfig, TlogConfig, TlogNames } from './load-config.js';
 export {
   CONSUMER_PULL_EXPIRES_MS,
   DEFAULT_NATS_REPLICAS,

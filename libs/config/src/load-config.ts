@@ -102,13 +102,24 @@ export const DatabaseConfigSchema = z.object({
 });
 export type DatabaseConfig = z.infer<typeof DatabaseConfigSchema>;
 
+/** The stack's secret catalog bucket when CAIRN_SECRETS_BUCKET is unset (its stream is `KV_cairn_secrets`); an isolated stack's is `cairn_secrets_<stack id>`. */
+export const DEFAULT_SECRETS_BUCKET = 'cairn_secrets';
+
+/** Where the secret catalog is (ADR 0028): one KV bucket of the stack, written by the gateway, read by policy and the runtime workers. */
+export const SecretCatalogConfigSchema = z.object({
+  CAIRN_SECRETS_BUCKET: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a KV bucket name').default(DEFAULT_SECRETS_BUCKET),
+});
+export type SecretCatalogConfig = z.infer<typeof SecretCatalogConfigSchema>;
+
 /**
- * What a service that scans a run's derived text for the run's secrets needs (the kernel, verifier,
- * grader): the secret store's database and the operator's key file. Without the key file a run that
- * lists secrets is not served (its reaction fails E_RUNTIME_ABSENT and is delivered again).
+ * What a service that opens a run's secrets needs (the runtime; the kernel, verifier and grader,
+ * which scan a run's derived text with them): the catalog bucket and the deployment's private key
+ * file (ADR 0028). Without the key file a run that lists secrets is not served (its reaction fails
+ * E_RUNTIME_ABSENT and is delivered again).
  */
 export const SecretValuesConfigSchema = DatabaseConfigSchema.extend({
-  CAIRN_SECRETS_KEY_FILE: z.string().min(1).optional(),
+  ...SecretCatalogConfigSchema.shape,
+  CAIRN_SECRETS_PRIVATE_KEY_FILE: z.string().min(1).optional(),
 });
 export type SecretValuesConfig = z.infer<typeof SecretValuesConfigSchema>;
 

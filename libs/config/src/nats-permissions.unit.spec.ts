@@ -11,7 +11,7 @@ const NAMES: StackNatsNames = {
   evidencePrefix: 'cairn.t1.evidence',
   commandStream: 'CAIRN_COMMANDS_T1',
   commandPrefix: 'cairn.t1',
-  buckets: { workers: 'cairn_workers_t1', leases: 'cairn_leases_t1', approvals: 'cairn_leases_t1_approvals', queue: 'cairn_leases_t1_queue', drains: 'cairn_workers_t1_drains' },
+  buckets: { workers: 'cairn_workers_t1', leases: 'cairn_leases_t1', approvals: 'cairn_leases_t1_approvals', queue: 'cairn_leases_t1_queue', drains: 'cairn_workers_t1_drains', secrets: 'cairn_secrets_t1' },
   artifactBucket: 'cairn_artifacts_t1',
   tlog: { stream: 'CAIRN_EVIDENCE_T1_TLOG', subjectPrefix: 'cairn.t1.evidence_tlog', checkpointBucket: 'CAIRN_EVIDENCE_T1_TLOG_CHECKPOINTS' },
   workerId: 'local-t1',

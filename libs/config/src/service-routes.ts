@@ -17,8 +17,8 @@ export function isNatsService(name: string): name is NatsService {
   return (NATS_SERVICES as readonly string[]).includes(name);
 }
 
-/** The operational buckets of a stack (`@cairn/operational`, the scheduler's approval deadlines, operators' drains). */
-export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue', 'drains'] as const;
+/** The buckets of a stack: the operational ones (`@cairn/operational`, the scheduler's approval deadlines, operators' drains) and the secret catalog (ADR 0028). */
+export const STACK_BUCKETS = ['workers', 'leases', 'approvals', 'queue', 'drains', 'secrets'] as const;
 export type StackBucket = (typeof STACK_BUCKETS)[number];
 
 /** `read`: get, list and watch; `write`: that and put and delete. */
@@ -104,7 +104,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     ],
     watchesChains: false,
     ...NO_COMMANDS,
-    buckets: { workers: 'read' },
+    // secrets: names and grants of the catalog (ADR 0028); it holds no key to open a value.
+    buckets: { workers: 'read', secrets: 'read' },
     artifacts: 'none', tlog: 'none',
     monitors: false,
   },
@@ -142,13 +143,15 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [],
     serves: [],
     sandboxOps: 'serve',
-    buckets: { workers: 'write', leases: 'write' },
+    // secrets: the sealed values of the runs it runs, opened with the private key (ADR 0028).
+    buckets: { workers: 'write', leases: 'write', secrets: 'read' },
     artifacts: 'write', tlog: 'none',
     monitors: false,
   },
-  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
-  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
+  // kernel, verifier, grader: secrets read, to scan what they derive with the run's values (ADR 0028).
+  kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
+  verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
+  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Queues deliveries in its own tables (replays too, asked for by command); a receipt it cannot queue is logged, never failed on the chain.
@@ -161,8 +164,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [...COMMAND_VERBS],
     serves: [],
     sandboxOps: 'send',
-    // drains: an operator's `POST /v1/workers/:id/drain` (ADR 0026).
-    buckets: { workers: 'read', leases: 'read', queue: 'read', drains: 'write' },
+    // drains: an operator's `POST /v1/workers/:id/drain` (ADR 0026); secrets: the catalog's only writer, sealing to the public key (ADR 0028).
+    buckets: { workers: 'read', leases: 'read', queue: 'read', drains: 'write', secrets: 'write' },
     artifacts: 'read',
     tlog: 'read',
     monitors: true,

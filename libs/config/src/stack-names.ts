@@ -12,6 +12,7 @@ export interface IsolatedNames {
   CAIRN_WORKERS_BUCKET: string;
   CAIRN_LEASES_BUCKET: string;
   CAIRN_ARTIFACT_BUCKET: string;
+  CAIRN_SECRETS_BUCKET: string;
   CAIRN_WORKER_ID: string;
 }
 
@@ -29,6 +30,7 @@ export function isolatedNames(stackId: string): IsolatedNames {
     CAIRN_WORKERS_BUCKET: `cairn_workers_${stackId}`,
     CAIRN_LEASES_BUCKET: `cairn_leases_${stackId}`,
     CAIRN_ARTIFACT_BUCKET: `cairn_artifacts_${stackId}`,
+    CAIRN_SECRETS_BUCKET: `cairn_secrets_${stackId}`,
     CAIRN_WORKER_ID: `local-${stackId}`.slice(0, 64),
   };
 }

@@ -11,6 +11,7 @@ describe('isolatedNames', () => {
       CAIRN_WORKERS_BUCKET: 'cairn_workers_e2e-7',
       CAIRN_LEASES_BUCKET: 'cairn_leases_e2e-7',
       CAIRN_ARTIFACT_BUCKET: 'cairn_artifacts_e2e-7',
+      CAIRN_SECRETS_BUCKET: 'cairn_secrets_e2e-7',
       CAIRN_WORKER_ID: 'local-e2e-7',
     });
   });

@@ -22,7 +22,7 @@ import {
 } from './event-fields.schema.js';
 import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
-import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema } from './run-spec.schema.js';
+import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema, SecretNameSchema } from './run-spec.schema.js';
 import { SealSignatureSchema } from './seal-signature.schema.js';
 
 /* The receipts of a run's lifecycle, in the order a run meets them (PRODUCT.md "A run, end to end"). */
@@ -76,6 +76,11 @@ const policyDecidedFields = eventBodySchema('policy.decided', {
    * allowlist) and whether their names may resolve to private addresses. Absent: no network.
    */
   network: z.strictObject({ egress: z.array(HostPortSchema).min(1).max(64), allow_private: z.boolean() }).optional(),
+  /**
+   * Allowed or held with secrets: the names the run may use (each in the tenant's catalog and
+   * granted to the submitting key). A worker opens these and no other (ADR 0028); absent: none.
+   */
+  secrets: z.array(SecretNameSchema).min(1).max(64).optional(),
 });
 function checkPolicyDecision(
   event: { decision: z.infer<typeof PolicyDecisionSchema>; error_code?: z.infer<typeof ErrorCodeSchema> | undefined },

@@ -63,7 +63,7 @@ export function bucketStreamName(bucket: string): string {
 
 /**
  * Every stream an isolated stack (`cairn up` with a stack id) makes — its evidence and command
- * streams, those behind its worker, lease, approval and queue buckets, its artifact object store's
+ * streams, those behind its worker, lease, approval, queue and secret catalog buckets, its artifact object store's
  * (`OBJ_<bucket>`), and its log of seal heads with its checkpoints' bucket: what a teardown deletes.
  */
 export function isolatedStackStreams(stackId: string): string[] {
@@ -78,6 +78,7 @@ export function isolatedStackStreams(stackId: string): string[] {
     bucketStreamName(approvalsBucketFor(names.CAIRN_LEASES_BUCKET)),
     bucketStreamName(queueBucketFor(names.CAIRN_LEASES_BUCKET)),
     `OBJ_${names.CAIRN_ARTIFACT_BUCKET}`,
+    bucketStreamName(names.CAIRN_SECRETS_BUCKET),
     tlog.stream,
     bucketStreamName(tlog.checkpointBucket),
   ];

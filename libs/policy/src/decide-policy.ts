@@ -197,6 +197,8 @@ export interface PolicyDecidedFields {
   step_approvals?: StepApproval[];
   /** Only when the run may reach the network: the egress granted (the runtime's proxy lets exactly these through). */
   network?: { egress: string[]; allow_private: boolean };
+  /** Only when the run lists secrets it may use: their names, the only values a worker opens for it (ADR 0028). */
+  secrets?: string[];
 }
 
 /** A step held for approval, as `policy.decided` hands it to the runtime. */
@@ -225,6 +227,7 @@ export function policyDecidedFields(outcome: PolicyOutcome): PolicyDecidedFields
     ...(Object.keys(budget).length === 0 ? {} : { budget }),
     ...(steps.length === 0 ? {} : { step_approvals: steps }),
     ...(effective.network === 'none' ? {} : { network: { egress: [...effective.network.egress], allow_private: effective.network.allow_private } }),
+    ...(effective.secrets.length === 0 ? {} : { secrets: [...effective.secrets] }),
   };
 }
 

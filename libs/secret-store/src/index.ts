@@ -1,6 +1,10 @@
 export { checkKeyFileMode, ensureSecretKeyFile, readSecretKeyFile, SECRET_KEY_FILE } from './secret-key.file.js';
 export { SecretStore } from './secret-store.adapter.js';
 export type { PutOptions, PutOutcome, SecretAccess, SecretGrant, SecretListing, SecretStoreOptions } from './secret-store.adapter.js';
+export { SECRET_CATALOG_LIMITS, SecretCatalog, secretKeyOf, SecretRecordSchema } from './secret-catalog.adapter.js';
+export type { LegacySecret, SecretCatalogOptions, SecretRecord } from './secret-catalog.adapter.js';
+export { ensureBoxKeyFiles, readBoxKeyringFile, readBoxPublicKeyFile, rotateBoxKeyFiles, SECRETS_PRIVATE_KEY_FILE, SECRETS_PUBLIC_KEY_FILE } from './secret-box-key.file.js';
 export { SecretValuesReader } from './secret-values.reader.js';
+export type { SecretValuesSource } from './secret-values.reader.js';
 export { ensureSealKeyFile, readPublicKeysFile, readSealKeyFile, rotateSealKeyFile, SEAL_KEY_FILE, SEAL_PUBLIC_KEYS_FILE } from './seal-key.file.js';
 export type { PublishedKey } from './seal-key.file.js';

@@ -2,6 +2,7 @@ import { CairnError, isCairnError, SecretGranteeSchema, TenantIdSchema } from '@
 import { checkSecretName, checkSecretValue, lastFour, openSecret, sealedKeyId, sealSecret } from '@cairn/secrets';
 import type { ScannedSecret, SecretKeyring } from '@cairn/secrets';
 import type { DataSource } from 'typeorm';
+import type { LegacySecret } from './secret-catalog.adapter.js';
 
 /** One more key, or a scope, that may use a secret (besides the tenant's admin keys). */
 export interface SecretGrant {
@@ -306,6 +307,48 @@ export class SecretStore {
       resealed += updated.length;
     }
     return { resealed, unreadable };
+  }
+
+  /**
+   * The move to the catalog on NATS (ADR 0028): every row, opened with this store's keyring, is
+   * handed to `move` (which writes it to the catalog unless a secret of that name is there); then
+   * the row and its grants are removed — only if unchanged meanwhile. A row no key of the keyring
+   * opens stays, and is named in `unreadable`.
+   */
+  async drainTo(move: (secret: LegacySecret) => Promise<boolean>): Promise<{ moved: number; skipped: number; unreadable: string[] }> {
+    const keyring = this.keys();
+    const rows = await this.query<SecretRow & { tenant: string; set_by: string | null }>('SELECT tenant, name, sealed, key_id, set_by, created_at, updated_at FROM secrets ORDER BY tenant, name', []);
+    let moved = 0;
+    let skipped = 0;
+    const unreadable: string[] = [];
+    for (const row of rows) {
+      let value: Uint8Array;
+      try {
+        value = openSecret(keyring, { tenant: row.tenant, name: row.name }, new Uint8Array(row.sealed));
+      } catch (error) {
+        if (!isCairnError(error)) throw error;
+        unreadable.push(`${row.tenant}/${row.name}`);
+        continue;
+      }
+      try {
+        const written = await move({
+          tenant: row.tenant,
+          name: row.name,
+          value,
+          setBy: row.set_by,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+          grants: await this.grantsOf(row.tenant, row.name),
+        });
+        if (written) moved++;
+        else skipped++;
+      } finally {
+        value.fill(0);
+      }
+      // Grants go with their secret (ON DELETE CASCADE).
+      await this.query('DELETE FROM secrets WHERE tenant = $1 AND name = $2 AND sealed = $3 RETURNING name', [row.tenant, row.name, row.sealed]);
+    }
+    return { moved, skipped, unreadable };
   }
 
   /** The id of the key a stored value was sealed under, as its bytes say (tests, diagnostics). */

@@ -1,27 +1,46 @@
-import { CairnError } from '@cairn/contracts';
-import { readSecretKeyFile } from './secret-key.file.js';
-import { SecretStore } from './secret-store.adapter.js';
-import type { ScannedSecret, SecretKeyring } from '@cairn/secrets';
+import { CairnError, isCairnError } from '@cairn/contracts';
+import type { BoxKeyring, ScannedSecret } from '@cairn/secrets';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { readBoxKeyringFile } from './secret-box-key.file.js';
+import { SecretCatalog } from './secret-catalog.adapter.js';
 
-/**
- * The secret store as a service that needs values uses it — the runtime, to provide them to a
- * sandbox; the kernel, verifier and grader, to scan what they derive from a run's outputs: the
- * values a run lists, of the run's tenant, opened with the operator's key file (read and checked at
- * boot: a key file others may read stops the service). The database connection opens on the first
- * run that needs a secret. Without a key file there are no values: `read` of any name is
- * E_RUNTIME_ABSENT (a run that lists secrets fails before any sandbox starts).
+/*
+ * The secret catalog as a service that needs values uses it (ADR 0028) — the runtime, to provide
+ * them to a sandbox; the kernel, verifier and grader, to scan what they derive from a run's
+ * outputs: the values a run may use, of the run's tenant, read from the stack's catalog bucket and
+ * opened with the deployment's private key file (read and checked at boot: a key file others may
+ * read stops the service). The bucket is opened on the first run that needs a secret. Without a
+ * private key file there are no values: `read` of any name is E_RUNTIME_ABSENT (a run that lists
+ * secrets fails before any sandbox starts).
  */
+
+export interface SecretValuesSource {
+  /** The stack's catalog bucket (CAIRN_SECRETS_BUCKET). */
+  bucket: string;
+  replicas?: number;
+  /** The connection the service already holds. */
+  nc: () => NatsConnection;
+}
+
 export class SecretValuesReader {
-  private store: Promise<SecretStore> | null = null;
+  private catalog: Promise<SecretCatalog> | null = null;
 
   private constructor(
-    private readonly keyring: SecretKeyring | null,
-    private readonly databaseUrl: string,
-    private readonly applicationName: string,
+    private keyring: BoxKeyring | null,
+    private readonly source: SecretValuesSource | null,
+    private readonly path: string | null = null,
   ) {}
 
-  static async fromKeyFile(path: string | undefined, databaseUrl: string, applicationName = 'cairn-secret-values'): Promise<SecretValuesReader> {
-    return new SecretValuesReader(path === undefined ? null : await readSecretKeyFile(path), databaseUrl, applicationName);
+  /** From the private key file at `path` (none: no values) and the catalog `source`. */
+  static async fromKeyFile(path: string | undefined, source: SecretValuesSource | null): Promise<SecretValuesReader> {
+    return new SecretValuesReader(path === undefined ? null : await readBoxKeyringFile(path), source, path ?? null);
+  }
+
+  /** A reader over an open catalog (tests, tools). */
+  static of(keyring: BoxKeyring | null, catalog: SecretCatalog): SecretValuesReader {
+    const reader = new SecretValuesReader(keyring, null);
+    reader.catalog = Promise.resolve(catalog);
+    return reader;
   }
 
   get available(): boolean {
@@ -32,23 +51,34 @@ export class SecretValuesReader {
   async read(tenant: string, names: readonly string[]): Promise<ScannedSecret[]> {
     if (names.length === 0) return [];
     if (this.keyring === null) {
-      throw new CairnError('E_RUNTIME_ABSENT', 'this service has no secret store (CAIRN_SECRETS_KEY_FILE): runs that reference secrets cannot be served here');
+      throw new CairnError('E_RUNTIME_ABSENT', 'this service has no secrets private key (CAIRN_SECRETS_PRIVATE_KEY_FILE): runs that reference secrets cannot be served here');
     }
-    const keyring = this.keyring;
-    this.store ??= SecretStore.open({ url: this.databaseUrl, keyring, applicationName: this.applicationName });
-    let store: SecretStore;
+    const source = this.source;
+    if (this.catalog === null) {
+      if (source === null) throw new CairnError('E_INTERNAL', 'this secret reader has no catalog');
+      this.catalog = SecretCatalog.open(source.nc(), { bucket: source.bucket, ...(source.replicas === undefined ? {} : { replicas: source.replicas }) });
+    }
+    let catalog: SecretCatalog;
     try {
-      store = await this.store;
+      catalog = await this.catalog;
     } catch (error) {
-      this.store = null;
+      this.catalog = null;
       throw error;
     }
-    return store.read(tenant, names);
+    try {
+      return await catalog.read(this.keyring, tenant, names);
+    } catch (error) {
+      // Sealed to a key this process has not read yet (`cairn secrets rotate-key` ran since it started):
+      // the key file is read again, checked as at boot, and the read tried once more.
+      if (this.path === null || !isCairnError(error) || error.code !== 'E_INTERNAL' || error.details?.reason !== 'unknown_key') throw error;
+      this.keyring = await readBoxKeyringFile(this.path);
+      return catalog.read(this.keyring, tenant, names);
+    }
   }
 
-  async close(): Promise<void> {
-    const pending = this.store;
-    this.store = null;
-    await (await pending?.catch(() => null))?.close();
+  close(): Promise<void> {
+    // The connection is the service's own: nothing to close but the handle.
+    this.catalog = null;
+    return Promise.resolve();
   }
 }

@@ -19,3 +19,18 @@ export type { SecretKey, SecretKeyring, SecretRef } from './secret-cipher.js';
 export { checkSecretName, checkSecretValue, lastFour, MAX_SECRET_BYTES, MIN_SECRET_BYTES, withoutTrailingNewline } from './secret-value.js';
 export { assertNoLiteralKeys, findLiteralKeys } from './spec-scan.js';
 export type { LiteralKey } from './spec-scan.js';
+export {
+  BOX_VERSION,
+  boxKeyId,
+  boxKeyIdOf,
+  boxPrivateKey,
+  boxPublicKey,
+  formatBoxKeyring,
+  formatBoxPublicKeys,
+  generateBoxKey,
+  openSealedBox,
+  parseBoxKeyring,
+  parseBoxPublicKeys,
+  sealToPublicKey,
+} from './sealed-box.js';
+export type { BoxKeyring, BoxPrivateKey, BoxPublicKey } from './sealed-box.js';

@@ -1,4 +1,7 @@
+import { DEFAULT_SECRETS_BUCKET } from '@cairn/config';
 import type { SecretValuesConfig } from '@cairn/config';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { NATS_CONNECTION } from './service.tokens.js';
 import type { EventType, EvidenceReceipt } from '@cairn/contracts';
 import { SecretValuesReader } from '@cairn/secret-store';
 import { OutputScanner, redactJson } from '@cairn/secrets';
@@ -13,24 +16,31 @@ import type { ReactionContext } from './reaction-context.js';
  * run's own secrets first (issue 13); a finding ends the run E_SECRET_SEEN instead.
  */
 
-/** The secret names a run's chain lists (`run.submitted`'s spec), and its tenant. */
+/**
+ * The secret names a run's chain lists (`run.submitted`'s spec) that its policy decision allowed —
+ * the only values a worker opens for it (ADR 0028) — and its tenant.
+ */
 function secretsOf(receipts: readonly EvidenceReceipt[]): { tenant: string; names: string[] } | null {
   const submitted = receipts.find((r) => r.type === 'run.submitted');
   if (submitted?.type !== 'run.submitted') return null;
-  return { tenant: submitted.tenant, names: [...(submitted.spec.secrets ?? [])] };
+  const decided = receipts.find((r) => r.type === 'policy.decided');
+  const allowed = new Set(decided?.type === 'policy.decided' ? (decided.secrets ?? []) : []);
+  return { tenant: submitted.tenant, names: (submitted.spec.secrets ?? []).filter((name) => allowed.has(name)) };
 }
 
 /** Builds the scanner for a run: its secrets' values (read from the store, then zeroed) and the key patterns. */
 export class RunScanners implements OnApplicationShutdown {
   constructor(private readonly reader: SecretValuesReader) {}
 
-  /** A Nest provider of `RunScanners` over the service's key file and database (`applicationName` names its connections). */
-  static provider(config: SecretValuesConfig, applicationName: string): Provider {
-    return { provide: RunScanners, useFactory: () => RunScanners.create(config, applicationName) };
+  /** A Nest provider of `RunScanners` over the service's private key file and NATS connection (the catalog bucket, ADR 0028). */
+  static provider(config: SecretValuesConfig & { CAIRN_NATS_REPLICAS?: number }): Provider {
+    return { provide: RunScanners, inject: [NATS_CONNECTION], useFactory: (nc: NatsConnection) => RunScanners.create(config, nc) };
   }
 
-  static async create(config: SecretValuesConfig, applicationName: string): Promise<RunScanners> {
-    return new RunScanners(await SecretValuesReader.fromKeyFile(config.CAIRN_SECRETS_KEY_FILE, config.CAIRN_DATABASE_URL, applicationName));
+  /** Without a private key file (or a connection) no run's secrets can be read: a run that lists some is not served. */
+  static async create(config: Partial<Pick<SecretValuesConfig, 'CAIRN_SECRETS_PRIVATE_KEY_FILE' | 'CAIRN_SECRETS_BUCKET'>> & { CAIRN_NATS_REPLICAS?: number }, nc: NatsConnection | null): Promise<RunScanners> {
+    const source = nc === null ? null : { bucket: config.CAIRN_SECRETS_BUCKET ?? DEFAULT_SECRETS_BUCKET, nc: () => nc, ...(config.CAIRN_NATS_REPLICAS === undefined ? {} : { replicas: config.CAIRN_NATS_REPLICAS }) };
+    return new RunScanners(await SecretValuesReader.fromKeyFile(nc === null ? undefined : config.CAIRN_SECRETS_PRIVATE_KEY_FILE, source));
   }
 
   async forRun(receipts: readonly EvidenceReceipt[]): Promise<OutputScanner> {

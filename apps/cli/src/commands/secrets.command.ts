@@ -179,4 +179,37 @@ export function registerSecretsCommand(program: Command, context: CommandContext
       const left = await client.secrets.revoke(name, grantee);
       output.result(`${output.okMark()}  secret ${left.name}: ${grantee} revoked; granted to ${grantsColumn(left.grants)}`, { ok: true, revoked: grantee, ...left });
     });
+
+  secrets
+    .command('rotate-key')
+    .description("where the secrets private key file is: a fresh keypair becomes current, and every value of the catalog is re-sealed to it")
+    .addHelpText(
+      'after',
+      '\nThen restart the gateway (cairn down && cairn up) so it seals to the new key (running workers read the new key on\n' +
+        'their own), and run\n' +
+        '`cairn secrets reseal` once more for values set in between. Older keys stay in the private key file (values sealed\n' +
+        'to them still open) until you remove their lines. Uses the operator\'s NATS user (CAIRN_NATS_CREDS_FILE).',
+    )
+    .action(async (_options: unknown, command: Command) => {
+      const output = context.output(command);
+      const { rotateSecretsKey } = await import('../secrets-keys.runner.js');
+      const rotated = await rotateSecretsKey(context.env);
+      const lines = [
+        `${output.okMark()}  secrets key ${rotated.current} is current (was ${rotated.previous}; ${rotated.keys} keys in the private key file)`,
+        `   re-sealed ${rotated.resealed}${rotated.unreadable.length === 0 ? '' : `; cannot open ${rotated.unreadable.join(', ')}`}`,
+        '   restart the gateway (cairn down && cairn up), then run `cairn secrets reseal`',
+      ];
+      output.result(lines.join('\n'), { ok: rotated.unreadable.length === 0, ...rotated });
+    });
+
+  secrets
+    .command('reseal')
+    .description('where the secrets private key file is: re-seal to its current key every value of the catalog sealed to an older one')
+    .action(async (_options: unknown, command: Command) => {
+      const output = context.output(command);
+      const { resealSecrets } = await import('../secrets-keys.runner.js');
+      const done = await resealSecrets(context.env);
+      const line = `${output.okMark()}  re-sealed ${done.resealed} to key ${done.keyId}${done.unreadable.length === 0 ? '' : `; cannot open ${done.unreadable.join(', ')}`}`;
+      output.result(line, { ok: done.unreadable.length === 0, ...done });
+    });
 }

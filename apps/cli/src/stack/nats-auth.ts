@@ -7,6 +7,7 @@ import {
   DEFAULT_ARTIFACT_BUCKET,
   DEFAULT_EVIDENCE_STREAM,
   DEFAULT_EVIDENCE_SUBJECT_PREFIX,
+  DEFAULT_SECRETS_BUCKET,
   EvidenceLogConfigSchema,
   isolatedNames,
   loadConfig,
@@ -15,6 +16,7 @@ import {
   OPERATOR_PERMISSIONS,
   queueBucketFor,
   renderAuthorization,
+  SecretCatalogConfigSchema,
   TlogConfigSchema,
   tlogNames,
 } from '@cairn/config';
@@ -97,6 +99,7 @@ export function stackNatsNames(config: Record<string, string>, stackId: string):
       approvals: config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(leases),
       queue: config.CAIRN_QUEUE_BUCKET ?? queueBucketFor(leases),
       drains: drainsBucketFor(workers),
+      secrets: config.CAIRN_SECRETS_BUCKET ?? DEFAULT_SECRETS_BUCKET,
     },
     artifactBucket: config.CAIRN_ARTIFACT_BUCKET ?? DEFAULT_ARTIFACT_BUCKET,
     tlog: stackTlogNames(config),
@@ -162,6 +165,9 @@ export async function provisionStackStreams(config: Record<string, string>, cred
     await openBucket(nc, config.CAIRN_APPROVALS_BUCKET ?? approvalsBucketFor(operational.CAIRN_LEASES_BUCKET), APPROVAL_DEADLINES_LIMITS, replicas);
     // The log of seal heads, as its writer (the grader) would make it.
     (await TransparencyLog.open(nc, { ...stackTlogNames(config), replicas }, 'writer')).close();
+    // The secret catalog (ADR 0028): the gateway writes it, policy and the workers read it.
+    const { SecretCatalog } = await import('@cairn/secret-store');
+    await SecretCatalog.open(nc, { bucket: loadConfig(SecretCatalogConfigSchema, config).CAIRN_SECRETS_BUCKET, replicas });
     const artifacts = loadConfig(ArtifactStoreConfigSchema, config);
     await NatsArtifactStore.open(nc, { bucket: artifacts.CAIRN_ARTIFACT_BUCKET, create: { replicas, maxBytes: artifacts.CAIRN_ARTIFACT_STORE_MAX_BYTES } });
   } catch (error) {

@@ -24,6 +24,10 @@ export function isStackService(name: string): name is StackService {
 /** The secret store's key file under the state directory (made by `cairn up` when absent). */
 export const SECRETS_KEY_FILE = 'secrets.key';
 
+/** The deployment's secrets keypair (ADR 0028): the private half for the runtime workers (mode 0600), the public half for the gateway. */
+export const SECRETS_PRIVATE_KEY_FILE = 'secrets-box.key';
+export const SECRETS_PUBLIC_KEY_FILE = 'secrets-box.pub';
+
 /** The seal signing key (mode 0600, read by the grader) and its public keys file (served by the gateway), under the state directory. */
 export const SEAL_KEY_FILE = 'seal.key';
 export const SEAL_PUBLIC_KEYS_FILE = 'seal-keys.pub';
@@ -93,6 +97,9 @@ export function stackServiceConfig(env: NodeJS.ProcessEnv, location: StackLocati
   config.CAIRN_WORKER_STATE_DIR = resolve(location.home, config.CAIRN_WORKER_STATE_DIR ?? (location.stackId === 'default' ? 'worker' : `worker-${location.stackId}`));
   // A path, not a secret: the file (mode 0600) holds the key that seals the secret store's values.
   config.CAIRN_SECRETS_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_KEY_FILE ?? SECRETS_KEY_FILE);
+  // Paths, not keys: the runtime workers open secret values with the private key; the gateway seals to the public one.
+  config.CAIRN_SECRETS_PRIVATE_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_PRIVATE_KEY_FILE ?? SECRETS_PRIVATE_KEY_FILE);
+  config.CAIRN_SECRETS_PUBLIC_KEY_FILE = resolve(location.home, config.CAIRN_SECRETS_PUBLIC_KEY_FILE ?? SECRETS_PUBLIC_KEY_FILE);
   // Paths, not keys: the grader reads the private key at boot, the gateway only the public keys file.
   config.CAIRN_SEAL_KEY_FILE = resolve(location.home, config.CAIRN_SEAL_KEY_FILE ?? SEAL_KEY_FILE);
   config.CAIRN_SEAL_PUBLIC_KEYS_FILE = resolve(location.home, config.CAIRN_SEAL_PUBLIC_KEYS_FILE ?? SEAL_PUBLIC_KEYS_FILE);

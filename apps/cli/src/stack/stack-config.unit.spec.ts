@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { STACK_SERVICES, stackLocation, stackServiceConfig } from './stack-config.js';
+import { serviceEnv } from './stack-up.js';
 
 describe('the stack configuration', () => {
   it('lives in ~/.cairn unless CAIRN_HOME says otherwise, as the default stack unless CAIRN_STACK_ID names one', () => {
@@ -54,12 +55,26 @@ describe('the stack configuration', () => {
       'CAIRN_SEAL_KEY_FILE',
       'CAIRN_SEAL_PUBLIC_KEYS_FILE',
       'CAIRN_SECRETS_KEY_FILE',
+      'CAIRN_SECRETS_PRIVATE_KEY_FILE',
+      'CAIRN_SECRETS_PUBLIC_KEY_FILE',
       'CAIRN_WORKER_STATE_DIR',
     ]);
     expect(config.CAIRN_WORKER_STATE_DIR).toBe('/h/worker');
     // The key file's path (never its content) under the state directory, unless one is given.
     expect(config.CAIRN_SECRETS_KEY_FILE).toBe('/h/secrets.key');
     expect(stackServiceConfig({ CAIRN_SECRETS_KEY_FILE: '/etc/cairn/k' }, { home: '/h', stackId: 'default' }, 7410).CAIRN_SECRETS_KEY_FILE).toBe('/etc/cairn/k');
+    // The secrets keypair's paths (ADR 0028).
+    expect([config.CAIRN_SECRETS_PRIVATE_KEY_FILE, config.CAIRN_SECRETS_PUBLIC_KEY_FILE]).toEqual(['/h/secrets-box.key', '/h/secrets-box.pub']);
+  });
+
+  it('gives the secrets private key file to the services that open values only: never the gateway (ADR 0028)', () => {
+    const config = stackServiceConfig({}, { home: '/h', stackId: 'default' }, 7410);
+    for (const service of ['runtime', 'kernel', 'verifier', 'grader']) expect(serviceEnv({}, config, {}, service).CAIRN_SECRETS_PRIVATE_KEY_FILE).toBe('/h/secrets-box.key');
+    for (const service of ['gateway', 'policy', 'intake', 'scheduler', 'projector', 'webhooks', 'mcp-gateway']) {
+      const env = serviceEnv({ CAIRN_SECRETS_PRIVATE_KEY_FILE: '/from/the/caller' }, config, {}, service);
+      expect(env.CAIRN_SECRETS_PRIVATE_KEY_FILE).toBeUndefined();
+    }
+    expect(serviceEnv({}, config, {}, 'gateway').CAIRN_SECRETS_PUBLIC_KEY_FILE).toBe('/h/secrets-box.pub');
   });
 
   it('starts the gateway last, once everything it reports on is running', () => {

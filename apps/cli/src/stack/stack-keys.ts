@@ -14,7 +14,9 @@ import { newApiKey } from './stack-file.js';
  *   <dir>/gateway/api-key         the bootstrap admin key (CAIRN_API_KEY_FILE)
  *   <dir>/gateway/seal-keys.pub   the seal's public keys (CAIRN_SEAL_PUBLIC_KEYS_FILE), mode 0644
  *   <dir>/grader/seal.key         the seal signing key (CAIRN_SEAL_KEY_FILE)
- *   <dir>/store/secrets.key       the secret store's key (CAIRN_SECRETS_KEY_FILE)
+ *   <dir>/gateway/secrets-box.pub the secrets public key the gateway seals to (CAIRN_SECRETS_PUBLIC_KEY_FILE), mode 0644
+ *   <dir>/worker/secrets-box.key  the secrets private key, the runtime's (CAIRN_SECRETS_PRIVATE_KEY_FILE, ADR 0028)
+ *   <dir>/store/secrets.key       the AES key of webhook signing secrets (CAIRN_SECRETS_KEY_FILE)
  *   <dir>/db/password             the PostgreSQL role `cairn`'s password (PostgreSQL's first start)
  *   <dir>/db/pgpass               the same as a libpq password file (PGPASSFILE)
  *
@@ -27,6 +29,8 @@ export const STACK_KEY_FILES = Object.freeze({
   sealPublicKeys: 'gateway/seal-keys.pub',
   sealKey: 'grader/seal.key',
   secretsKey: 'store/secrets.key',
+  secretsBoxKey: 'worker/secrets-box.key',
+  secretsBoxPublic: 'gateway/secrets-box.pub',
   dbPassword: 'db/password',
   pgpass: 'db/pgpass',
 });
@@ -69,7 +73,7 @@ async function createOnce(path: string, content: string): Promise<boolean> {
 export async function ensureStackKeys(dir: string, sealName: string): Promise<StackKeysResult> {
   const created: string[] = [];
   await privateDir(dir);
-  for (const sub of ['gateway', 'grader', 'store', 'db']) await privateDir(join(dir, sub));
+  for (const sub of ['gateway', 'grader', 'store', 'worker', 'db']) await privateDir(join(dir, sub));
   const path = (file: string) => join(dir, file);
 
   if (await createOnce(path(STACK_KEY_FILES.apiKey), `${newApiKey()}\n`)) created.push(STACK_KEY_FILES.apiKey);
@@ -79,8 +83,9 @@ export async function ensureStackKeys(dir: string, sealName: string): Promise<St
   if (!/^[0-9a-f]{16,}$/.test(password)) throw new CairnError('E_INPUT', `${path(STACK_KEY_FILES.dbPassword)} does not hold a hex password`, { path: path(STACK_KEY_FILES.dbPassword) });
   if (await createOnce(path(STACK_KEY_FILES.pgpass), `*:*:*:cairn:${password}\n`)) created.push(STACK_KEY_FILES.pgpass);
 
-  const { ensureSealKeyFile, ensureSecretKeyFile } = await import('@cairn/secret-store');
+  const { ensureBoxKeyFiles, ensureSealKeyFile, ensureSecretKeyFile } = await import('@cairn/secret-store');
   if ((await ensureSecretKeyFile(path(STACK_KEY_FILES.secretsKey))).created) created.push(STACK_KEY_FILES.secretsKey);
+  if ((await ensureBoxKeyFiles(path(STACK_KEY_FILES.secretsBoxKey), path(STACK_KEY_FILES.secretsBoxPublic))).created) created.push(STACK_KEY_FILES.secretsBoxKey);
   const seal = await ensureSealKeyFile(path(STACK_KEY_FILES.sealKey), path(STACK_KEY_FILES.sealPublicKeys), sealName);
   if (seal.created) created.push(STACK_KEY_FILES.sealKey);
   return { dir, created, verifierKey: seal.verifierKey };

@@ -17,11 +17,11 @@ describe('ensureStackKeys (cairn init-keys)', () => {
   it('given an empty place, when run, then every key file is there, 0600 in 0700 directories of this user, the public keys 0644', async () => {
     const dir = join(root, 'keys');
     const result = await ensureStackKeys(dir, 'cairn/compose-test');
-    expect(result.created.sort()).toEqual([STACK_KEY_FILES.apiKey, STACK_KEY_FILES.dbPassword, STACK_KEY_FILES.pgpass, STACK_KEY_FILES.sealKey, STACK_KEY_FILES.secretsKey].sort());
+    expect(result.created.sort()).toEqual([STACK_KEY_FILES.apiKey, STACK_KEY_FILES.dbPassword, STACK_KEY_FILES.pgpass, STACK_KEY_FILES.sealKey, STACK_KEY_FILES.secretsKey, STACK_KEY_FILES.secretsBoxKey].sort());
     for (const sub of ['', 'gateway', 'grader', 'store', 'db']) expect({ sub, mode: (await lstat(join(dir, sub))).mode & 0o777 }).toEqual({ sub, mode: 0o700 });
     for (const file of Object.values(STACK_KEY_FILES)) {
       const info = await lstat(join(dir, file));
-      expect({ file, mode: info.mode & 0o777, uid: info.uid }).toEqual({ file, mode: file === STACK_KEY_FILES.sealPublicKeys ? 0o644 : 0o600, uid: process.getuid?.() });
+      expect({ file, mode: info.mode & 0o777, uid: info.uid }).toEqual({ file, mode: file === STACK_KEY_FILES.sealPublicKeys || file === STACK_KEY_FILES.secretsBoxPublic ? 0o644 : 0o600, uid: process.getuid?.() });
     }
     expect((await readFile(join(dir, STACK_KEY_FILES.apiKey), 'utf8')).trim()).toMatch(/^cairn_[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/);
     const password = (await readFile(join(dir, STACK_KEY_FILES.dbPassword), 'utf8')).trim();

@@ -58,11 +58,20 @@ export async function freeLoopbackPort(): Promise<number> {
   return address.port;
 }
 
-/** The environment a service process gets: the caller's, minus every CAIRN_* setting, plus the stack's. */
-export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, string>, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+/** The services that open secret values (ADR 0028): only they learn where the private key file is. */
+const SECRET_OPENERS: readonly string[] = ['runtime', 'kernel', 'verifier', 'grader'];
+
+/**
+ * The environment a service process gets: the caller's, minus every CAIRN_* setting, plus the
+ * stack's — but the path of the secrets private key file only for the services that open values
+ * (never the gateway, which seals to the public key: ADR 0028).
+ */
+export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, string>, extra: Record<string, string> = {}, service?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && value !== undefined) env[key] = value;
-  return { ...env, ...config, ...extra };
+  const stackConfig = { ...config };
+  if (service !== undefined && !SECRET_OPENERS.includes(service)) delete stackConfig.CAIRN_SECRETS_PRIVATE_KEY_FILE;
+  return { ...env, ...stackConfig, ...extra };
 }
 
 function liveServices(stack: StackFile): { alive: StackService[]; missing: StackService[] } {
@@ -177,7 +186,7 @@ async function startServices(
       ...(service === 'gateway' ? { CAIRN_API_KEY: apiKey } : service === 'mcp-gateway' ? { CAIRN_MCP_UPSTREAM_URL: stack.url } : {}),
       ...serviceCredentials(stack, service),
     };
-    const record: ServiceRecord = await startServiceProcess({ service, home: stack.home, env: serviceEnv(baseEnv, stack.config, extra), root });
+    const record: ServiceRecord = await startServiceProcess({ service, home: stack.home, env: serviceEnv(baseEnv, stack.config, extra, service), root });
     stack.services[service] = record;
     progress(`started ${service} (pid ${record.pid})`);
   }
@@ -255,6 +264,10 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const secretsKeyFile = config.CAIRN_SECRETS_KEY_FILE ?? `${location.home}/secrets.key`;
   const { created } = await ensureSecretKeyFile(secretsKeyFile);
   options.progress(created ? `secret key file created: ${secretsKeyFile}` : `secret key file ${secretsKeyFile}`);
+  // The secrets keypair (ADR 0028): made (private mode 0600) when absent, its public half written beside it.
+  const { ensureBoxKeyFiles } = await import('@cairn/secret-store');
+  const box = await ensureBoxKeyFiles(config.CAIRN_SECRETS_PRIVATE_KEY_FILE ?? `${location.home}/secrets-box.key`, config.CAIRN_SECRETS_PUBLIC_KEY_FILE ?? `${location.home}/secrets-box.pub`);
+  options.progress(box.created ? `secrets keypair created: key id ${box.keyId}` : `secrets keypair ${box.keyId}`);
   // The seal signing key: made (mode 0600) when absent, its public key listed first in the public keys file.
   const { ensureSealKeyFile } = await import('@cairn/secret-store');
   const sealKeyFile = config.CAIRN_SEAL_KEY_FILE ?? `${location.home}/seal.key`;

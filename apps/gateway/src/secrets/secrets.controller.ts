@@ -1,6 +1,6 @@
 import { API_ROUTES, CairnError, holdsGrant, PutSecretQuerySchema, SecretGranteeSchema, SecretGrantRequestSchema, SecretNameSchema } from '@cairn/contracts';
 import type { PutSecretQuery, SecretDeleted, SecretGrant, SecretGrantRequest, SecretGrants, SecretList, SecretStored, SubmitterPrincipal } from '@cairn/contracts';
-import type { SecretGrant as StoredGrant, SecretStore } from '@cairn/secret-store';
+import type { SecretCatalog, SecretGrant as StoredGrant, SecretRecord } from '@cairn/secret-store';
 import { withoutTrailingNewline } from '@cairn/secrets';
 import { JsonLogger } from '@cairn/service-kit';
 import { Body, Controller, Inject, Param, Query } from '@nestjs/common';
@@ -57,7 +57,7 @@ export class SecretsController {
       await this.mayChange(store, principal, name, { absentIsFine: true });
       await this.checkGrantees(principal.tenant, grants);
       // As `cairn secrets set` does: a value sent with `curl --data-binary @file` keeps no line break of the file's.
-      const stored = await store.put(principal.tenant, name, withoutTrailingNewline(body), { setBy: actorOf(principal), grants });
+      const stored = await store.put(principal.tenant, name, withoutTrailingNewline(body), { setBy: actorOf(principal), grants, guard: (held) => held === null || this.holds(principal, name, held) });
       this.logger.write('info', 'secret stored', { tenant: principal.tenant, name, key_id: principal.keyId, created: stored.created, granted: grants });
       return { name, created: stored.created, lastFour: stored.lastFour, createdAt: stored.createdAt.toISOString(), updatedAt: stored.updatedAt.toISOString() };
     } finally {
@@ -85,7 +85,7 @@ export class SecretsController {
   async delete(@CurrentPrincipal() principal: Principal, @Param('name', SECRET_NAME) name: string): Promise<SecretDeleted> {
     const store = this.ready();
     await this.mayChange(store, principal, name);
-    if (!(await store.delete(principal.tenant, name))) throw new CairnError('E_NOT_FOUND', `no secret ${name}`, { name });
+    if (!(await store.delete(principal.tenant, name, (held) => this.holds(principal, name, held)))) throw new CairnError('E_NOT_FOUND', `no secret ${name}`, { name });
     this.logger.write('info', 'secret deleted', { tenant: principal.tenant, name, key_id: principal.keyId });
     return { name, deleted: true };
   }
@@ -106,7 +106,7 @@ export class SecretsController {
     const store = this.ready();
     await this.mayChange(store, principal, name);
     await this.checkGrantees(principal.tenant, request.grantees);
-    const grants = await store.grant(principal.tenant, name, request.grantees, actorOf(principal));
+    const grants = await store.grant(principal.tenant, name, request.grantees, actorOf(principal), (held) => this.holds(principal, name, held));
     this.logger.write('info', 'secret granted', { tenant: principal.tenant, name, key_id: principal.keyId, granted: request.grantees });
     return { name, grants: grants.map(grantView) };
   }
@@ -119,7 +119,7 @@ export class SecretsController {
   ): Promise<SecretGrants> {
     const store = this.ready();
     await this.mayChange(store, principal, name);
-    if (!(await store.revoke(principal.tenant, name, grantee))) throw new CairnError('E_NOT_FOUND', `secret ${name} has no grant to ${grantee}`, { name, grantee });
+    if (!(await store.revoke(principal.tenant, name, grantee, (held) => this.holds(principal, name, held)))) throw new CairnError('E_NOT_FOUND', `secret ${name} has no grant to ${grantee}`, { name, grantee });
     this.logger.write('info', 'secret grant revoked', { tenant: principal.tenant, name, key_id: principal.keyId, revoked: grantee });
     return { name, grants: (await store.grantsOf(principal.tenant, name)).map(grantView) };
   }
@@ -129,7 +129,7 @@ export class SecretsController {
    * E_FORBIDDEN — not E_NOT_FOUND, since the name is listed to every secrets:write key anyway.
    * A secret that does not exist is E_NOT_FOUND, unless the change creates it (a put).
    */
-  private async mayChange(store: SecretStore, principal: Principal, name: string, options: { absentIsFine?: boolean } = {}): Promise<void> {
+  private async mayChange(store: SecretCatalog, principal: Principal, name: string, options: { absentIsFine?: boolean } = {}): Promise<void> {
     const [secret] = await store.access(principal.tenant, [name]);
     if (secret === undefined) {
       if (options.absentIsFine === true) return;
@@ -138,6 +138,14 @@ export class SecretsController {
     if (!holdsGrant(asSubmitter(principal), secret.grantees)) {
       throw new CairnError('E_FORBIDDEN', `secret ${name} is not granted to this key: only a key holding a grant of it, or an admin key, may change it`, { name });
     }
+  }
+
+  /** The same check on the record a change writes over (its compare-and-set revision): a grant revoked meanwhile counts. */
+  private holds(principal: Principal, name: string, held: SecretRecord): true {
+    if (!holdsGrant(asSubmitter(principal), held.grants.map((g) => g.grantee))) {
+      throw new CairnError('E_FORBIDDEN', `secret ${name} is not granted to this key: only a key holding a grant of it, or an admin key, may change it`, { name });
+    }
+    return true;
   }
 
   /** Every `key:<id>` grantee must be a live key of the tenant (E_INPUT naming it); scopes need no check. */
@@ -150,9 +158,9 @@ export class SecretsController {
     }
   }
 
-  private ready(): SecretStore {
+  private ready(): SecretCatalog {
     if (this.secrets.store === null) {
-      throw new CairnError('E_UNAVAILABLE', 'this gateway has no secret store: start it with CAIRN_SECRETS_KEY_FILE (cairn up creates the key file)');
+      throw new CairnError('E_UNAVAILABLE', 'this gateway has no secret catalog: start it with CAIRN_SECRETS_PUBLIC_KEY_FILE (cairn up creates the key files)');
     }
     return this.secrets.store;
   }
