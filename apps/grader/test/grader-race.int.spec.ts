@@ -31,6 +31,7 @@ beforeAll(async () => {
     new JsonLogger('grader', 'error'),
     null,
     null,
+    null,
   );
 });
 

@@ -64,7 +64,7 @@ const NO_COMMANDS = { sends: [], serves: [], sandboxOps: 'none' } as const;
 
 export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   intake: {
-    appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'sandbox.requested', ...ADMIN_TYPES],
+    appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'grade.requested', 'sandbox.requested', ...ADMIN_TYPES],
     evidence: 'reads',
     watchesChains: false,
     sends: [],
@@ -124,7 +124,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   },
   kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
   verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'none', monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
+  grader: { appends: ['judge.requested', 'judge.answered', 'grade.recorded', 'grade.failed', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Queues deliveries in its own tables; a receipt it cannot queue is logged, never failed on the chain.
