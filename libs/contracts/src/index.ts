@@ -215,6 +215,8 @@ export {
   BUNDLE_FORMAT,
   CancelAcceptedSchema,
   CancelRequestSchema,
+  RegradeAcceptedSchema,
+  RegradeRequestSchema,
   DEFAULT_EVENTS_PAGE,
   EventPageSchema,
   GradeSchema,
@@ -237,6 +239,8 @@ export {
 export type {
   CancelAccepted,
   CancelRequest,
+  RegradeAccepted,
+  RegradeRequest,
   EventPage,
   Grade,
   Health,
