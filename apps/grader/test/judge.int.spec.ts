@@ -4,7 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@cairn/config';
 import type { EvidenceReceipt, EvidenceReceiptOf, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
-import { fencedText, judgementsOfAttempt } from '@cairn/judgement';
+import { checkJudgedGrade, fencedText, judgementsOfAttempt } from '@cairn/judgement';
 import { readRunChain } from '@cairn/lifecycle';
 import { recordedRunOf, runFacts, startService } from '@cairn/service-kit';
 import type { LoadedArtifact, RunningService } from '@cairn/service-kit';
@@ -149,6 +149,10 @@ describe('a judge you bring', () => {
       // Checkable offline: the score re-derives from the recorded receipts alone.
       const outcome = judgementsOfAttempt(receipts, 1).get('quality');
       expect(outcome).toMatchObject({ state: 'done', outcome: { kind: 'scored', score } });
+      expect(checkJudgedGrade(receipts)).toEqual({ judged: 1, problems: [] });
+      // A grade that claims more than the recorded answer gives does not re-derive.
+      const inflated = receipts.map((r) => (r.type === 'grade.recorded' ? { ...r, criteria: r.criteria.map((c) => (c.id === 'quality' ? { ...c, earned: 10 } : c)) } : r));
+      expect(checkJudgedGrade(inflated).problems).toEqual([expect.stringMatching(/^quality: the grade says 10, the recorded answer gives/)]);
     }
     expect(readRunChain(await world.chain(passing))?.view).toMatchObject({ state: 'SEALED', maxScore: 17 });
   });
@@ -207,6 +211,7 @@ describe('a judge you bring', () => {
     expect(receipts.filter((r) => r.type === 'step.completed')).toHaveLength(stepsBefore);
     expect(judgeCriterion(receipts)).toMatchObject({ earned: 8, scored: true });
     expect(judgementsOfAttempt(receipts, 2).get('quality')).toMatchObject({ state: 'done', outcome: { kind: 'scored', score: 8 } });
+    expect(checkJudgedGrade(receipts)).toEqual({ judged: 1, problems: [] });
     // The first attempt's failure stays on the chain, as recorded.
     expect(judgementsOfAttempt(receipts, 1).get('quality')).toMatchObject({ state: 'failed' });
     expect(only(receipts, 'run.sealed')).toHaveLength(1);

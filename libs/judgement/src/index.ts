@@ -4,7 +4,7 @@ export { evaluateCheck } from './evaluate-check.js';
 export type { CheckEvaluation, CheckInput, CheckOutcome } from './evaluate-check.js';
 export { gradeRecordedFields, gradeRubric } from './grade-rubric.js';
 export type { CriterionGrade, RubricCheck, RubricCriterion, RubricGrade, RubricJudge } from './grade-rubric.js';
-export { buildJudgePrompt, drawFence, FENCE_PATTERN, fencedText, gradingAttempt, JUDGE_SYSTEM_PROMPT, judgementOf, judgementsOfAttempt, parseJudgeReply } from './judge.js';
+export { buildJudgePrompt, checkJudgedGrade, drawFence, FENCE_PATTERN, fencedText, gradingAttempt, JUDGE_SYSTEM_PROMPT, JUDGED_GRADE_TYPES, judgementOf, judgementsOfAttempt, parseJudgeReply } from './judge.js';
 export type { AttemptJudgement, JudgementOutcome, JudgePrompt, JudgeReply } from './judge.js';
 export { judgeClaim } from './judge-claim.js';
 export { gateCheckResult, judgeGate } from './judge-gate.js';

@@ -142,3 +142,48 @@ export function judgementsOfAttempt(receipts: readonly EvidenceReceipt[], attemp
   }
   return out;
 }
+
+/** The receipt types a judged grade is re-derived from (a verifier keeps only these while it streams a chain). */
+export const JUDGED_GRADE_TYPES: ReadonlySet<string> = new Set(['run.submitted', 'judge.requested', 'judge.answered', 'grade.failed', 'grade.requested', 'grade.recorded']);
+
+/**
+ * Re-derives, offline, every judge criterion of a run's grade from the recorded receipts alone
+ * (docs/adr/0030): the attempt the grade closed, the answer recorded for each judge criterion in
+ * it, the score `judgementOf` reads from that answer, and `weight × score / scale` — never the
+ * model called again. A criterion graded without such an answer, or earning other than that, is a
+ * problem. Receipts are as the chain holds them (already hash-verified by the caller).
+ */
+export function checkJudgedGrade(receipts: readonly EvidenceReceipt[]): { judged: number; problems: string[] } {
+  const gradeAt = receipts.findIndex((r) => r.type === 'grade.recorded');
+  if (gradeAt < 0) return { judged: 0, problems: [] };
+  const grade = receipts[gradeAt] as EvidenceReceiptOf<'grade.recorded'>;
+  const before = receipts.slice(0, gradeAt);
+  const spec = receipts.find((r): r is EvidenceReceiptOf<'run.submitted'> => r.type === 'run.submitted')?.spec;
+  const judgeSpecs = new Map((spec?.checks ?? []).flatMap((c) => ('kind' in c && c.kind === 'judge' ? [[c.id, c] as const] : [])));
+  const attempt = gradingAttempt(before);
+  const judgements = judgementsOfAttempt(before, attempt);
+  const problems: string[] = [];
+  let judged = 0;
+  for (const criterion of grade.criteria) {
+    if (criterion.kind !== 'judge') continue;
+    const specified = judgeSpecs.get(criterion.id);
+    if (specified === undefined) {
+      problems.push(`${criterion.id}: graded as a judge criterion the RunSpec does not have`);
+      continue;
+    }
+    const recorded = judgements.get(criterion.id);
+    if (recorded?.state !== 'done' || recorded.outcome.kind !== 'scored') {
+      // Unscored with nothing to judge is fine; scored without a recorded answer is not.
+      if (criterion.scored) problems.push(`${criterion.id}: scored without a recorded answer in attempt ${attempt}`);
+      continue;
+    }
+    const units = Math.round(specified.weight * 1_000_000);
+    const earned = Math.round((units * recorded.outcome.score) / recorded.outcome.scale) / 1_000_000;
+    if (!criterion.scored || criterion.earned !== earned) {
+      problems.push(`${criterion.id}: the grade says ${criterion.earned}, the recorded answer gives ${recorded.outcome.score}/${recorded.outcome.scale} of ${specified.weight} = ${earned}`);
+      continue;
+    }
+    judged += 1;
+  }
+  return { judged, problems };
+}
