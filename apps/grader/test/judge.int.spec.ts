@@ -4,7 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@cairn/config';
 import type { EvidenceReceipt, EvidenceReceiptOf, ReceiptEnvelope, RunSpec } from '@cairn/contracts';
-import { checkJudgedGrade, fencedText, judgementsOfAttempt } from '@cairn/judgement';
+import { buildJudgePrompt, checkJudgedGrade, fencedText, judgementsOfAttempt } from '@cairn/judgement';
 import { readRunChain } from '@cairn/lifecycle';
 import { recordedRunOf, runFacts, startService } from '@cairn/service-kit';
 import type { LoadedArtifact, RunningService } from '@cairn/service-kit';
@@ -13,7 +13,7 @@ import type { EvidenceWorld, RunScenario } from '@cairn/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraderConfigSchema } from '../src/grader.config.js';
 import { GRADER_SERVICE, graderModule } from '../src/grader.module.js';
-import { sha256Text } from '../src/judge-client.js';
+import { judgeRequestBody, sha256Text } from '../src/judge-client.js';
 
 /*
  * The judge you bring (docs/adr/0030), against an OpenAI-compatible server of the test's own on
@@ -249,5 +249,27 @@ describe('a judge you bring', () => {
     expect(receipts.at(-2)).toMatchObject({ error_code: 'E_SECRET_SEEN' });
     expect(receipts.at(-1)).toMatchObject({ final_state: 'ROLLBACK', error_code: 'E_SECRET_SEEN' });
     expect(JSON.stringify(receipts)).not.toContain(LEAKED);
+  });
+
+  it('asks again, with the prompt recorded, a judgement a grader stopped between asking and the answer, and records it once', async () => {
+    await grader.stop();
+    const stdout = 'MARK:pass all tests passed after a crash\n';
+    const runId = await verifiedRun('jcrash', stdout);
+    const verification = (await world.chain(runId)).at(-1)!;
+    const fence = 'c0ffee'.repeat(5) + 'ab';
+    const prompt = buildJudgePrompt({ criterion: JUDGED.criterion, scale: 10, source: JUDGED.source, text: stdout, fence });
+    const fields = {
+      criterion_id: 'quality', attempt: 1, model: 'test-judge-1', system_prompt: prompt.system, user_prompt: prompt.user, fence,
+      request_sha256: sha256Text(judgeRequestBody({ model: 'test-judge-1', system: prompt.system, user: prompt.user, maxTokens: 64 })),
+      source: JUDGED.source, input_bytes: Buffer.byteLength(stdout), scale: 10, max_tokens: 64, timeout_ms: 1500,
+    };
+    // What the stopped grader had appended before it called the model.
+    await world.append(runId, { type: 'judge.requested', actor: 'grader', causation: `${runId}:${verification.seq}`, key: 'quality', fields });
+    grader = await startService(GRADER_SERVICE, graderModule(loadConfig(GraderConfigSchema, { ...world.env, ...GRADER_ENV, CAIRN_JUDGE_URL: judgeUrl })));
+    const receipts = await sealed(runId);
+    expect(receipts.map((r) => r.type).slice(-5)).toEqual(['verification.completed', 'judge.requested', 'judge.answered', 'grade.recorded', 'run.sealed']);
+    expect(requests.filter((r) => sha256Text(r.raw) === fields.request_sha256)).toHaveLength(1);
+    expect(judgeCriterion(receipts)).toMatchObject({ earned: 9, scored: true });
+    expect(checkJudgedGrade(receipts)).toEqual({ judged: 1, problems: [] });
   });
 });
