@@ -5,6 +5,7 @@ import { createCommandContext } from './command-context.js';
 import type { CommandContext } from './command-context.js';
 import { registerApproveCommand } from './commands/approve.command.js';
 import { registerCancelCommand } from './commands/cancel.command.js';
+import { registerRegradeCommand } from './commands/regrade.command.js';
 import { registerCheckpointsCommand } from './commands/checkpoints.command.js';
 import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
@@ -69,6 +70,7 @@ export function buildProgram(context: CommandContext): Command {
   registerLogsCommand(program, context);
   registerArtifactsCommand(program, context);
   registerCancelCommand(program, context);
+  registerRegradeCommand(program, context);
   registerSecretsCommand(program, context);
   registerKeysCommand(program, context);
   registerTenantsCommand(program, context);

@@ -17,7 +17,7 @@ describe('runCli usage', () => {
   it('prints help listing the commands, exit 0', async () => {
     const { code, stdout } = await run('--help');
     expect(code).toBe(0);
-    for (const command of ['up', 'down', 'run', 'status', 'events', 'cancel', 'sandbox', 'verify', 'export', 'images', 'projections']) expect(stdout).toContain(command);
+    for (const command of ['up', 'down', 'run', 'status', 'events', 'cancel', 'regrade', 'sandbox', 'verify', 'export', 'images', 'projections']) expect(stdout).toContain(command);
     expect(stdout).toContain('--json');
   });
 

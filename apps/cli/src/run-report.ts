@@ -85,8 +85,14 @@ export function receiptProgressLine(receipt: Receipt): string | null {
       return `verified    verdict ${str(r.verdict) ?? '?'}${r.chain_ok === true ? ', chain ok' : ', chain NOT ok'}`;
     case 'grade.recorded':
       return `graded      ${formatScore(num(r.score), num(r.max_score), num(r.upper_bound))}`;
+    case 'judge.requested':
+      return `judge       ${str(r.criterion_id) ?? '?'} asked ${str(r.model) ?? '?'} (attempt ${num(r.attempt) ?? '?'}, ${num(r.input_bytes) ?? '?'} bytes, budget ${num(r.max_tokens) ?? '?'} tokens)`;
+    case 'judge.answered':
+      return `judge       ${str(r.criterion_id) ?? '?'} answered in ${num(r.latency_ms) ?? '?'} ms`;
     case 'grade.failed':
-      return `grade       failed: ${clip(str(r.reason) ?? '')}`;
+      return `grade       failed${str(r.cause) === null ? '' : ` (${str(r.cause)})`}: ${clip(str(r.reason) ?? '')}`;
+    case 'grade.requested':
+      return `regrade     asked by ${str(r.requested_by) ?? '?'}`;
     case 'run.failed':
     case 'run.rolled_back':
       return `${receipt.type === 'run.failed' ? 'failed ' : 'rollback'}    ${str(r.error_code) ?? '?'}: ${clip(str(r.message) ?? '')}`;

@@ -1,3 +1,4 @@
+import { JUDGED_GRADE_TYPES } from '@cairn/judgement';
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isCairnError } from '@cairn/contracts';
@@ -35,6 +36,8 @@ export interface FileVerification {
   last?: unknown;
   /** Only for a proof bundle: its format and the document (a v2's log proof is checked from it). */
   bundle?: { format: string; document: Record<string, unknown> };
+  /** The receipts a judged grade is re-derived from (`checkJudgedGrade`), as read. */
+  judgedReceipts?: unknown[];
 }
 
 function bundleClaims(document: Record<string, unknown>): BundleClaims {
@@ -90,6 +93,7 @@ export function verifyBundleDocument(document: unknown, path: string): FileVerif
     claims: bundleClaims(document as Record<string, unknown>),
     last: receipts.at(-1),
     bundle: { format, document: document as Record<string, unknown> },
+    judgedReceipts: (receipts as unknown[]).filter(isJudgedGradeReceipt),
   };
 }
 
@@ -124,6 +128,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
   let seenContent = false;
   let oneLineBundle: unknown = undefined;
   let last: unknown = undefined;
+  const judgedReceipts: unknown[] = [];
   try {
     for await (const raw of readLines(input, { maxLineLength: options.maxLineLength ?? MAX_LINE_LENGTH })) {
       lineNo += 1;
@@ -159,6 +164,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
       }
       if (!verifier.push(parsed.value)) break;
       last = parsed.value;
+      if (isJudgedGradeReceipt(parsed.value)) judgedReceipts.push(parsed.value);
     }
   } catch (error) {
     if (error instanceof LineTooLongError) {
@@ -176,5 +182,9 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
     input.destroy();
   }
   if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);
-  return { format: 'chain', verification: verifier.result(), last };
+  return { format: 'chain', verification: verifier.result(), last, judgedReceipts };
+}
+
+function isJudgedGradeReceipt(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && JUDGED_GRADE_TYPES.has(String((value as { type?: unknown }).type));
 }

@@ -47,7 +47,7 @@ describe('verifyFile', () => {
     expect(forms.foreign).toContain('\u2028');
     for (const [name, content] of Object.entries(forms)) {
       const checked = await verifyFile(await file(`${name}.jsonl`, content));
-      expect(checked, name).toEqual({ format: 'chain', verification: { ok: true, chainId: CHAIN, count: 4, headHash: head, headSeq: 4 }, last: receipts.at(-1) });
+      expect(checked, name).toEqual({ format: 'chain', verification: { ok: true, chainId: CHAIN, count: 4, headHash: head, headSeq: 4 }, last: receipts.at(-1), judgedReceipts: [] });
     }
   });
 

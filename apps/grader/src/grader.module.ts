@@ -1,4 +1,4 @@
-import { tlogNames } from '@cairn/config';
+import { redactUrl, tlogNames } from '@cairn/config';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { readSealKeyFile } from '@cairn/secret-store';
 import { ArtifactLoader, EVIDENCE_LOG, JsonLogger, NATS_CONNECTION, RunScanners, SERVICE_LOGGER, ServiceRuntimeModule } from '@cairn/service-kit';
@@ -10,6 +10,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { DynamicModule, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
 import { GradingHandler } from './grading.handler.js';
+import { JUDGE_CLIENT, judgeClientOf } from './judge-client.js';
 import { SEAL_LOG, SealLog } from './seal-log.js';
 import { SEAL_SIGNER } from './seal-signing.js';
 
@@ -80,6 +81,17 @@ export function graderModule(config: GraderConfig): DynamicModule {
           const log = await TransparencyLog.open(nc, { ...names, replicas: config.CAIRN_NATS_REPLICAS }, 'writer');
           new JsonLogger(GRADER_SERVICE).write('info', 'keeping the log of seal heads', { stream: names.stream, checkpoints: names.checkpointBucket });
           return new SealLog(log, signer, new JsonLogger(GRADER_SERVICE), config.CAIRN_TLOG_CHECKPOINT_INTERVAL_MS);
+        },
+      },
+      {
+        provide: JUDGE_CLIENT,
+        // Read once at boot: a key file others may read, or that holds no key, stops the grader.
+        useFactory: async () => {
+          const judge = await judgeClientOf(config);
+          const logger = new JsonLogger(GRADER_SERVICE);
+          if (judge === null) logger.write('info', 'no judge configured (CAIRN_JUDGE_URL): judge criteria fail their grade as unconfigured');
+          else logger.write('info', 'judging with the configured model', { model: judge.model, endpoint: redactUrl(config.CAIRN_JUDGE_URL ?? '') });
+          return judge;
         },
       },
       SealLogLifecycle,

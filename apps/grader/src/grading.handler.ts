@@ -1,12 +1,16 @@
 import { CairnError } from '@cairn/contracts';
 import { readRunChain, readSandboxChain } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
-import { ArtifactLoader, endRunSecretSeen, JsonLogger, outputRefsOf, recordedRunOf, RunScanners, scanFields, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
+import type { JudgementOutcome } from '@cairn/judgement';
+import { ArtifactLoader, endRunSecretSeen, JsonLogger, judgementContextOf, outputRefsOf, recordedRunOf, RunScanners, scanFields, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
 import type { ChainSnapshot, ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import type { NoteSigner } from '@cairn/transparency';
 import { Inject, Injectable } from '@nestjs/common';
 import type { GraderConfig } from './grader.config.js';
-import { decideSeal, gradeRun, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
+import { JUDGE_CLIENT } from './judge-client.js';
+import type { JudgeClient } from './judge-client.js';
+import { judgeRun } from './judging.js';
+import { decideSeal, gradeRun, judgeCriteriaOf, SEAL_TRIGGERS, shouldGrade } from './run-seal.js';
 import { decideSandboxSeal, SANDBOX_SEAL_TRIGGERS } from './sandbox-seal.js';
 import { SEAL_LOG } from './seal-log.js';
 import type { SealLog } from './seal-log.js';
@@ -15,7 +19,9 @@ import { SEAL_SIGNER, signedSealFields } from './seal-signing.js';
 /**
  * Grades verified runs and seals every run that is over — the single sealer (docs/adr/0003). On
  * `verification.completed`: `grade.recorded` (unless a grade exists: the first wins), then
- * `run.sealed` SEALED. On an event that ended the run: `run.sealed` with the run's final state and
+ * `run.sealed` SEALED — a rubric with `judge` criteria is judged first (./judging.ts), and a judge
+ * that fails records `grade.failed` and leaves the run unsealed until a `grade.requested`
+ * (`cairn regrade`) starts the next attempt (docs/adr/0030). On an event that ended the run: `run.sealed` with the run's final state and
  * error code. Nothing is appended to a sealed run. Both appends are keyed by this receipt, so a
  * redelivery after a crash between them stores each once. Each `run.sealed` delivered (its own,
  * delivered back) is appended to the log of seal heads (./seal-log.ts) before it is acked.
@@ -31,6 +37,7 @@ export class GradingHandler implements ReactorHandler {
     @Inject(SERVICE_LOGGER) private readonly logger: JsonLogger,
     @Inject(SEAL_SIGNER) private readonly signer: NoteSigner | null,
     @Inject(SEAL_LOG) private readonly sealLog: SealLog | null,
+    @Inject(JUDGE_CLIENT) private readonly judge: JudgeClient | null,
   ) {
     this.types = new Set<string>([...SEAL_TRIGGERS, ...SANDBOX_SEAL_TRIGGERS, ...(sealLog === null ? [] : ['run.sealed'])]);
   }
@@ -51,7 +58,9 @@ export class GradingHandler implements ReactorHandler {
     await ctx.reactOnChain((chain) => this.react(ctx, chain));
   }
 
-  private async react(ctx: ReactionContext, { receipts: raw, headSeq }: ChainSnapshot): Promise<void> {
+  private async react(ctx: ReactionContext, snapshot: ChainSnapshot): Promise<void> {
+    let raw = snapshot.receipts;
+    const headSeq = snapshot.headSeq;
     const trigger = ctx.receipt;
     let chain = this.parse(ctx, raw);
     let head = headSeq;
@@ -60,8 +69,28 @@ export class GradingHandler implements ReactorHandler {
     if (shouldGrade(chain, trigger)) {
       const loaded = await this.artifacts.load(outputRefsOf(recordedRunOf(chain.receipts)).map((ref) => ref.sha256));
       ctx.working();
+      const scanner = await this.scanners.forRun(chain.receipts);
+      let judgements = new Map<string, JudgementOutcome>();
+      const criteria = judgeCriteriaOf(chain.receipts);
+      if (criteria.length > 0) {
+        // The judge you bring (docs/adr/0030): each judgement on the chain before the grade; a failure ends the reaction unsealed.
+        const facts = chain.receipts.find((r) => r.type === 'kernel.facts')?.facts ?? {};
+        const judged = await judgeRun(ctx, { receipts: raw, headSeq }, chain.receipts, criteria, judgementContextOf(recordedRunOf(chain.receipts), loaded, facts), {
+          judge: this.judge,
+          config: this.config,
+          scanner,
+          logger: this.logger,
+        });
+        if (judged.kind === 'stopped') return;
+        judgements = judged.judgements;
+        const reread = this.parse(ctx, judged.snapshot.receipts);
+        if (reread === null) return;
+        chain = reread;
+        head = judged.snapshot.headSeq;
+        raw = judged.snapshot.receipts;
+      }
       // A criterion's detail may quote what it read from an output (decoded): scanned with the run's secrets first.
-      const scanned = scanFields(await this.scanners.forRun(chain.receipts), gradeRun(chain.receipts, loaded));
+      const scanned = scanFields(scanner, gradeRun(chain.receipts, loaded, judgements));
       if (scanned.findings.length > 0) {
         this.logger.write('fatal', 'secret seen in a grade: not recorded, run stopped', { run_id: ctx.chainId, error_code: 'E_SECRET_SEEN', findings: scanned.findings.length });
         // Its run.failed is delivered here next, and seals the run.

@@ -1,5 +1,6 @@
 import type { EventType, EvidenceEventOf, EvidenceReceipt, EvidenceReceiptOf, FinalRunState, RunState } from '@cairn/contracts';
-import { gradeRecordedFields, gradeRubric } from '@cairn/judgement';
+import { gradeRecordedFields, gradeRubric, gradingAttempt } from '@cairn/judgement';
+import type { JudgementOutcome, RubricJudge } from '@cairn/judgement';
 import type { RunChain } from '@cairn/lifecycle';
 import { judgementContextOf, recordedRunOf } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
@@ -15,6 +16,8 @@ export type EventFields<T extends EventType> = Omit<EvidenceEventOf<T>, Envelope
  */
 export const SEAL_TRIGGERS: readonly EventType[] = [
   'verification.completed',
+  // A person asked for a run whose judge failed to be graded again (docs/adr/0030).
+  'grade.requested',
   'policy.decided',
   'approval.rejected',
   'run.failed',
@@ -60,17 +63,51 @@ export function openSandboxes(receipts: readonly EvidenceReceipt[]): string[] {
   return [...open];
 }
 
-/** A verified run gets its grade on its verification, once: the first grade wins (I-11). */
-export function shouldGrade(chain: RunChain, trigger: EvidenceReceipt): boolean {
-  return trigger.type === 'verification.completed' && chain.view?.state === 'VERIFIED' && !chain.receipts.some((r) => r.type === 'grade.recorded');
+/** Whether the chain's current grading attempt (1, then one per `grade.requested`) has failed. */
+export function attemptFailed(receipts: readonly EvidenceReceipt[]): boolean {
+  const attempt = gradingAttempt(receipts);
+  return receipts.some((r) => r.type === 'grade.failed' && (r.attempt ?? 1) === attempt);
 }
 
-/** The rubric (`spec.checks`) scored against the kernel's facts and the bytes that re-hashed to their recorded names. */
-export function gradeRun(receipts: readonly EvidenceReceipt[], loaded: ReadonlyMap<string, LoadedArtifact>): EventFields<'grade.recorded'> {
+/** Whether `trigger` is the receipt that opened the chain's current attempt: its verification, or the latest `grade.requested`. */
+export function opensCurrentAttempt(receipts: readonly EvidenceReceipt[], trigger: EvidenceReceipt): boolean {
+  const requests = receipts.filter((r) => r.type === 'grade.requested');
+  if (requests.length === 0) return trigger.type === 'verification.completed';
+  return trigger.type === 'grade.requested' && trigger.seq === requests.at(-1)!.seq;
+}
+
+/**
+ * A verified run gets its grade on its verification — or on a `grade.requested` after its grading
+ * failed — once: the first grade wins (I-11), and an attempt that failed waits for the next request.
+ */
+export function shouldGrade(chain: RunChain, trigger: EvidenceReceipt): boolean {
+  return (
+    chain.view?.state === 'VERIFIED' &&
+    opensCurrentAttempt(chain.receipts, trigger) &&
+    !chain.receipts.some((r) => r.type === 'grade.recorded') &&
+    !attemptFailed(chain.receipts)
+  );
+}
+
+/** The rubric's judge criteria, in rubric order. */
+export function judgeCriteriaOf(receipts: readonly EvidenceReceipt[]): RubricJudge[] {
+  const spec = receipts.find((r): r is EvidenceReceiptOf<'run.submitted'> => r.type === 'run.submitted')?.spec;
+  return (spec?.checks ?? []).filter((c): c is RubricJudge & typeof c => 'kind' in c && c.kind === 'judge');
+}
+
+/**
+ * The rubric (`spec.checks`) scored against the kernel's facts, the bytes that re-hashed to their
+ * recorded names and, for judge criteria, the judgements recorded in this attempt.
+ */
+export function gradeRun(
+  receipts: readonly EvidenceReceipt[],
+  loaded: ReadonlyMap<string, LoadedArtifact>,
+  judgements: ReadonlyMap<string, JudgementOutcome> = new Map(),
+): EventFields<'grade.recorded'> {
   const run = recordedRunOf(receipts);
   const facts = receipts.find((r): r is EvidenceReceiptOf<'kernel.facts'> => r.type === 'kernel.facts')?.facts ?? {};
   const spec = receipts.find((r): r is EvidenceReceiptOf<'run.submitted'> => r.type === 'run.submitted')?.spec;
-  return gradeRecordedFields(gradeRubric(spec?.checks ?? [], judgementContextOf(run, loaded, facts)));
+  return gradeRecordedFields(gradeRubric(spec?.checks ?? [], judgementContextOf(run, loaded, facts), judgements));
 }
 
 /**
@@ -88,7 +125,10 @@ export function decideSeal(chain: RunChain, trigger: EvidenceReceipt, nowMs: num
   const finalState = finalStateOf(view.state);
   if (finalState === null) return { kind: 'none', reason: `the run is ${view.state}` };
   if (finalState === 'SEALED') {
-    if (trigger.type !== 'verification.completed') return { kind: 'none', reason: `a ${view.state} run is sealed on its verification` };
+    if (trigger.type !== 'verification.completed' && trigger.type !== 'grade.requested') return { kind: 'none', reason: `a ${view.state} run is sealed on its verification` };
+    if (!opensCurrentAttempt(chain.receipts, trigger)) return { kind: 'none', reason: 'a later grade.requested seals it' };
+    // Not final (PRODUCT.md): a run whose grading failed stays unsealed until it is graded again.
+    if (view.state === 'VERIFIED' && attemptFailed(chain.receipts)) return { kind: 'none', reason: 'its grading failed: it waits for a grade.requested' };
     return { kind: 'seal', fields: { final_state: 'SEALED', evidence_digest: view.headHash } };
   }
   const open = openSandboxes(chain.receipts);

@@ -30,6 +30,7 @@ beforeAll(async () => {
     new JsonLogger('grader', 'error'),
     null,
     null,
+    null,
   );
 });
 

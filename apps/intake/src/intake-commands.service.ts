@@ -7,11 +7,12 @@ import { DataSource } from 'typeorm';
 import { AdminCommandHandler } from './admin-command.handler.js';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
+import { RegradeRunHandler } from './regrade-run.handler.js';
 import { CreateSandboxHandler } from './create-sandbox.handler.js';
 import type { IntakeConfig } from './intake.config.js';
 import { SubmitRunHandler } from './submit-run.handler.js';
 
-/** Serves `submit`, `cancel`, `approve`, `sandbox_create` and the admin commands from the command stream while the service is up. */
+/** Serves `submit`, `cancel`, `approve`, `regrade`, `sandbox_create` and the admin commands from the command stream while the service is up. */
 @Injectable()
 export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDestroy {
   private servers: CommandServer[] = [];
@@ -21,6 +22,7 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
     private readonly submit: SubmitRunHandler,
     private readonly cancel: CancelRunHandler,
     private readonly approve: ApproveRunHandler,
+    private readonly regrade: RegradeRunHandler,
     private readonly createSandbox: CreateSandboxHandler,
     private readonly admin: AdminCommandHandler,
     private readonly dataSource: DataSource,
@@ -38,6 +40,7 @@ export class IntakeCommandsService implements OnApplicationBootstrap, OnModuleDe
       await this.bus.serve('submit', `${prefix}-submit`, (command) => this.submit.handle(command), options),
       await this.bus.serve('cancel', `${prefix}-cancel`, (command) => this.cancel.handle(command), options),
       await this.bus.serve('approve', `${prefix}-approve`, (command) => this.approve.handle(command), options),
+      await this.bus.serve('regrade', `${prefix}-regrade`, (command) => this.regrade.handle(command), options),
       await this.bus.serve('sandbox_create', `${prefix}-sandbox-create`, (command) => this.createSandbox.handle(command), options),
       await this.bus.serve('tenant_create', `${prefix}-tenant-create`, (command) => this.admin.createTenant(command), options),
       await this.bus.serve('key_create', `${prefix}-key-create`, (command) => this.admin.createKey(command), options),

@@ -7,6 +7,7 @@ import { DataSource } from 'typeorm';
 import { AdminCommandHandler } from './admin-command.handler.js';
 import { ApproveRunHandler } from './approve-run.handler.js';
 import { CancelRunHandler } from './cancel-run.handler.js';
+import { RegradeRunHandler } from './regrade-run.handler.js';
 import { CreateSandboxHandler } from './create-sandbox.handler.js';
 import { IdempotencyRepository } from './idempotency.repository.js';
 import { IntakeCommandsService } from './intake-commands.service.js';
@@ -47,6 +48,7 @@ export function intakeModule(config: IntakeConfig): DynamicModule {
       IdempotencyRepository,
       SubmitRunHandler,
       CancelRunHandler,
+      RegradeRunHandler,
       ApproveRunHandler,
       CreateSandboxHandler,
       AdminCommandHandler,

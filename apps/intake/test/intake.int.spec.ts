@@ -290,3 +290,51 @@ describe('intake: cancel', () => {
     expect(await chain(failed)).toHaveLength(2);
   });
 });
+
+describe('intake: regrade (ADR 0030)', () => {
+  /** A submitted run taken to VERIFIED by the receipts the services append, then its judge's `grade.failed`. */
+  async function verifiedWithFailedJudge(): Promise<string> {
+    const runId = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    await startRunning(runId);
+    const append = (type: string, actor: string, fields: Record<string, unknown>) => log.append(runId, { type, actor, tenant: 'acme', causation: null, key: type, fields });
+    await append('step.started', 'runtime', { step_index: 0, stage: 'step', tool: 'echo', argv: ['echo', 'hello'], workdir: '/work', env_names: [] });
+    await append('step.completed', 'runtime', {
+      step_index: 0, stage: 'step', tool: 'echo', argv: ['echo', 'hello'], exit_code: 0, signal: null, stdout_sha256: 'd'.repeat(64), stderr_sha256: 'e'.repeat(64),
+      stdout_bytes: 6, stderr_bytes: 0, output_truncated: false, duration_ms: 5, limits_hit: [], redactions: [], artifact_hashes: {},
+    });
+    await append('sandbox.destroyed', 'runtime', { container_name: `cairn-${runId}-1`, verified_gone: true, reason: 'completed' });
+    await append('run.executed', 'runtime', { steps_completed: 1, exit_codes: [0], artifact_hashes: {}, duration_ms: 5 });
+    await append('kernel.facts', 'kernel', { facts: { exit_codes: [0] }, operations: ['exit_codes'] });
+    await append('verification.completed', 'verifier', { verdict: 'SUPPORTS', chain_ok: true, head_hash: 'f'.repeat(64), receipts_checked: 9, invariants: [{ id: 'chain', ok: true }], checks: [] });
+    await append('grade.failed', 'grader', { reason: 'judge quality: timed out', retryable: true, unscored: ['quality'], cause: 'timeout', criterion_id: 'quality', attempt: 1 });
+    return runId;
+  }
+
+  it('records grade.requested on a verified run whose judge failed; a second request before the grader answers changes nothing', async () => {
+    const runId = await verifiedWithFailedJudge();
+    const before = (await chain(runId)).length;
+    const reply = await bus.send('regrade', { tenant: 'acme', run_id: runId, requested_by: 'key:k1', reason: 'the judge is back' }, { msgId: uniqueName('m') });
+    expect(reply).toEqual({ ok: true, run_id: runId, duplicate: false });
+    const receipts = await chain(runId);
+    expect(receipts).toHaveLength(before + 1);
+    expect(receipts.at(-1)).toMatchObject({ type: 'grade.requested', actor: 'intake', requested_by: 'key:k1', reason: 'the judge is back', causation: null });
+    expect(foldRun(receipts)?.state).toBe('VERIFIED');
+    expect(await bus.send('regrade', { tenant: 'acme', run_id: runId, requested_by: 'key:k2' }, { msgId: uniqueName('m') })).toEqual({ ok: true, run_id: runId, duplicate: true });
+    expect(await chain(runId)).toHaveLength(before + 1);
+  });
+
+  it('is E_NOT_FOUND for another tenant’s run, E_CONFLICT for a run whose grading has not failed, E_SEALED for a sealed run', async () => {
+    const runId = await verifiedWithFailedJudge();
+    expect(await bus.send('regrade', { tenant: 'globex', run_id: runId, requested_by: 'key:k9' }, { msgId: uniqueName('m') })).toMatchObject({ ok: false, error: { code: 'E_NOT_FOUND' } });
+    const running = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    await startRunning(running);
+    expect(await bus.send('regrade', { tenant: 'acme', run_id: running, requested_by: 'key:k1' }, { msgId: uniqueName('m') })).toMatchObject({ ok: false, error: { code: 'E_CONFLICT' } });
+    expect(await chain(running)).toHaveLength(4);
+
+    const sealed = okRunId(await bus.send('submit', submit(), { msgId: uniqueName('m') }));
+    await bus.send('cancel', { tenant: 'acme', run_id: sealed, requested_by: 'key:k1' }, { msgId: uniqueName('m') });
+    const [, cancelled] = await chain(sealed);
+    await log.append(sealed, { type: 'run.sealed', actor: 'grader', tenant: 'acme', causation: `${sealed}:2`, fields: { final_state: 'CANCELLED', evidence_digest: cancelled!.hash } });
+    expect(await bus.send('regrade', { tenant: 'acme', run_id: sealed, requested_by: 'key:k1' }, { msgId: uniqueName('m') })).toMatchObject({ ok: false, error: { code: 'E_SEALED' } });
+  });
+});

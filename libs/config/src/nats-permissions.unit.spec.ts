@@ -22,8 +22,8 @@ const all = Object.fromEntries(NATS_SERVICES.map((s) => [s, natsPermissionsFor(s
 const STREAMS = [NAMES.evidenceStream, NAMES.commandStream, ...STACK_BUCKETS.map((b) => bucketStream(NAMES.buckets[b]))];
 
 describe('the service table against the contracts', () => {
-  it('names an appender for every receipt type but the three nobody writes yet', () => {
-    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'grade.failed', 'run.rolled_back']);
+  it('names an appender for every receipt type but the two nobody writes yet', () => {
+    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'run.rolled_back']);
     for (const type of EVENT_TYPES) expect(appendersOf(type).length > 0 || UNAPPENDED_TYPES.includes(type), type).toBe(true);
     for (const service of NATS_SERVICES) for (const type of SERVICE_ROUTES[service].appends) expect(EVENT_TYPES, `${service} ${type}`).toContain(type);
   });
@@ -31,6 +31,9 @@ describe('the service table against the contracts', () => {
   it('gives the receipts that carry the claim to one service each', () => {
     expect(appendersOf('run.sealed')).toEqual(['grader']);
     expect(appendersOf('grade.recorded')).toEqual(['grader']);
+    // The judge's receipts and a failed grade are the grader's; a request to grade again is intake's (ADR 0030).
+    for (const type of ['judge.requested', 'judge.answered', 'grade.failed'] as const) expect(appendersOf(type)).toEqual(['grader']);
+    expect(appendersOf('grade.requested')).toEqual(['intake']);
     expect(appendersOf('verification.completed')).toEqual(['verifier']);
     expect(appendersOf('kernel.facts')).toEqual(['kernel']);
     expect(appendersOf('policy.decided')).toEqual(['policy']);

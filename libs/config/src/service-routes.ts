@@ -74,7 +74,7 @@ export const INTAKE_VERBS: readonly CommandVerb[] = COMMAND_VERBS.filter((verb) 
 
 export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   intake: {
-    appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'sandbox.requested', ...ADMIN_TYPES],
+    appends: ['run.submitted', 'run.cancel_requested', 'run.cancelled', 'approval.granted', 'approval.rejected', 'grade.requested', 'sandbox.requested', ...ADMIN_TYPES],
     evidence: 'reads',
     watchesChains: false,
     sends: [],
@@ -151,7 +151,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   // kernel, verifier, grader: secrets read, to scan what they derive with the run's values (ADR 0028).
   kernel: { appends: ['kernel.facts', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
   verifier: { appends: ['verification.completed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'none', monitors: false },
-  grader: { appends: ['grade.recorded', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'write', monitors: false },
+  grader: { appends: ['judge.requested', 'judge.answered', 'grade.recorded', 'grade.failed', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Queues deliveries in its own tables (replays too, asked for by command); a receipt it cannot queue is logged, never failed on the chain.

@@ -40,6 +40,18 @@ export const CancelRunCommandSchema = z.strictObject({
 });
 export type CancelRunCommand = z.infer<typeof CancelRunCommandSchema>;
 
+/**
+ * Ask intake to have a run of the tenant's graded again (`grade.requested`): only a verified run
+ * whose last grading attempt failed (`grade.failed`, retryable) and that is not sealed (docs/adr/0030).
+ */
+export const RegradeRunCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  run_id: RunIdSchema,
+  requested_by: ActorSchema,
+  reason: z.string().max(1024).check(storableText('a reason')).optional(),
+});
+export type RegradeRunCommand = z.infer<typeof RegradeRunCommandSchema>;
+
 /** Ask intake to record a person's decision on the approvals a run of the tenant's awaits. */
 export const ApproveRunCommandSchema = z.strictObject({
   tenant: TenantIdSchema,
@@ -130,6 +142,7 @@ export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
   cancel: CancelRunCommandSchema,
   approve: ApproveRunCommandSchema,
+  regrade: RegradeRunCommandSchema,
   sandbox_create: CreateSandboxCommandSchema,
   tenant_create: CreateTenantCommandSchema,
   key_create: CreateKeyCommandSchema,

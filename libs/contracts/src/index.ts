@@ -99,10 +99,13 @@ export {
   WorkdirSchema,
   ImageBuildSchema,
   isRewardCriterion,
+  isJudgeCriterion,
+  JudgeCriterionSchema,
+  DEFAULT_JUDGE_SCALE,
   RewardCriterionSchema,
   RubricCriterionSchema,
 } from './run-spec.schema.js';
-export type { ImageBuild, RewardCriterion, RubricCriterion } from './run-spec.schema.js';
+export type { ImageBuild, JudgeCriterion, RewardCriterion, RubricCriterion } from './run-spec.schema.js';
 export type { CapsSpec, Check, CheckOp, CheckValue, Claim, ClaimCheck, GateCheck, GateSpec, InputFile, InputIssue, NetworkSpec, RunSpec, StepSpec } from './run-spec.schema.js';
 export { deepFreeze } from './deep-freeze.js';
 export { checkJsonText, MAX_JSON_DEPTH, parseStrictJson } from './strict-json.js';
@@ -143,6 +146,12 @@ export {
   GateOutcomeSchema,
   GradeFailedSchema,
   GradeRecordedSchema,
+  GradeRequestedSchema,
+  JudgeAnsweredSchema,
+  JudgeRequestedSchema,
+  JudgeFailureCauseSchema,
+  JUDGE_FAILURE_CAUSES,
+  JUDGE_MAX_INPUT_BYTES,
   InvariantOutcomeSchema,
   KernelFactsSchema,
   PolicyDecidedSchema,
@@ -163,6 +172,7 @@ export {
   VerificationCompletedReceiptSchema,
   VerificationCompletedSchema,
 } from './run-events.schema.js';
+export type { JudgeFailureCause } from './run-events.schema.js';
 export {
   SandboxExecCompletedSchema,
   SandboxExecStartedSchema,
@@ -205,6 +215,8 @@ export {
   BUNDLE_FORMAT,
   CancelAcceptedSchema,
   CancelRequestSchema,
+  RegradeAcceptedSchema,
+  RegradeRequestSchema,
   DEFAULT_EVENTS_PAGE,
   EventPageSchema,
   GradeSchema,
@@ -230,6 +242,8 @@ export {
 export type {
   CancelAccepted,
   CancelRequest,
+  RegradeAccepted,
+  RegradeRequest,
   EventPage,
   Grade,
   Health,
@@ -396,6 +410,7 @@ export type {
 export {
   ApproveRunCommandSchema,
   CancelRunCommandSchema,
+  RegradeRunCommandSchema,
   COMMAND_SCHEMAS,
   COMMAND_VERBS,
   CommandFailedSchema,
@@ -413,6 +428,7 @@ export {
 export type {
   ApproveRunCommand,
   CancelRunCommand,
+  RegradeRunCommand,
   CommandFailed,
   CommandOk,
   CommandPayload,

@@ -22,7 +22,7 @@ import {
 } from './event-fields.schema.js';
 import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { FinalRunStateSchema, PolicyDecisionSchema, VerdictSchema } from './run-state.schema.js';
-import { ArgvSchema, CheckIdSchema, HostPortSchema, ImageRefSchema, RunSpecSchema, SecretNameSchema } from './run-spec.schema.js';
+import { ArgvSchema, CheckIdSchema, CheckSourceSchema, HostPortSchema, ImageRefSchema, RunSpecSchema, SecretNameSchema } from './run-spec.schema.js';
 import { SealSignatureSchema } from './seal-signature.schema.js';
 
 /* The receipts of a run's lifecycle, in the order a run meets them (PRODUCT.md "A run, end to end"). */
@@ -292,12 +292,72 @@ function checkGrade(grade: { score: number; max_score: number; upper_bound: numb
 export const GradeRecordedSchema = gradeRecordedFields.superRefine(checkGrade);
 export const GradeRecordedReceiptSchema = receiptSchemaOf(gradeRecordedFields).superRefine(checkGrade);
 
-/** Not final: a degraded judge is recorded and may be retried before the run seals. */
+/** Why a judge gave no score (docs/adr/0030). */
+export const JUDGE_FAILURE_CAUSES = ['unconfigured', 'timeout', 'http_error', 'budget_exceeded', 'invalid_reply'] as const;
+export const JudgeFailureCauseSchema = z.enum(JUDGE_FAILURE_CAUSES);
+export type JudgeFailureCause = z.infer<typeof JudgeFailureCauseSchema>;
+
+/** The most workload text one judgement reads (bytes of UTF-8); the prompt fields are bounded by it. */
+export const JUDGE_MAX_INPUT_BYTES = 65_536;
+
+/** Not final: a degraded judge is recorded and may be retried before the run seals (`grade.requested`). */
 export const GradeFailedSchema = eventBodySchema('grade.failed', {
   reason: textSchema(2048),
   error_code: ErrorCodeSchema.optional(),
   retryable: z.boolean(),
   unscored: z.array(CheckIdSchema).max(256),
+  /** A judge's failure: why, and which criterion's judgement failed. */
+  cause: JudgeFailureCauseSchema.optional(),
+  criterion_id: CheckIdSchema.optional(),
+  /** The grading attempt that failed: 1, then one more per `grade.requested`. */
+  attempt: z.number().int().min(1).optional(),
+});
+
+/**
+ * The grader asked the operator's model to judge a criterion (docs/adr/0030): the messages as sent
+ * (scanned like any text derived from a run), their digest, the model and the budget.
+ */
+export const JudgeRequestedSchema = eventBodySchema('judge.requested', {
+  criterion_id: CheckIdSchema,
+  attempt: z.number().int().min(1),
+  model: textSchema(256),
+  /** The fixed instructions and the criterion: the system role. */
+  system_prompt: textSchema(8192),
+  /** The workload's text fenced as untrusted data: the user role. */
+  user_prompt: textSchema(JUDGE_MAX_INPUT_BYTES + 4096),
+  /** The fence's nonce, drawn at random after the workload ran and absent from its text. */
+  fence: z.string().regex(/^[0-9a-f]{32}$/),
+  /** sha256 of canonicalJson({ model, messages, max_tokens, … }) — the request body as sent. */
+  request_sha256: Sha256HexSchema,
+  source: CheckSourceSchema,
+  /** Bytes of the workload's text read (at most `JUDGE_MAX_INPUT_BYTES`; a longer text is a failure, never cut). */
+  input_bytes: z.number().int().min(0).max(JUDGE_MAX_INPUT_BYTES),
+  scale: z.number().int().min(1).max(100),
+  max_tokens: z.number().int().min(1),
+  timeout_ms: z.number().int().min(1),
+});
+
+/**
+ * The model's reply to a `judge.requested` (docs/adr/0030): its text as recorded (scanned), the
+ * tokens it reports and how long it took. The score is derived from `response` by the same pure
+ * function in the grader and in an offline verification, so a judged grade is checkable without
+ * calling the model again.
+ */
+export const JudgeAnsweredSchema = eventBodySchema('judge.answered', {
+  criterion_id: CheckIdSchema,
+  attempt: z.number().int().min(1),
+  response: textSchema(16_384),
+  response_sha256: Sha256HexSchema,
+  /** The usage the server reported; null when it reported none (then the budget cannot be checked: a failure). */
+  usage: z.strictObject({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) }).nullable(),
+  latency_ms: DurationMsSchema,
+  finish_reason: textSchema(64).nullable(),
+});
+
+/** A person asked for a run whose grade failed to be graded again (`cairn regrade`), before its seal. */
+export const GradeRequestedSchema = eventBodySchema('grade.requested', {
+  requested_by: ActorSchema,
+  reason: textSchema(1024).optional(),
 });
 
 export const RunFailedSchema = eventBodySchema('run.failed', {

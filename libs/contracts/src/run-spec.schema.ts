@@ -255,9 +255,36 @@ export const RewardCriterionSchema = z.strictObject({
 });
 export type RewardCriterion = z.infer<typeof RewardCriterionSchema>;
 
-/** A rubric entry: a check (the default kind) or a reward read from the run. */
-export const RubricCriterionSchema = z.discriminatedUnion('kind', [CheckSchema, RewardCriterionSchema]);
-export type RubricCriterion = Check | RewardCriterion;
+/**
+ * A rubric criterion scored by the operator's model (docs/adr/0030): the grader asks the judge
+ * configured at the grader (`CAIRN_JUDGE_URL`) to score the text `source` names — a step's stdout
+ * or stderr, or a collected file — against `criterion`, from 0 to `scale` (default 10); it earns
+ * `weight × score / scale`. The workload's text is fenced as untrusted data; the criterion is the
+ * instruction. A judge that fails records `grade.failed`, never a score (docs/missions.md).
+ */
+export const JudgeCriterionSchema = z.strictObject({
+  id: CheckIdSchema,
+  kind: z.literal('judge'),
+  /** What the judge scores, in the rubric author's words (it rides the system role, never the workload's text). */
+  criterion: z.string().min(1).max(2048).check(storableText('a criterion')),
+  /** The workload's text the judge reads: `steps[i].stdout`, `steps[i].stderr` or `artifacts["/out/…"]`. */
+  source: CheckSourceSchema.refine((s) => /^steps\[[0-9]+\]\.(?:stdout|stderr)$/.test(s) || /^artifacts\["[^"]+"\]$/.test(s), 'a judge reads steps[i].stdout, steps[i].stderr or artifacts["/out/…"]'),
+  /** The top of the judge's score range (0..scale); 10 when absent. */
+  scale: z.number().int().min(1).max(100).optional(),
+  weight: z.number().positive().max(1_000_000),
+});
+export type JudgeCriterion = z.infer<typeof JudgeCriterionSchema>;
+
+/** The top of a judge criterion's range when its `scale` is absent. */
+export const DEFAULT_JUDGE_SCALE = 10;
+
+/** A rubric entry: a check (the default kind), a reward read from the run, or a judge's score. */
+export const RubricCriterionSchema = z.discriminatedUnion('kind', [CheckSchema, RewardCriterionSchema, JudgeCriterionSchema]);
+export type RubricCriterion = Check | RewardCriterion | JudgeCriterion;
+
+export function isJudgeCriterion(criterion: RubricCriterion): criterion is JudgeCriterion {
+  return 'kind' in criterion && criterion.kind === 'judge';
+}
 
 export function isRewardCriterion(criterion: RubricCriterion): criterion is RewardCriterion {
   return 'kind' in criterion && criterion.kind === 'reward';

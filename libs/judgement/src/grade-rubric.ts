@@ -2,6 +2,7 @@ import type { CheckInput, CheckOutcome } from './evaluate-check.js';
 import { evaluateCheck } from './evaluate-check.js';
 import type { JudgementContext } from './judgement-context.js';
 import { boundDetail } from './judgement-context.js';
+import type { JudgementOutcome } from './judge.js';
 import { resolveSource } from './resolve-source.js';
 
 export interface RubricCheck extends CheckInput {
@@ -17,11 +18,21 @@ export interface RubricReward {
   weight: number;
 }
 
-export type RubricCriterion = RubricCheck | RubricReward;
+/** Earns weight × score / scale, the score a judge gave it (docs/adr/0030). */
+export interface RubricJudge {
+  id: string;
+  kind: 'judge';
+  criterion: string;
+  source: string;
+  scale?: number | undefined;
+  weight: number;
+}
+
+export type RubricCriterion = RubricCheck | RubricReward | RubricJudge;
 
 export interface CriterionGrade {
   id: string;
-  kind: 'check' | 'reward';
+  kind: 'check' | 'reward' | 'judge';
   /** The weight as counted (quantised to 1e-6; an invalid weight counts 0). */
   weight: number;
   /** `weight` when the check holds, else 0; a reward's fraction of it. */
@@ -54,19 +65,20 @@ const MAX_WEIGHT = 1_000_000;
  * millionths, so the same rubric always gives the same numbers, bit for bit. A weight that is not a
  * number in [0, 10⁶] counts 0 (the RunSpec schema admits only that range, minus 0).
  */
-export function gradeRubric(checks: readonly RubricCriterion[], ctx: JudgementContext): RubricGrade {
+export function gradeRubric(checks: readonly RubricCriterion[], ctx: JudgementContext, judgements: ReadonlyMap<string, JudgementOutcome> = new Map()): RubricGrade {
   let score = 0;
   let max = 0;
   let unscored = 0;
   const criteria = checks.map((check): CriterionGrade => {
     const valid = typeof check.weight === 'number' && check.weight >= 0 && check.weight <= MAX_WEIGHT;
     const units = valid ? Math.round(check.weight * UNITS) : 0;
-    const evaluation = check.kind === 'reward' ? evaluateReward(check, ctx, units) : evaluateRubricCheck(check, ctx, units);
+    const evaluation =
+      check.kind === 'reward' ? evaluateReward(check, ctx, units) : check.kind === 'judge' ? evaluateJudge(check, judgements.get(check.id), units) : evaluateRubricCheck(check, ctx, units);
     max += units;
     score += evaluation.earned;
     if (!evaluation.scored) unscored += units;
     const detail = valid ? evaluation.detail : boundDetail(`weight ${String(check.weight)} is not a number in [0, 1000000], counted as 0; ${evaluation.detail}`);
-    const kind = check.kind === 'reward' ? 'reward' : 'check';
+    const kind = check.kind === 'reward' || check.kind === 'judge' ? check.kind : 'check';
     return { id: check.id, kind, weight: units / UNITS, earned: evaluation.earned / UNITS, outcome: evaluation.outcome, scored: evaluation.scored, detail };
   });
   return { score: score / UNITS, maxScore: max / UNITS, upperBound: (score + unscored) / UNITS, criteria };
@@ -118,12 +130,28 @@ function evaluateReward(reward: RubricReward, ctx: JudgementContext, units: numb
   return { outcome: 'unresolved', scored: false, earned: 0, detail: boundDetail(`no reward: ${misses.join('; ')}`) };
 }
 
+/**
+ * A judge's score, `weight × score / scale`, from the judgement recorded for it; none, or a failed
+ * one, leaves it unscored (the grader records `grade.failed` rather than such a grade).
+ */
+function evaluateJudge(judge: RubricJudge, judgement: JudgementOutcome | undefined, units: number): Scored {
+  if (judgement === undefined) return { outcome: 'unresolved', scored: false, earned: 0, detail: 'no judgement recorded' };
+  if (judgement.kind === 'failed') return { outcome: 'unresolved', scored: false, earned: 0, detail: boundDetail(`judge failed (${judgement.cause}): ${judgement.reason}`) };
+  const earned = Math.round((units * judgement.score) / judgement.scale);
+  return {
+    outcome: judgement.score === judgement.scale ? 'holds' : 'contradicted',
+    scored: true,
+    earned,
+    detail: boundDetail(`judge: ${judgement.score}/${judgement.scale}: ${judgement.reason}`),
+  };
+}
+
 /** The grade as `grade.recorded` carries it (snake_case; criteria without `outcome`). */
 export function gradeRecordedFields(grade: RubricGrade): {
   score: number;
   max_score: number;
   upper_bound: number;
-  criteria: { id: string; kind: 'check' | 'reward'; weight: number; earned: number; scored: boolean; detail: string }[];
+  criteria: { id: string; kind: 'check' | 'reward' | 'judge'; weight: number; earned: number; scored: boolean; detail: string }[];
 } {
   return {
     score: grade.score,

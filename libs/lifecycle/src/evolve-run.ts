@@ -146,6 +146,10 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
       });
     case 'grade.failed':
       return stayIn(state, ['VERIFIED']); // not final; may be retried before the seal
+    case 'judge.requested':
+    case 'judge.answered':
+    case 'grade.requested':
+      return stayIn(state, ['VERIFIED']); // a judgement, or a request to grade again, before the grade (docs/adr/0030)
     case 'run.failed':
       return fail(state, receipt.error_code);
     case 'run.rolled_back':

@@ -156,6 +156,9 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'verification.completed':
     case 'grade.recorded':
     case 'grade.failed':
+    case 'grade.requested':
+    case 'judge.requested':
+    case 'judge.answered':
     case 'run.rolled_back':
     case 'run.cancel_requested':
     case 'admin.tenant_created':

@@ -19,3 +19,5 @@ export {
 } from './run-transitions.js';
 export { evolveSandbox, foldSandbox, readSandboxChain, sandboxAwaitsSeal, sandboxFinalState } from './evolve-sandbox.js';
 export type { SandboxChain, SandboxReceipt, SandboxView } from './evolve-sandbox.js';
+export { regradePath } from './run-regrade.js';
+export type { RegradePath } from './run-regrade.js';

@@ -68,6 +68,7 @@ export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   getStepOutput: 'runs.output',
   getRunArtifact: 'runs.artifact',
   cancelRun: 'runs.cancel',
+  regradeRun: 'runs.regrade',
   decideApproval: 'runs.decide',
   putSecret: 'secrets.put',
   listSecrets: 'secrets.list',

@@ -3,6 +3,7 @@ import {
   ApprovalRequestSchema,
   CairnError,
   CancelRequestSchema,
+  RegradeRequestSchema,
   IdempotencyKeySchema,
   inputIssues,
   ListRunsQuerySchema,
@@ -13,6 +14,7 @@ import type {
   ApprovalAccepted,
   ApprovalRequest,
   CancelAccepted,
+  RegradeAccepted,
   EventPage,
   ListRunsQuery,
   OutputStream,
@@ -129,6 +131,13 @@ export class Runs {
     const body = reason === undefined ? undefined : checked(CancelRequestSchema, { reason }, 'cancel request');
     const { method, path } = route('cancelRun', { id: runId(id) });
     return this.http.json(method, path, API_COMPONENTS.CancelAccepted, body === undefined ? {} : { json: body });
+  }
+
+  /** Grades again a verified run whose grading failed (a judge's failure): the steps are not run again (docs/adr/0030). */
+  async regrade(id: string, reason?: string): Promise<RegradeAccepted> {
+    const body = reason === undefined ? undefined : checked(RegradeRequestSchema, { reason }, 'regrade request');
+    const { method, path } = route('regradeRun', { id: runId(id) });
+    return this.http.json(method, path, API_COMPONENTS.RegradeAccepted, body === undefined ? {} : { json: body });
   }
 
   /** Approves or rejects what a held run awaits (every pending approval, or `approvalId`). */

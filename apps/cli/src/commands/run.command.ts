@@ -94,6 +94,11 @@ export async function followRun(client: Cairn, runId: string, output: Output, ti
     const line = receiptProgressLine(receipt);
     if (line !== null) output.note(`  ${line}`);
     if (before !== undefined && view.state !== before && receipt.type !== 'run.sealed') output.note(`  state       ${view.state}`);
+    // A failed grade is not final: the run waits, unsealed, for `cairn regrade` (docs/adr/0030).
+    if (receipt.type === 'grade.failed') {
+      const cause = typeof receipt.cause === 'string' ? ` (${receipt.cause})` : '';
+      throw new CairnError('E_UNAVAILABLE', `the grade of ${runId} failed${cause}; it waits unsealed: once the judge is fixed, npx --no-install cairn regrade ${runId}`, { runId, cause: receipt.cause ?? null });
+    }
   }
   if (view === null || !view.sealed) {
     if (signal?.aborted === true) {

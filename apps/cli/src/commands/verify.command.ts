@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { CairnError, ChainIdSchema } from '@cairn/contracts';
+import { CairnError, ChainIdSchema, parseEvidenceReceipt } from '@cairn/contracts';
+import { checkJudgedGrade } from '@cairn/judgement';
 import type { ChainVerification } from '@cairn/evidence';
 import type { Command } from 'commander';
 import { atomicFileSink } from '../chain-file.writer.js';
@@ -65,10 +66,27 @@ export function isRunReference(target: string): boolean {
   return ChainIdSchema.safeParse(target).success && !existsSync(target);
 }
 
+/**
+ * Every judge criterion of the grade re-derived from the recorded answers (docs/adr/0030); one
+ * that does not re-derive is E_CHAIN_BROKEN `judge_grade_mismatch`. The receipts verified already.
+ */
+function checkJudged(raw: readonly unknown[]): number {
+  const receipts = raw.flatMap((r) => {
+    const parsed = parseEvidenceReceipt(r);
+    return parsed.ok ? [parsed.receipt] : [];
+  });
+  const checked = checkJudgedGrade(receipts);
+  if (checked.problems.length > 0) {
+    throw new CairnError('E_CHAIN_BROKEN', `the grade does not re-derive from the recorded judgements: ${checked.problems.join('; ')}`.slice(0, 2000), { reason: 'judge_grade_mismatch' });
+  }
+  return checked.judged;
+}
+
 async function report(output: Output, checked: FileVerification, trusted: readonly NoteVerifier[], from?: string): Promise<void> {
   if (!checked.verification.ok) throw chainBrokenError(checked.verification);
   const verified = formatVerified(checked.verification, checked.format, output, from);
   if (checked.claims !== undefined) checkBundleClaims(checked.verification, checked.claims);
+  const judged = checkJudged(checked.judgedReceipts ?? []);
   const seal = await checkSeal(checked.last, trusted);
   // The seal line only when there is something to say about a signature.
   const sealLine = seal.status === 'not_sealed' && trusted.length === 0 ? null : formatSealCheck(seal);
@@ -79,6 +97,10 @@ async function report(output: Output, checked: FileVerification, trusted: readon
     const claims = formatClaims(checked.claims);
     human = `${human}\n${claims.human}`;
     machine = { ...machine, ...claims.machine };
+  }
+  if (judged > 0) {
+    human = `${human}\njudged  ${judged} judge criteri${judged === 1 ? 'on' : 'a'} re-derived from the recorded answers`;
+    machine = { ...machine, judged };
   }
   if (sealLine !== null) {
     human = `${human}\n${sealLine.human}`;

@@ -216,6 +216,14 @@ export function summary(receipt: Receipt): string {
       return `${str(receipt.verdict) ?? '?'}${receipt.chain_ok === true ? ', chain ok' : ''}`;
     case 'grade.recorded':
       return `${num(receipt.score) ?? '?'} / ${num(receipt.max_score) ?? '?'} (upper bound ${num(receipt.upper_bound) ?? '?'})`;
+    case 'judge.requested':
+      return `${str(receipt.criterion_id) ?? '?'}: asked ${str(receipt.model) ?? '?'} (attempt ${num(receipt.attempt) ?? '?'})`;
+    case 'judge.answered':
+      return `${str(receipt.criterion_id) ?? '?'}: answered after ${formatDuration(num(receipt.latency_ms))}`;
+    case 'grade.failed':
+      return `${str(receipt.cause) ?? 'failed'}: ${str(receipt.reason) ?? ''} (cairn regrade)`;
+    case 'grade.requested':
+      return `regrade asked by ${str(receipt.requested_by) ?? receipt.actor}`;
     case 'run.failed':
     case 'run.rolled_back':
       return `${str(receipt.error_code) ?? '?'}: ${str(receipt.message) ?? ''}`;

@@ -51,6 +51,7 @@ describe('the OpenAPI document', () => {
         '/v1/runs/{id}/cancel',
         '/v1/runs/{id}/events',
         '/v1/runs/{id}/events/stream',
+        '/v1/runs/{id}/regrade',
         '/v1/runs/{id}/steps/{index}/{stream}',
         '/v1/sandboxes',
         '/v1/sandboxes/{id}',

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { CairnError } from '@cairn/contracts';
 import type { CommandReply, RunSpec } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
@@ -56,6 +57,20 @@ export class RunCommands {
       'cancel',
       { tenant: principal.tenant, run_id: runId, requested_by: actorOf(principal), ...(reason === undefined ? {} : { reason }) },
       { msgId: sha256Hex(`cancel:${principal.tenant}:${runId}`), timeoutMs: this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS },
+    );
+    return unwrap(reply);
+  }
+
+  /**
+   * Asks intake to grade a run again (docs/adr/0030). A fresh message id each time: a run may fail
+   * its grade again and be asked again within the bus's dedupe window; intake keys the receipt per
+   * attempt, so racing requests store one.
+   */
+  async regrade(principal: Principal, runId: string, reason: string | undefined): Promise<Submitted> {
+    const reply = await this.bus.send(
+      'regrade',
+      { tenant: principal.tenant, run_id: runId, requested_by: actorOf(principal), ...(reason === undefined ? {} : { reason }) },
+      { msgId: sha256Hex(`regrade:${principal.tenant}:${runId}:${randomUUID()}`), timeoutMs: this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS },
     );
     return unwrap(reply);
   }

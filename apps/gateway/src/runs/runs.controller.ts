@@ -1,5 +1,5 @@
-import { API_ROUTES, CairnError, CancelRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
-import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import { API_ROUTES, CairnError, CancelRequestSchema, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
@@ -108,5 +108,15 @@ export class RunsController {
     await this.commands.cancel(principal, runId, body?.reason);
     // Intake appended run.cancelled (or had before): that is the run's state on its chain now.
     return { runId, state: 'CANCELLED' };
+  }
+
+  @ApiRoute(API_ROUTES.regradeRun)
+  async regrade(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', RUN_ID) runId: string,
+    @Body({ schema: RegradeRequestSchema.optional() }) body: RegradeRequest | undefined,
+  ): Promise<RegradeAccepted> {
+    const done = await this.commands.regrade(principal, runId, body?.reason);
+    return { runId, duplicate: done.duplicate };
   }
 }

@@ -60,6 +60,8 @@ import {
 import {
   CancelAcceptedSchema,
   CancelRequestSchema,
+  RegradeAcceptedSchema,
+  RegradeRequestSchema,
   EventPageSchema,
   HealthSchema,
   IdempotencyKeySchema,
@@ -89,6 +91,8 @@ export const API_COMPONENTS = {
   SubmitAccepted: SubmitAcceptedSchema,
   CancelRequest: CancelRequestSchema,
   CancelAccepted: CancelAcceptedSchema,
+  RegradeRequest: RegradeRequestSchema,
+  RegradeAccepted: RegradeAcceptedSchema,
   ApprovalRequest: ApprovalRequestSchema,
   ApprovalAccepted: ApprovalAcceptedSchema,
   Worker: WorkerSchema,
@@ -304,6 +308,19 @@ export const API_ROUTES = {
     response: 'CancelAccepted',
     pathParams: RUN_ID,
     requestBody: { component: 'CancelRequest', required: false },
+    errors: ['E_INPUT', 'E_NOT_FOUND', 'E_SEALED', 'E_CONFLICT', 'E_UNAVAILABLE'],
+  },
+  regradeRun: {
+    operationId: 'regradeRun',
+    method: 'POST',
+    path: '/v1/runs/:id/regrade',
+    summary:
+      'Grade again a verified run whose grading failed (a judge that timed out, failed or was not configured): the judges are asked anew, the steps are not run again, and the run is sealed. A sealed run is 409 E_SEALED; one graded, still grading or ended otherwise 409 E_CONFLICT.',
+    scope: 'runs:write',
+    status: 202,
+    response: 'RegradeAccepted',
+    pathParams: RUN_ID,
+    requestBody: { component: 'RegradeRequest', required: false },
     errors: ['E_INPUT', 'E_NOT_FOUND', 'E_SEALED', 'E_CONFLICT', 'E_UNAVAILABLE'],
   },
   decideApproval: {

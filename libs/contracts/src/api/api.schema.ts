@@ -130,6 +130,18 @@ export const WorkerDrainViewSchema = z.strictObject({
   by: z.string(),
 });
 
+export const RegradeRequestSchema = z.strictObject({
+  reason: z.string().min(1).max(1024).check(storableText('a reason')).optional(),
+});
+export type RegradeRequest = z.infer<typeof RegradeRequestSchema>;
+
+/** `grade.requested` is on the run's chain (or was: `duplicate`); the grader grades it again and seals it (docs/adr/0030). */
+export const RegradeAcceptedSchema = z.strictObject({
+  runId: RunIdSchema,
+  duplicate: z.boolean(),
+});
+export type RegradeAccepted = z.infer<typeof RegradeAcceptedSchema>;
+
 export const WorkerSchema = z.strictObject({
   workerId: WorkerIdSchema,
   /** eligible, or why not: unhealthy, stale (silent past the stale window), draining, overloaded (full). */

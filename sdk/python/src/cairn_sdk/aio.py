@@ -29,6 +29,7 @@ from .models import (
     KeyList,
     ProofBundle,
     Receipt,
+    RegradeAccepted,
     Run,
     RunArtifacts,
     RunList,
@@ -218,6 +219,10 @@ class AsyncRuns:
     async def cancel(self, run_id: str, *, reason: str | None = None) -> CancelAccepted:
         body = {} if reason is None else {"reason": reason}
         return CancelAccepted.model_validate((await self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/cancel", json=body)).json())
+
+    async def regrade(self, run_id: str, *, reason: str | None = None) -> RegradeAccepted:
+        body = {} if reason is None else {"reason": reason}
+        return RegradeAccepted.model_validate((await self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/regrade", json=body)).json())
 
     async def approve(self, run_id: str, *, reject: bool = False, comment: str | None = None, approval_id: str | None = None) -> ApprovalAccepted:
         body: dict[str, Any] = {"decision": "reject" if reject else "approve"}

@@ -28,6 +28,7 @@ from .models import (
     KeyList,
     ProofBundle,
     Receipt,
+    RegradeAccepted,
     Run,
     RunArtifacts,
     RunList,
@@ -236,6 +237,11 @@ class Runs:
     def cancel(self, run_id: str, *, reason: str | None = None) -> CancelAccepted:
         body = {} if reason is None else {"reason": reason}
         return CancelAccepted.model_validate(self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/cancel", json=body).json())
+
+    def regrade(self, run_id: str, *, reason: str | None = None) -> RegradeAccepted:
+        """Grades again a verified run whose grading failed (a judge's failure); its steps are not run again."""
+        body = {} if reason is None else {"reason": reason}
+        return RegradeAccepted.model_validate(self._c.request("POST", f"/v1/runs/{c.segment(run_id)}/regrade", json=body).json())
 
     def approve(self, run_id: str, *, reject: bool = False, comment: str | None = None, approval_id: str | None = None) -> ApprovalAccepted:
         body: dict[str, Any] = {"decision": "reject" if reject else "approve"}

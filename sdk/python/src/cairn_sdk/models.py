@@ -118,6 +118,11 @@ class CancelAccepted(Model):
     state: RunState
 
 
+class RegradeAccepted(Model):
+    run_id: str
+    duplicate: bool
+
+
 class ApprovalAccepted(Model):
     run_id: str
     decision: Literal["approve", "reject"]
@@ -429,6 +434,7 @@ OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "Run": Run,
     "RunList": RunList,
     "CancelAccepted": CancelAccepted,
+    "RegradeAccepted": RegradeAccepted,
     "ApprovalAccepted": ApprovalAccepted,
     "EventPage": EventPage,
     "ProofBundle": ProofBundle,
