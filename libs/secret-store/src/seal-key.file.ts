@@ -3,7 +3,7 @@ import { open, readFile, rename, writeFile } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { formatSignerKey, formatVerifierKey, generateSigner, parseSignerKey, parseVerifierKey } from '@cairn/transparency';
 import type { NoteSigner, NoteVerifier } from '@cairn/transparency';
-import { checkKeyFileMode } from './secret-key.file.js';
+import { errnoCode, readKeyFileText } from './key-file.io.js';
 
 /*
  * The deployment's seal signing key (docs/proofs.md): one line `PRIVATE+KEY+<name>+<id>+<base64>`
@@ -15,19 +15,9 @@ import { checkKeyFileMode } from './secret-key.file.js';
 export const SEAL_KEY_FILE = 'seal.key';
 export const SEAL_PUBLIC_KEYS_FILE = 'seal-keys.pub';
 
-function errnoCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
-}
-
 /** The signer in the key file at `path`, after checking its mode (E_INPUT naming the problem; never its content). */
 export async function readSealKeyFile(path: string): Promise<NoteSigner> {
-  await checkKeyFileMode(path, 'seal key file');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new CairnError('E_INPUT', `the seal key file ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
-  }
+  const text = await readKeyFileText(path, 'seal key file', { private: true });
   try {
     return await parseSignerKey(text);
   } catch (error) {
@@ -44,12 +34,7 @@ export interface PublishedKey {
 
 /** The public keys file: verifier keys one a line (blank lines and `#` comments skipped), the first current. */
 export async function readPublicKeysFile(path: string): Promise<PublishedKey[]> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new CairnError('E_INPUT', `the seal public keys file ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
-  }
+  const text = await readKeyFileText(path, 'seal public keys file', { private: false });
   const keys: PublishedKey[] = [];
   for (const line of text.split('\n').map((l) => l.trim())) {
     if (line === '' || line.startsWith('#')) continue;

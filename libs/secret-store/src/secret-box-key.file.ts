@@ -3,7 +3,7 @@ import { lstat, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { formatBoxKeyring, formatBoxPublicKeys, generateBoxKey, parseBoxKeyring, parseBoxPublicKeys } from '@cairn/secrets';
 import type { BoxKeyring, BoxPublicKey } from '@cairn/secrets';
-import { checkKeyFileMode } from './secret-key.file.js';
+import { errnoCode, readKeyFileText } from './key-file.io.js';
 
 /*
  * The deployment's secrets keypair (ADR 0028): X25519. The private key file (one
@@ -18,19 +18,9 @@ import { checkKeyFileMode } from './secret-key.file.js';
 export const SECRETS_PRIVATE_KEY_FILE = 'secrets-box.key';
 export const SECRETS_PUBLIC_KEY_FILE = 'secrets-box.pub';
 
-function errnoCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
-}
-
 /** The private keys at `path`, after checking its mode (E_INPUT naming the problem; never its content). */
 export async function readBoxKeyringFile(path: string): Promise<BoxKeyring> {
-  await checkKeyFileMode(path, 'secrets private key file');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new CairnError('E_INPUT', `the secrets private key file ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
-  }
+  const text = await readKeyFileText(path, 'secrets private key file', { private: true });
   return parseBoxKeyring(text, `the secrets private key file ${path}`);
 }
 
