@@ -1,5 +1,6 @@
-import { lstat, readFile } from 'node:fs/promises';
-import { CairnError } from '@cairn/contracts';
+import { constants } from 'node:fs';
+import { lstat, open, readFile, rename, writeFile } from 'node:fs/promises';
+import { CairnError, isCairnError } from '@cairn/contracts';
 
 /*
  * Reading Cairn's key files (the secret store's, the seal key, the secrets box keys): what a
@@ -42,4 +43,33 @@ export async function readKeyFileText(path: string, what: string, options: { pri
   } catch (error) {
     throw new CairnError('E_INPUT', `the ${what} ${path} cannot be read: ${errnoCode(error) ?? String(error)}`, { path });
   }
+}
+
+/**
+ * Creates the private key file at `path` (mode 0600, never following a link, never overwriting)
+ * with what `content` makes, fsynced; false when the file is already there. `content` runs only
+ * once the file is ours. Any other failure is E_INPUT naming `what`.
+ */
+export async function createKeyFileOnce(path: string, what: string, content: () => string | Promise<string>): Promise<boolean> {
+  try {
+    const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.writeFile(await content(), 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (error) {
+    if (errnoCode(error) === 'EEXIST') return false;
+    if (isCairnError(error)) throw error;
+    throw new CairnError('E_INPUT', `the ${what} ${path} cannot be created: ${errnoCode(error) ?? String(error)}`, { path });
+  }
+}
+
+/** Replaces the file at `path` by a rename, so a reader sees the old text or the new, never half of it. */
+export async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeFile(temporary, text, { mode, flag: 'wx' });
+  await rename(temporary, path);
 }

@@ -1,9 +1,8 @@
-import { constants } from 'node:fs';
-import { open, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { formatSignerKey, formatVerifierKey, generateSigner, parseSignerKey, parseVerifierKey } from '@cairn/transparency';
 import type { NoteSigner, NoteVerifier } from '@cairn/transparency';
-import { errnoCode, readKeyFileText } from './key-file.io.js';
+import { createKeyFileOnce, errnoCode, readKeyFileText, writeAtomically } from './key-file.io.js';
 
 /*
  * The deployment's seal signing key (docs/proofs.md): one line `PRIVATE+KEY+<name>+<id>+<base64>`
@@ -43,12 +42,6 @@ export async function readPublicKeysFile(path: string): Promise<PublishedKey[]> 
   return keys;
 }
 
-async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, text, { mode, flag: 'wx' });
-  await rename(temporary, path);
-}
-
 /** The keys a public keys file lists; none when there is no file yet. */
 async function listedKeys(publicPath: string): Promise<string[]> {
   try {
@@ -72,23 +65,10 @@ async function publish(publicPath: string, current: string): Promise<void> {
  * public keys file names it as current. Returns whether the key was created, and its verifier key.
  */
 export async function ensureSealKeyFile(path: string, publicPath: string, name: string): Promise<{ created: boolean; verifierKey: string }> {
-  let created = false;
-  try {
-    const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      const { signer, seed } = await generateSigner(name);
-      await handle.writeFile(`${formatSignerKey(signer.name, signer.keyId, seed)}\n`, 'utf8');
-      await handle.sync();
-      created = true;
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    if (errnoCode(error) !== 'EEXIST') {
-      if (isCairnError(error)) throw error;
-      throw new CairnError('E_INPUT', `the seal key file ${path} cannot be created: ${errnoCode(error) ?? String(error)}`, { path });
-    }
-  }
+  const created = await createKeyFileOnce(path, 'seal key file', async () => {
+    const { signer, seed } = await generateSigner(name);
+    return `${formatSignerKey(signer.name, signer.keyId, seed)}\n`;
+  });
   const signer = await readSealKeyFile(path);
   const verifierKey = await formatVerifierKey(signer.name, signer.publicKey);
   await publish(publicPath, verifierKey);

@@ -1,9 +1,8 @@
-import { constants } from 'node:fs';
-import { lstat, open, readFile, rename, writeFile } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import { formatBoxKeyring, formatBoxPublicKeys, generateBoxKey, parseBoxKeyring, parseBoxPublicKeys } from '@cairn/secrets';
 import type { BoxKeyring, BoxPublicKey } from '@cairn/secrets';
-import { errnoCode, readKeyFileText } from './key-file.io.js';
+import { createKeyFileOnce, errnoCode, readKeyFileText, writeAtomically } from './key-file.io.js';
 
 /*
  * The deployment's secrets keypair (ADR 0028): X25519. The private key file (one
@@ -39,12 +38,6 @@ export async function readBoxPublicKeyFile(path: string): Promise<{ current: Box
   return { current: keys[0]!, keys };
 }
 
-async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, text, { mode, flag: 'wx' });
-  await rename(temporary, path);
-}
-
 /** The public key file naming the private file's keys, the current first (rewritten only when it differs). */
 async function publish(publicPath: string, keyring: BoxKeyring): Promise<void> {
   const text = formatBoxPublicKeys(keyring.keys.map((k) => k.publicKey));
@@ -58,22 +51,7 @@ async function publish(publicPath: string, keyring: BoxKeyring): Promise<void> {
  * key was created and the current key's id.
  */
 export async function ensureBoxKeyFiles(path: string, publicPath: string): Promise<{ created: boolean; keyId: string }> {
-  let created = false;
-  try {
-    const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      await handle.writeFile(formatBoxKeyring([generateBoxKey()]), 'utf8');
-      await handle.sync();
-      created = true;
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    if (errnoCode(error) !== 'EEXIST') {
-      if (isCairnError(error)) throw error;
-      throw new CairnError('E_INPUT', `the secrets private key file ${path} cannot be created: ${errnoCode(error) ?? String(error)}`, { path });
-    }
-  }
+  const created = await createKeyFileOnce(path, 'secrets private key file', () => formatBoxKeyring([generateBoxKey()]));
   const keyring = await readBoxKeyringFile(path);
   await publish(publicPath, keyring);
   return { created, keyId: keyring.current.id };

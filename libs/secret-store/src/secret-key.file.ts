@@ -1,9 +1,6 @@
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { CairnError, isCairnError } from '@cairn/contracts';
 import { formatSecretKeyring, generateSecretKey, parseSecretKeyring } from '@cairn/secrets';
 import type { SecretKeyring } from '@cairn/secrets';
-import { errnoCode, readKeyFileText } from './key-file.io.js';
+import { createKeyFileOnce, readKeyFileText } from './key-file.io.js';
 
 /*
  * The operator's key file (PRODUCT.md "State that is not evidence"): one or more 32-byte keys as
@@ -27,20 +24,6 @@ export async function readSecretKeyFile(path: string): Promise<SecretKeyring> {
  * absent; an existing one is checked like `readSecretKeyFile`. Returns whether it was created.
  */
 export async function ensureSecretKeyFile(path: string): Promise<{ created: boolean; keyring: SecretKeyring }> {
-  try {
-    const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      await handle.writeFile(formatSecretKeyring([generateSecretKey()]), 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    return { created: true, keyring: await readSecretKeyFile(path) };
-  } catch (error) {
-    if (errnoCode(error) !== 'EEXIST') {
-      if (isCairnError(error)) throw error;
-      throw new CairnError('E_INPUT', `the secret key file ${path} cannot be created: ${errnoCode(error) ?? String(error)}`, { path });
-    }
-  }
-  return { created: false, keyring: await readSecretKeyFile(path) };
+  const created = await createKeyFileOnce(path, 'secret key file', () => formatSecretKeyring([generateSecretKey()]));
+  return { created, keyring: await readSecretKeyFile(path) };
 }
