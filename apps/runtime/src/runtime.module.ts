@@ -38,6 +38,11 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
       { provide: SANDBOX_ENGINE, inject: [SERVICE_LOGGER], useFactory: (logger: JsonLogger) =>
           new SandboxEngine({
             onWarmFailed: (error) => logger.write('warn', 'a warm sandbox could not be made', { error: error instanceof Error ? error.message : String(error) }),
+            onRemovalFailed: (containerId, error, retrying) =>
+              logger.write(retrying ? 'warn' : 'error', retrying ? 'a sandbox removal failed: tried again until it is gone' : 'a sandbox is still there after every removal try: the next start reaps it', {
+                container_id: containerId,
+                error: error instanceof Error ? error.message : String(error),
+              }),
             socketPath: config.CAIRN_DOCKER_SOCKET,
             probes: config.CAIRN_SANDBOX_PROBES,
             warmPool: { perProfile: config.CAIRN_WARM_POOL_SIZE, total: config.CAIRN_WARM_POOL_TOTAL },

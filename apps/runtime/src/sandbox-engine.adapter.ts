@@ -55,6 +55,7 @@ export class SandboxEngine {
     user?: SandboxUser;
     requireUserns?: boolean;
     onWarmFailed?: (error: unknown) => void;
+    onRemovalFailed?: (containerId: string, error: unknown, retrying: boolean) => void;
     /**
      * Where the exec agent's binary and socket directories are (CAIRN_AGENT_BINARY, CAIRN_AGENT_SOCKET_ROOT):
      * paths the engine binds into sandboxes, so a runtime in a container names host paths it shares.
@@ -75,6 +76,7 @@ export class SandboxEngine {
       probes: options.probes,
       warmPool: options.warmPool ?? { perProfile: 0, total: 0 },
       ...(options.onWarmFailed === undefined ? {} : { onWarmFailed: options.onWarmFailed }),
+      ...(options.onRemovalFailed === undefined ? {} : { onRemovalFailed: options.onRemovalFailed }),
       egress: { resolver },
     });
     this.driver = this.pooled;

@@ -83,6 +83,12 @@ export interface DockerSandboxDriverOptions {
   /** Told why a warm sandbox could not be made (the pool then waits for the next create). Must not throw. */
   onWarmFailed?: (error: unknown) => void;
   /**
+   * Told when a sandbox's removal failed or was not confirmed (`retrying`: it is tried again in the
+   * background until the engine confirms it gone; false once it gives up — a reconcile at the next
+   * start reaps it). Must not throw.
+   */
+  onRemovalFailed?: (containerId: string, error: unknown, retrying: boolean) => void;
+  /**
    * The in-sandbox exec agent (exec-agent.ts): steps go over its socket instead of `docker exec`.
    * Default: the bundled binary when the build made it; `null` runs every step over `docker exec`.
    */
@@ -127,6 +133,8 @@ interface WarmSandbox {
 
 /** A warm sandbox outlives the lifetime its profile's last run asked for by this much, idle. */
 const WARM_IDLE_SECONDS = 600;
+/** How often a removal that failed is tried again in the background (about ten minutes in all). */
+const REMOVAL_TRIES = 24;
 const MAX_LIFETIME_SECONDS = 31_536_000;
 /** A step's last look from inside the sandbox: tries, and the pause between them (see `lastLook`). */
 const LAST_LOOK_ATTEMPTS = 10;
@@ -216,6 +224,9 @@ export class DockerSandboxDriver implements SandboxDriver {
   /** The per-worker directories this driver made agent sockets in (removed by `closePool` once empty). */
   private readonly agentWorkerDirs = new Set<string>();
   private readonly onWarmFailed: (error: unknown) => void;
+  private readonly onRemovalFailed: (containerId: string, error: unknown, retrying: boolean) => void;
+  /** Sandboxes whose removal failed or was not confirmed, and the timer of their next try (I-8). */
+  private readonly unremoved = new Map<string, { tries: number; timer: NodeJS.Timeout }>();
   private readonly egress: EgressNetworks;
   /** Egress networks of this driver's sandboxes (container id → session), closed after the sandbox. */
   private readonly egressSessions = new Map<string, EgressSession>();
@@ -234,6 +245,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.execAgent = options.execAgent === undefined ? bundledExecAgent() : options.execAgent;
     this.pool = new WarmPoolBook({ perProfile, total: options.warmPool?.total ?? 4 * perProfile, profiles: options.warmPool?.profiles ?? 4 });
     this.onWarmFailed = options.onWarmFailed ?? (() => undefined);
+    this.onRemovalFailed = options.onRemovalFailed ?? (() => undefined);
     const proxyUser = options.egress?.proxyUser ?? (process.getuid?.() === 0 ? DEFAULT_EGRESS_PROXY_USER : null);
     if (proxyUser !== null && (proxyUser.uid <= 0 || proxyUser.gid <= 0 || proxyUser.uid === this.user.uid || proxyUser.gid === this.user.gid)) {
       throw new RangeError('the egress proxy user must be neither root nor the sandbox user');
@@ -470,11 +482,63 @@ export class DockerSandboxDriver implements SandboxDriver {
     this.releaseRefill(handle.id);
     await this.sandboxes.get(handle.id)?.renamed;
     this.sandboxes.delete(handle.id);
-    await this.removeContainer(handle.id);
-    const gone = await this.verifyGone(handle.id);
+    let gone = false;
+    try {
+      await this.removeContainer(handle.id);
+      gone = await this.verifyGone(handle.id);
+      if (!gone) this.removeLater(handle.id, new CairnError('E_INTERNAL', `sandbox ${handle.name} is still there after its removal`, { name: handle.name }));
+    } catch (error) {
+      // A loaded engine can fail a forced removal ("did not receive an exit event"): the caller
+      // hears of it, and the sandbox is not forgotten — it is removed again until it is gone.
+      this.removeLater(handle.id, error);
+      throw error;
+    }
     // Its network goes only after the sandbox: until then the firewall rules keep it confined.
     const networkGone = gone ? await this.closeEgress(handle.id) : !this.egressSessions.has(handle.id);
     return { verifiedGone: gone && networkGone };
+  }
+
+  /** How many sandboxes removal is still being retried for (operational state; tests). */
+  get unremovedCount(): number {
+    return this.unremoved.size;
+  }
+
+  /**
+   * Tries the removal of `containerId` again in the background — after 1 s, then twice as long
+   * each time up to 30 s apart, for at most REMOVAL_TRIES tries — until the engine no longer knows
+   * it, then takes down its egress network. A sandbox that outlasts every try is left to the
+   * reconcile at the next start.
+   */
+  private removeLater(containerId: string, error: unknown): void {
+    if (this.unremoved.has(containerId)) return;
+    this.onRemovalFailed(containerId, error, true);
+    const attempt = (tries: number): void => {
+      const timer = setTimeout(() => {
+        void (async () => {
+          let lastError: unknown = null;
+          try {
+            await this.removeContainer(containerId);
+            await this.docker.getContainer(containerId).inspect();
+          } catch (caught) {
+            if (engineStatus(caught) === 404) {
+              this.unremoved.delete(containerId);
+              await this.closeEgress(containerId).catch(() => false);
+              return;
+            }
+            lastError = caught;
+          }
+          if (tries + 1 >= REMOVAL_TRIES) {
+            this.unremoved.delete(containerId);
+            this.onRemovalFailed(containerId, lastError ?? new CairnError('E_INTERNAL', `sandbox ${containerId} is still there`), false);
+            return;
+          }
+          attempt(tries + 1);
+        })();
+      }, Math.min(30_000, 1000 * 2 ** tries));
+      timer.unref();
+      this.unremoved.set(containerId, { tries, timer });
+    };
+    attempt(0);
   }
 
   /** Closes the egress network of a container (true when it had none, or it is verified gone). */

@@ -241,6 +241,39 @@ describe('lifecycle and errors', () => {
     expect(await codeOf(fx.driver.exec(handle, { argv: ['true'], timeoutMs: 1000, maxOutputBytes: 10 }))).toBe('E_NOT_FOUND');
   });
 
+  it('a removal the engine fails is not forgotten: the caller hears E_INTERNAL, and the sandbox is removed again until it is gone', async () => {
+    // The engine as seen through a client whose first forced removal answers 500 (a loaded engine's
+    // "tried to kill container, but did not receive an exit event"); every other call is the real one.
+    let refusals = 1;
+    const failing = new Proxy(fx.docker, {
+      get(target, prop, receiver) {
+        if (prop !== 'getContainer') return Reflect.get(target, prop, receiver) as unknown;
+        return (id: string) => {
+          const container = target.getContainer(id);
+          return new Proxy(container, {
+            get(c, p, r) {
+              if (p === 'remove' && refusals > 0) {
+                refusals -= 1;
+                return () => Promise.reject(Object.assign(new Error('(HTTP code 500) server error - cannot remove container: did not receive an exit event'), { statusCode: 500 }));
+              }
+              return Reflect.get(c, p, r) as unknown;
+            },
+          });
+        };
+      },
+    });
+    const told: { id: string; retrying: boolean }[] = [];
+    const driver = new DockerSandboxDriver({ docker: failing, onRemovalFailed: (id, _error, retrying) => told.push({ id, retrying }) });
+    const handle = await driver.create(fx.spec());
+    expect(await codeOf(driver.destroy(handle))).toBe('E_INTERNAL');
+    expect(await fx.engineKnows(handle.id)).toBe(true);
+    expect(told).toEqual([{ id: handle.id, retrying: true }]);
+    expect(driver.unremovedCount).toBe(1);
+    await expect.poll(() => fx.engineKnows(handle.id), { timeout: 15_000, interval: 200 }).toBe(false);
+    await expect.poll(() => driver.unremovedCount, { timeout: 5_000, interval: 100 }).toBe(0);
+    expect(told).toHaveLength(1);
+  });
+
   it('answers E_NOT_FOUND when the sandbox is removed behind its back during a step', async () => {
     const handle = await fx.driver.create(fx.spec());
     const step = codeOf(fx.driver.exec(handle, { argv: ['sleep', '10'], timeoutMs: 20_000, maxOutputBytes: 10 }));
