@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { isNatsService, natsInboxPrefix } from '@cairn/config';
 import { EVENT_TYPES, isCairnError } from '@cairn/contracts';
 import { connectNats, natsAuthenticatorFromFile, natsPublicKeyOf } from '@cairn/evidence-log';
 import { startNatsServers } from '@cairn/testing';
@@ -39,9 +40,15 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-/** A connection as `user` (a service, or `operator`), with its credentials file. */
+/** A connection as `user` (a service, or `operator`), with its credentials file and, for a service, its inbox prefix. */
 async function as(user: string): Promise<NatsConnection> {
-  const nc = await connect({ servers: nats.urls, authenticator: await natsAuthenticatorFromFile(files[user]!), name: `probe-${user}` });
+  const inboxPrefix = isNatsService(user) ? natsInboxPrefix(user, stack.names.workerId) : undefined;
+  const nc = await connect({
+    servers: nats.urls,
+    authenticator: await natsAuthenticatorFromFile(files[user]!),
+    name: `probe-${user}`,
+    ...(inboxPrefix === undefined ? {} : { inboxPrefix }),
+  });
   open.push(nc);
   return nc;
 }
@@ -56,6 +63,30 @@ async function attempt(nc: NatsConnection, subject: string, body = '{}'): Promis
     if (error instanceof Error && /permissions violation/i.test(`${error.message} ${cause}`)) return 'refused';
     throw error;
   }
+}
+
+/** Whether the server lets `nc` publish to `subject` (no one listening there is still allowed). */
+async function mayPublish(nc: NatsConnection, subject: string): Promise<'refused' | 'allowed'> {
+  try {
+    await nc.request(subject, new TextEncoder().encode('{}'), { timeout: 3_000 });
+    return 'allowed';
+  } catch (error) {
+    const text = error instanceof Error ? `${error.message} ${error.cause instanceof Error ? error.cause.message : ''}` : String(error);
+    if (/permissions violation/i.test(text)) return 'refused';
+    if (/no responders|503/i.test(text)) return 'allowed';
+    throw error;
+  }
+}
+
+/** Whether the server lets `nc` subscribe to `subject`: a refused subscription is closed with a permissions violation. */
+async function maySubscribe(nc: NatsConnection, subject: string): Promise<'refused' | 'allowed'> {
+  const sub = nc.subscribe(subject);
+  const outcome = await Promise.race([
+    sub.closed.then((error) => (error instanceof Error && /permissions violation/i.test(error.message) ? ('refused' as const) : ('allowed' as const))),
+    nc.flush().then(() => new Promise<'allowed'>((resolve) => setTimeout(() => resolve('allowed'), 1_000))),
+  ]);
+  if (!sub.isClosed()) sub.unsubscribe();
+  return outcome;
 }
 
 /** Messages the evidence stream holds on `subject` (a filter). */
@@ -120,6 +151,29 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(await attempt(projector, `$JS.API.STREAM.PURGE.${stack.names.evidenceStream}`)).toBe('refused');
     expect(await attempt(projector, `$JS.API.STREAM.INFO.${stack.names.evidenceStream}`)).toBe('answered');
     expect(await storedOn(`${prefix()}.${chain}.>`)).toBe(0);
+  });
+
+  it("no service reads another's replies or forges one: each subscribes only to its own inboxes, and answers only into those of whom it serves", async () => {
+    const worker = stack.names.workerId;
+    const kernel = await as('kernel');
+    expect(await maySubscribe(kernel, `${natsInboxPrefix('kernel', worker)}.x`)).toBe('allowed');
+    for (const subject of ['_INBOX.>', '_INBOX_gateway.>', `${natsInboxPrefix('runtime', worker)}.>`, '>']) expect(await maySubscribe(kernel, subject), subject).toBe('refused');
+    // The kernel answers nobody: it may publish into no inbox, not even its own.
+    for (const subject of ['_INBOX.x', '_INBOX_gateway.x', `${natsInboxPrefix('runtime', worker)}.x`]) expect(await mayPublish(kernel, subject), subject).toBe('refused');
+    // Intake answers the commands' sender (the gateway), and nobody else.
+    const intake = await as('intake');
+    expect(await mayPublish(intake, '_INBOX_gateway.forged')).toBe('allowed');
+    for (const subject of ['_INBOX.x', '_INBOX_webhooks.x', `${natsInboxPrefix('runtime', worker)}.x`]) expect(await mayPublish(intake, subject), subject).toBe('refused');
+    // A worker answers the gateway's sandbox ops; the gateway answers a worker's requests for a file's chunks.
+    const runtime = await as('runtime');
+    expect(await mayPublish(runtime, '_INBOX_gateway.op')).toBe('allowed');
+    expect(await mayPublish(runtime, '_INBOX_intake.x')).toBe('refused');
+    expect(await maySubscribe(runtime, '_INBOX_gateway.>')).toBe('refused');
+    const gateway = await as('gateway');
+    expect(await mayPublish(gateway, `${natsInboxPrefix('runtime', worker)}.chunks.abc`)).toBe('allowed');
+    // …and nothing else of a worker's: not the publish ack of a receipt it sees on a chain it watches.
+    expect(await mayPublish(gateway, `${natsInboxPrefix('runtime', worker)}.Ab12Cd.7`)).toBe('refused');
+    expect(await maySubscribe(gateway, `${natsInboxPrefix('runtime', worker)}.>`)).toBe('refused');
   });
 
   it("an operator's drain under them: the gateway writes it, the runtime cannot lift it, the scheduler only reads it", async () => {

@@ -4,7 +4,7 @@ import { NatsArtifactStore } from '@cairn/artifact-store';
 import { CairnError } from '@cairn/contracts';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
-import { drainsBucketFor, queueBucketFor, SERVICE_ROUTES, tlogNames } from '@cairn/config';
+import { drainsBucketFor, natsInboxPrefix, queueBucketFor, SERVICE_ROUTES, tlogNames } from '@cairn/config';
 import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
@@ -67,6 +67,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       servers: config.CAIRN_NATS_URL,
       name: 'cairn-gateway',
       maxReconnectAttempts: -1,
+      inboxPrefix: natsInboxPrefix('gateway', ''),
       ...(config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE }),
     });
     cleanups.push(() => nc.drain());

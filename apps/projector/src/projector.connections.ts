@@ -1,3 +1,4 @@
+import { natsInboxPrefix } from '@cairn/config';
 import { connectNats } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { createDataSource, pgUnavailable } from '@cairn/persistence';
@@ -23,6 +24,7 @@ export async function openProjectorConnections(config: ProjectorConfig): Promise
   const nc = await connectNats({
     servers: config.CAIRN_NATS_URL,
     name: 'cairn-projector',
+    inboxPrefix: natsInboxPrefix('projector', ''),
     ...(config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE }),
   });
   const dataSource = createDataSource(config.CAIRN_DATABASE_URL, { applicationName: 'cairn-projector' });

@@ -1,8 +1,9 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { AnySandboxPathSchema, CairnError, isCairnError, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES } from '@cairn/contracts';
 import type { ErrorBody, ErrorCode, EventType, ExecOp, GrantedCaps, OpEnd, ReadOp, Redaction, SandboxOp, WriteOp } from '@cairn/contracts';
+import { CHUNK_INBOX } from '@cairn/config';
 import type { AppendResult } from '@cairn/evidence-log';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { inboxOf, isHeadMoved } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { assertSandboxPath } from '@cairn/sandbox';
@@ -552,7 +553,10 @@ async function pullChunks(nc: NatsConnection, op: WriteOp): Promise<Uint8Array> 
   const parts: Uint8Array[] = [];
   let size = 0;
   for (let index = 0; index < op.chunks; index++) {
-    const msg = await nc.request(op.data_subject, new TextEncoder().encode(JSON.stringify({ index })), { timeout: 10_000 }).catch((error: unknown) => {
+    // Answered into an inbox of its own kind (`<worker's prefix>.chunks.…`): the only inboxes of a
+    // worker the gateway may publish into, so it cannot answer anything else of the worker's (ADR 0022).
+    const reply = inboxOf(nc, CHUNK_INBOX);
+    const msg = await nc.request(op.data_subject, new TextEncoder().encode(JSON.stringify({ index })), { timeout: 10_000, noMux: true, reply }).catch((error: unknown) => {
       throw new CairnError('E_UNAVAILABLE', `chunk ${index} of ${op.path} did not arrive: ${describe(error)}`, { path: op.path });
     });
     size += msg.data.byteLength;

@@ -35,8 +35,10 @@ export { appendersOf, INTAKE_VERBS, isNatsService, NATS_SERVICES, SERVICE_ROUTES
 export type { BucketAccess, NatsService, ServiceRoute, StackBucket } from './service-routes.js';
 export {
   bucketStream,
+  CHUNK_INBOX,
   commandDurableOf,
   evidenceDurableOf,
+  natsInboxPrefix,
   natsPermissionsFor,
   OPERATOR_PERMISSIONS,
   permits,

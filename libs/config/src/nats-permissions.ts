@@ -1,4 +1,4 @@
-import { SERVICE_ROUTES, STACK_BUCKETS } from './service-routes.js';
+import { NATS_SERVICES, SERVICE_ROUTES, STACK_BUCKETS } from './service-routes.js';
 import type { NatsService, StackBucket } from './service-routes.js';
 
 /*
@@ -58,6 +58,45 @@ export function commandDurableOf(verb: string, service: NatsService = 'intake'):
   return service === 'intake' ? `cairn-intake-${name}` : `cairn-${service}-cmd-${name}`;
 }
 
+/**
+ * The prefix of every inbox `service`'s connections make (nats.js `inboxPrefix`): its user may
+ * subscribe to no other inbox, so no service reads another's replies. A worker's is its own
+ * (`_INBOX_runtime.<worker>`), so one worker does not read another's either.
+ */
+export function natsInboxPrefix(service: NatsService, workerId: string): string {
+  return service === 'runtime' ? `_INBOX_runtime.${consumerToken(workerId)}` : `_INBOX_${service}`;
+}
+
+/** The kind of inbox a worker asks the gateway for a file's chunks on (`<worker's prefix>.chunks.<id>`). */
+export const CHUNK_INBOX = 'chunks';
+
+/** Every inbox of `service` (every worker's, for the runtime): what a service answering it may publish to. */
+function inboxesOf(service: NatsService): string {
+  return service === 'runtime' ? '_INBOX_runtime.>' : `_INBOX_${service}.>`;
+}
+
+/**
+ * Whose inboxes `service` answers into, and only those: the senders of the commands it serves, the
+ * senders of the sandbox ops its worker serves, the workers whose requests for a file's chunks the
+ * gateway answers, and those who ask the log of seal heads' writer for a checkpoint.
+ */
+function answeredInboxes(service: NatsService): string[] {
+  const route = SERVICE_ROUTES[service];
+  const answered = new Set<NatsService>();
+  for (const other of NATS_SERVICES) {
+    const theirs = SERVICE_ROUTES[other];
+    if (theirs.sends.some((verb) => route.serves.includes(verb))) answered.add(other);
+    if (route.sandboxOps === 'serve' && theirs.sandboxOps === 'send') answered.add(other);
+    if (route.tlog === 'write' && theirs.tlog === 'read') answered.add(other);
+  }
+  answered.delete(service);
+  const inboxes = [...answered].map(inboxesOf);
+  // The gateway answers a worker's requests for a file's chunks, and nothing else of a worker's:
+  // not the publish acks of the receipts it sees on the chains it watches.
+  if (route.sandboxOps === 'send') inboxes.push(`_INBOX_runtime.*.${CHUNK_INBOX}.>`);
+  return inboxes;
+}
+
 /** The worker's durable of its sandbox ops. */
 export function sandboxOpsDurableOf(workerId: string): string {
   return `cairn-runtime-sbxop-${consumerToken(workerId)}`;
@@ -112,7 +151,7 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
   const cmd = names.commandStream;
   const publish: string[] = ['$JS.API.INFO'];
   const publishDeny: string[] = [];
-  const subscribe: string[] = ['_INBOX.>'];
+  const subscribe: string[] = [`${natsInboxPrefix(service, names.workerId)}.>`];
 
   // The evidence stream: every service reads chains; only its own types may it publish.
   publish.push(`$JS.API.STREAM.INFO.${ev}`, `$JS.API.DIRECT.GET.${ev}`, `$JS.API.DIRECT.GET.${ev}.>`);
@@ -146,8 +185,9 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
   if (route.sandboxOps === 'send') publish.push(`${names.commandPrefix}.cmd.sbxop.*`);
   if (route.sandboxOps === 'serve') publish.push(...durableGrants(cmd, sandboxOpsDurableOf(names.workerId)));
   // A command's reply subject travels in a header, so answering it is a publish, not a NATS response;
-  // the gateway answers a worker's requests for a file's chunks the same way.
-  if (route.serves.length > 0 || route.sandboxOps !== 'none') publish.push('_INBOX.>');
+  // the gateway answers a worker's requests for a file's chunks the same way. Only into the inboxes
+  // of those it answers (`answeredInboxes`), and never a forged answer into anyone else's.
+  publish.push(...answeredInboxes(service));
 
   for (const bucket of STACK_BUCKETS) {
     const access = route.buckets[bucket];
@@ -173,7 +213,7 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
     publish.push(`$JS.API.STREAM.INFO.${kvStream}`, `$JS.API.STREAM.MSG.GET.${kvStream}`, `$JS.API.DIRECT.GET.${kvStream}`, `$JS.API.DIRECT.GET.${kvStream}.>`);
     if (route.tlog === 'write') {
       // A leaf per sealed chain, the checkpoints, and the answers to checkpoint requests (core NATS).
-      publish.push(`${subjectPrefix}.leaf.*`, `$KV.${checkpointBucket}.>`, '_INBOX.>');
+      publish.push(`${subjectPrefix}.leaf.*`, `$KV.${checkpointBucket}.>`);
       subscribe.push(`${subjectPrefix}.checkpoint.sign`);
     } else {
       publish.push(`${subjectPrefix}.checkpoint.sign`);

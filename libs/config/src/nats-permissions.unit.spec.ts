@@ -2,7 +2,7 @@ import { ADMIN_EVENT_TYPES, COMMAND_VERBS, EVENT_TYPES } from '@cairn/contracts'
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { bucketStream, commandDurableOf, evidenceDurableOf, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
+import { bucketStream, commandDurableOf, evidenceDurableOf, natsInboxPrefix, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
 import type { StackNatsNames } from './nats-permissions.js';
 import { appendersOf, INTAKE_VERBS, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
 
@@ -76,6 +76,32 @@ describe('natsPermissionsFor', () => {
       }
       expect(permits(all[service].publish, '$JS.API.STREAM.CREATE.OTHER'), service).toBe(false);
     }
+  });
+
+  it("gives each service its own inboxes only, and lets it answer only into the inboxes of those it serves", () => {
+    const services = Object.keys(all) as (keyof typeof all)[];
+    for (const service of services) {
+      const own = natsInboxPrefix(service, NAMES.workerId);
+      expect(all[service].subscribe.allow.filter((s) => s.startsWith('_INBOX')), service).toEqual([`${own}.>`]);
+      for (const other of services) {
+        if (other !== service) expect(permits(all[service].subscribe, `${natsInboxPrefix(other, NAMES.workerId)}.x`), `${service} reads ${other}'s`).toBe(false);
+      }
+      expect(permits(all[service].subscribe, '_INBOX.x'), service).toBe(false);
+      expect(permits(all[service].publish, '_INBOX.x'), service).toBe(false);
+    }
+    // Another worker's inboxes are not this worker's.
+    expect(natsInboxPrefix('runtime', 'w.1')).toBe('_INBOX_runtime.w_1');
+    expect(permits(all.runtime.subscribe, '_INBOX_runtime.other-worker.x')).toBe(false);
+    const answers = (service: keyof typeof all) => services.filter((to) => permits(all[service].publish, `${natsInboxPrefix(to, NAMES.workerId)}.x`));
+    expect(answers('intake')).toEqual(['gateway']);
+    expect(answers('webhooks')).toEqual(['gateway']);
+    expect(answers('runtime')).toEqual(['gateway']);
+    // The gateway answers a worker's requests for a file's chunks only, never another of its inboxes (its publish acks).
+    expect(answers('gateway')).toEqual([]);
+    expect(permits(all.gateway.publish, `${natsInboxPrefix('runtime', NAMES.workerId)}.chunks.abc`)).toBe(true);
+    expect(permits(all.gateway.publish, `${natsInboxPrefix('runtime', NAMES.workerId)}.Ab12Cd.7`)).toBe(false);
+    expect(answers('grader')).toEqual(['gateway']);
+    for (const quiet of ['policy', 'scheduler', 'kernel', 'verifier', 'projector'] as const) expect(answers(quiet), quiet).toEqual([]);
   });
 
   it('leaves the projector nothing to publish but its acks and reads', () => {

@@ -1,4 +1,4 @@
-import { createInbox } from '@nats-io/transport-node';
+import { inboxOf } from './nats-connection.js';
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 
 /** A message as a batch direct get returns it: where it is stored, its own headers, its bytes. */
@@ -29,7 +29,7 @@ const encoder = new TextEncoder();
  * pulled and deleted: three API round trips and server state) with one round trip.
  */
 export class DirectBatchReader {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly pending = new Map<string, PendingRead>();
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
@@ -41,6 +41,7 @@ export class DirectBatchReader {
     private readonly stream: string,
     private readonly timeoutMs: number,
   ) {
+    this.inbox = inboxOf(nc);
     this.subscription = nc.subscribe(`${this.inbox}.*`, {
       callback: (error, msg) => {
         if (error) this.close(`the direct get subscription failed: ${error.message}`);

@@ -3,8 +3,8 @@ import { assertUnreachable, CairnError, ChainIdSchema, deepFreeze, isCairnError 
 import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { JetStreamManager, StoredMsg, StreamInfo } from '@nats-io/jetstream';
-import { createInbox, delay, headers, nanos } from '@nats-io/transport-node';
-import { assertSupportedNatsServer, connectNats } from './nats-connection.js';
+import { delay, headers, nanos } from '@nats-io/transport-node';
+import { assertSupportedNatsServer, connectNats, inboxOf } from './nats-connection.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { GENESIS_HEAD, prepareAppend, sealOnto } from './append-body.builder.js';
 import type { AppendInput, ChainHead, PreparedAppend } from './append-body.builder.js';
@@ -765,7 +765,7 @@ export class EvidenceLog {
     };
     const pullSubject = `$JS.API.CONSUMER.MSG.NEXT.${this.streamName}.${consumer}`;
     const pullRequest = this.encoder.encode(JSON.stringify({ batch: READ_BATCH, expires: nanos(READ_STALL_MS) }));
-    const inbox = createInbox();
+    const inbox = inboxOf(this.nc);
     // Keep about one batch in flight and at most two unread, so a slow reader holds back the server.
     const pullIfLow = () => {
       if (ended || failure !== null || inFlight >= READ_BATCH || queue.length - next >= 2 * READ_BATCH) return;

@@ -36,7 +36,7 @@ export type { AppendOptions } from './head-guard.js';
 export { JetStreamAckPublisher, parseAck } from './jetstream-ack.publisher.js';
 export type { PublishOutcome } from './jetstream-ack.publisher.js';
 export { KeyedSerialQueue } from './keyed-serial.queue.js';
-export { assertSupportedNatsServer, connectNats, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
+export { assertSupportedNatsServer, connectNats, inboxOf, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
 export type { ConnectNatsOptions } from './nats-connection.js';
 export { ensureNatsSeedFile, natsAuthenticatorFromFile, natsPublicKeyOf, readNatsSeedFile } from './nats-credentials.js';
 export { parseStoredReceipt } from './stored-receipt.parser.js';

@@ -1,5 +1,5 @@
+import { inboxOf } from './nats-connection.js';
 import { randomUUID } from 'node:crypto';
-import { createInbox } from '@nats-io/transport-node';
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 
 /** How a JetStream publish ended. A tagged union, so callers branch on it without exceptions. */
@@ -33,7 +33,7 @@ const decoder = new TextDecoder();
  * `publish` with a reply subject and one map entry; one sweeper times out what is left.
  */
 export class JetStreamAckPublisher {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly pending = new Map<string, Pending>();
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
@@ -45,6 +45,7 @@ export class JetStreamAckPublisher {
     private readonly nc: NatsConnection,
     private readonly timeoutMs: number,
   ) {
+    this.inbox = inboxOf(nc);
     this.subscription = nc.subscribe(`${this.inbox}.*`, {
       callback: (error, msg) => {
         // The subscription is gone (e.g. no permission for the inbox): nothing more can be acked.

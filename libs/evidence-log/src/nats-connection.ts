@@ -1,6 +1,6 @@
 import { redactUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
-import { connect } from '@nats-io/transport-node';
+import { connect, createInbox } from '@nats-io/transport-node';
 import type { ConnectionOptions, NatsConnection } from '@nats-io/transport-node';
 import { natsAuthenticatorFromFile } from './nats-credentials.js';
 
@@ -82,4 +82,15 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
     throw isCairnError(error) ? error : new CairnError('E_UNAVAILABLE', String(error));
   }
   return nc;
+}
+
+/**
+ * A new inbox under the connection's own prefix (`inboxPrefix`, `_INBOX` by default), and under
+ * `purpose` when given (`<prefix>.<purpose>.<id>`: a kind of answer a peer may be let publish into,
+ * and no other). With NATS users (ADR 0022) a service may subscribe only to the inboxes of its own
+ * prefix, so every reply subject a Cairn client makes comes from here, never from a bare `createInbox()`.
+ */
+export function inboxOf(nc: NatsConnection, purpose?: string): string {
+  const prefix = (nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix || '_INBOX';
+  return createInbox(purpose === undefined ? prefix : `${prefix}.${purpose}`);
 }

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { CairnError } from '@cairn/contracts';
 import type { StreamConfig, StreamState } from '@nats-io/jetstream';
-import { createInbox, Empty } from '@nats-io/transport-node';
+import { Empty } from '@nats-io/transport-node';
+import { inboxOf } from './nats-connection.js';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 
 /*
@@ -47,7 +48,7 @@ async function apiRequest<T>(nc: NatsConnection, subject: string, body: unknown,
 
 /** Writes a snapshot of `stream` (messages checked by the server first, consumers included) to `file`. */
 export async function snapshotStream(nc: NatsConnection, stream: string, file: string): Promise<StreamSnapshot> {
-  const inbox = createInbox();
+  const inbox = inboxOf(nc);
   const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
   const hash = createHash('sha256');
   let bytes = 0;

@@ -3,7 +3,8 @@ import { CairnError, COMMAND_SCHEMAS, CommandReplySchema, inputIssues, isCairnEr
 import type { CommandOk, CommandPayload, CommandReply, CommandVerb, ErrorBody, ErrorCode } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StreamInfo } from '@nats-io/jetstream';
-import { createInbox, headers, nanos, nuid } from '@nats-io/transport-node';
+import { inboxOf } from '@cairn/evidence-log';
+import { headers, nanos, nuid } from '@nats-io/transport-node';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { commandStreamConfig, commandStreamProblems, commandSubject, resolveCommandBusOptions } from './command-stream.config.js';
 import type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
@@ -128,7 +129,7 @@ export class CommandBus {
     }
     const data = this.encoder.encode(JSON.stringify(parsed.data));
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const inbox = createInbox();
+    const inbox = inboxOf(this.nc);
     const waiting = this.awaitReply(inbox, timeoutMs, verb);
     try {
       let ack = await this.publish(verb, data, inbox, options.msgId, timeoutMs);

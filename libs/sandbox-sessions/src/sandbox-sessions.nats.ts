@@ -1,13 +1,14 @@
 import { CairnError, ChunkRequestSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, OpEndSchema, opSubject, parseEvidenceReceipt, SANDBOX_CHUNK_BYTES, SandboxIdSchema } from '@cairn/contracts';
 import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, OpEnd, SandboxOp } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
+import { inboxOf } from '@cairn/evidence-log';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { foldSandbox } from '@cairn/lifecycle';
 import type { SandboxView } from '@cairn/lifecycle';
 import type { CommandBus } from '@cairn/operational';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import { createInbox, nuid } from '@nats-io/transport-node';
+import { nuid } from '@nats-io/transport-node';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type {
   CreateOptions,
@@ -290,7 +291,7 @@ class NatsSandboxSessions implements SandboxSessions {
     const target = await this.liveSandbox(sandboxId, caller);
     const sha256 = sha256Hex(content);
     const chunks = Math.ceil(content.byteLength / SANDBOX_CHUNK_BYTES);
-    const dataSubject = createInbox();
+    const dataSubject = inboxOf(this.deps.nc);
     // The runtime pulls the chunks, one request each, so nothing is sent that nobody reads.
     const serving = this.deps.nc.subscribe(dataSubject, {
       callback: (error, msg) => {
@@ -444,7 +445,7 @@ class NatsSandboxSessions implements SandboxSessions {
     onMessage?: (msg: Msg) => void,
   ): Promise<{ end: Extract<OpEnd, { ok: true }>; receipt: EvidenceReceipt }> {
     const opId = nuid.next();
-    const replyTo = createInbox();
+    const replyTo = inboxOf(this.deps.nc);
     let sub: Subscription | undefined;
     let timer: NodeJS.Timeout | undefined;
     const ended = new Promise<OpEnd>((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { isNatsService, SERVICE_ROUTES } from '@cairn/config';
+import { isNatsService, natsInboxPrefix, SERVICE_ROUTES } from '@cairn/config';
 import type { EvidenceLogConfig } from '@cairn/config';
 import { connectNats, EvidenceLog, evidenceLogOptionsFromConfig } from '@cairn/evidence-log';
 import { Inject, Injectable, Module } from '@nestjs/common';
@@ -29,6 +29,17 @@ export interface ServiceModuleOptions<C extends EvidenceLogConfig> {
 /** The connection's credentials file, when the process has one (CAIRN_NATS_CREDS_FILE). */
 export function credsOf(config: EvidenceLogConfig): { credsFile?: string } {
   return config.CAIRN_NATS_CREDS_FILE === undefined ? {} : { credsFile: config.CAIRN_NATS_CREDS_FILE };
+}
+
+/**
+ * The prefix of the service's inboxes (ADR 0022): its NATS user may subscribe to no other. A name
+ * outside SERVICE_ROUTES keeps nats.js's default; a runtime's is its worker's own.
+ */
+export function inboxPrefixOf(service: string, config: object): { inboxPrefix?: string } {
+  if (!isNatsService(service)) return {};
+  const workerId = (config as { CAIRN_WORKER_ID?: unknown }).CAIRN_WORKER_ID;
+  if (service === 'runtime' && (typeof workerId !== 'string' || workerId === '')) throw new RangeError('a runtime connects to NATS only once its worker id is known');
+  return { inboxPrefix: natsInboxPrefix(service, typeof workerId === 'string' ? workerId : '') };
 }
 
 /** A service appends only the types of its row of SERVICE_ROUTES (docs/adr/0022); a name outside the table, any. */
@@ -102,7 +113,13 @@ export class ServiceRuntimeModule {
         {
           provide: NATS_CONNECTION,
           useFactory: async (): Promise<NatsConnection> => {
-            return connectNats({ servers: options.config.CAIRN_NATS_URL, name: `cairn-${options.service}`, maxReconnectAttempts: -1, ...credsOf(options.config) });
+            return connectNats({
+              servers: options.config.CAIRN_NATS_URL,
+              name: `cairn-${options.service}`,
+              maxReconnectAttempts: -1,
+              ...credsOf(options.config),
+              ...inboxPrefixOf(options.service, options.config),
+            });
           },
         },
         {

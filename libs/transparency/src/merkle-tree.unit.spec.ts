@@ -27,7 +27,8 @@ describe('MerkleTree (cached complete subtrees)', () => {
         }
       }
     }
-  });
+    // ≈ 0.4 s on an idle machine; tens of thousands of WebCrypto digests, so more on a loaded one.
+  }, 30_000);
 
   it('hashes the known RFC 6962 root of the reference leaves (appendData)', async () => {
     const tree = new MerkleTree();
