@@ -1,4 +1,4 @@
-import { runCli } from './program.js';
+import { shutdownTracing, startTracing } from '@cairn/tracing';
 
 // A reader that goes away (`cairn export … | head`) is not an error worth a stack trace.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -6,7 +6,12 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
+// `cairn run` is where a run's trace can begin (ADR 0031): tracing, when the OTEL_* variables turn it
+// on, starts before the commands (and what they load) are imported. Off, nothing is loaded.
+if (process.argv[2] === 'run') await startTracing('cairn-cli');
+const { runCli } = await import('./program.js');
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env });
+await shutdownTracing();
 
 // Every command closes what it opened; should a client library still hold a socket or timer
 // (a connection attempt abandoned after its timeout), it may not hold the process open.

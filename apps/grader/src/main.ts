@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { GraderConfigSchema } from './grader.config.js';
-import { GRADER_SERVICE, graderModule } from './grader.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(GRADER_SERVICE, () => graderModule(loadConfig(GraderConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-grader');
+await import('./serve.js');

@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { IntakeConfigSchema } from './intake.config.js';
-import { INTAKE_SERVICE, intakeModule } from './intake.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(INTAKE_SERVICE, () => intakeModule(loadConfig(IntakeConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-intake');
+await import('./serve.js');

@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { KernelConfigSchema } from './kernel.config.js';
-import { KERNEL_SERVICE, kernelModule } from './kernel.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(KERNEL_SERVICE, () => kernelModule(loadConfig(KernelConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-kernel');
+await import('./serve.js');

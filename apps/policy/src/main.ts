@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { PolicyServiceConfigSchema } from './policy.config.js';
-import { POLICY_SERVICE, policyModule } from './policy.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(POLICY_SERVICE, () => policyModule(loadConfig(PolicyServiceConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-policy');
+await import('./serve.js');

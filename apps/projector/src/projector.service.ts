@@ -1,3 +1,4 @@
+import { inSpan, parentFromHeaders, tracingActive } from '@cairn/tracing';
 import { CONSUMER_PULL_EXPIRES_MS } from '@cairn/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
@@ -123,7 +124,27 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     }
   }
 
+  /**
+   * `flushBatch` in a span of the batch, continuing the first receipt's trace, with a span per
+   * receipt under its own append span: each run's trace shows when its receipts reached the
+   * projections (ADR 0031). Nothing of it when tracing is off.
+   */
   private async flush(batch: JsMsg[]): Promise<void> {
+    if (!tracingActive() || batch.length === 0) return this.flushBatch(batch);
+    const parents = batch.map((m) => parentFromHeaders(m.headers));
+    const ends: (() => void)[] = [];
+    const each = parents.map((parent, i) =>
+      inSpan(`projector project ${batch[i]!.subject.split('.').at(-1) ?? ''}`, { kind: 'consumer', parent, attributes: { 'messaging.message.stream_seq': batch[i]!.seq } }, () => new Promise<void>((resolve) => ends.push(resolve))),
+    );
+    try {
+      await inSpan('projector batch', { parent: parents[0]!, attributes: { 'cairn.batch.size': batch.length } }, () => this.flushBatch(batch));
+    } finally {
+      for (const end of ends) end();
+      await Promise.all(each);
+    }
+  }
+
+  private async flushBatch(batch: JsMsg[]): Promise<void> {
     let result: BatchResult;
     try {
       const messages = batch.map((m) => ({ streamSeq: m.seq, subject: m.subject, data: m.data }));

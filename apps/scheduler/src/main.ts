@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { SchedulerConfigSchema } from './scheduler.config.js';
-import { SCHEDULER_SERVICE, schedulerModule } from './scheduler.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(SCHEDULER_SERVICE, () => schedulerModule(loadConfig(SchedulerConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-scheduler');
+await import('./serve.js');

@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { VerifierConfigSchema } from './verifier.config.js';
-import { VERIFIER_SERVICE, verifierModule } from './verifier.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(VERIFIER_SERVICE, () => verifierModule(loadConfig(VerifierConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-verifier');
+await import('./serve.js');

@@ -1,7 +1,5 @@
-import 'reflect-metadata';
-import { loadConfig } from '@cairn/config';
-import { runServiceMain } from '@cairn/service-kit';
-import { WebhooksConfigSchema } from './webhooks.config.js';
-import { WEBHOOKS_SERVICE, webhooksModule } from './webhooks.module.js';
+import { startTracing } from '@cairn/tracing';
 
-await runServiceMain(WEBHOOKS_SERVICE, () => webhooksModule(loadConfig(WebhooksConfigSchema)));
+// Tracing first (ADR 0031): on, it must hook `pg` and `http` before anything loads them; off, it loads nothing.
+await startTracing('cairn-webhooks');
+await import('./serve.js');

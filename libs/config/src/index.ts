@@ -47,3 +47,5 @@ export {
   subjectMatches,
 } from './nats-permissions.js';
 export type { NatsPermissions, NatsUser, StackNatsNames, SubjectPermission } from './nats-permissions.js';
+export { otelEnvironment, TracingConfigSchema, tracingEnabled } from './tracing.config.js';
+export type { TracingConfig } from './tracing.config.js';

@@ -4,6 +4,7 @@ import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { JetStreamManager, StoredMsg, StreamInfo } from '@nats-io/jetstream';
 import { delay, headers, nanos } from '@nats-io/transport-node';
+import { injectTraceHeaders, inSpan } from '@cairn/tracing';
 import { assertSupportedNatsServer, connectNats, inboxOf } from './nats-connection.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { GENESIS_HEAD, prepareAppend, sealOnto } from './append-body.builder.js';
@@ -211,7 +212,12 @@ export class EvidenceLog {
     const prepared = prepareAppend(chainId, input);
     const expected = checkExpectedHeadSeq(options);
     const publisher = this.openPublisher();
-    return this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected));
+    // The span is started and the queue entered before anything awaits: call order is kept (ADR 0031).
+    return inSpan(`append ${input.type}`, { kind: 'producer', attributes: { 'cairn.chain_id': chainId, 'cairn.receipt.type': input.type } }, async (span) => {
+      const result = await this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected));
+      span?.setAttributes({ 'cairn.receipt.seq': result.receipt.seq, 'cairn.append.duplicate': result.duplicate });
+      return result;
+    });
   }
 
   /**
@@ -232,7 +238,10 @@ export class EvidenceLog {
     }
     const expected = checkExpectedHeadSeq(options);
     const publisher = this.openPublisher();
-    return this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected));
+    const types = inputs.map((input) => input.type).join(',');
+    return inSpan(`append batch`, { kind: 'producer', attributes: { 'cairn.chain_id': chainId, 'cairn.receipt.types': types, 'cairn.batch.size': inputs.length } }, () =>
+      this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected)),
+    );
   }
 
   /** A type outside this process's row (`appends`) is refused here, not left to a server that enforces it to time out. */
@@ -361,6 +370,7 @@ export class EvidenceLog {
       }
       hdrs.set(CHAIN_SEQ_HEADER, String(receipt.seq));
       if (prepared.traceparent !== null) hdrs.set('traceparent', prepared.traceparent);
+      else injectTraceHeaders(hdrs);
       return { receipt, subject, data, headers: hdrs };
     });
   }
@@ -516,6 +526,7 @@ export class EvidenceLog {
     }
     hdrs.set(CHAIN_SEQ_HEADER, String(receipt.seq));
     if (prepared.traceparent !== null) hdrs.set('traceparent', prepared.traceparent);
+    else injectTraceHeaders(hdrs);
     const outcome = await publisher.publish(subject, data, hdrs);
     if (outcome.kind === 'stored' && outcome.stream !== this.streamName) {
       throw new CairnError('E_INTERNAL', `${subject} was stored by stream ${outcome.stream}, not ${this.streamName}`, { chainId });

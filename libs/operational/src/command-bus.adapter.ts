@@ -5,6 +5,7 @@ import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStrea
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg, StreamInfo } from '@nats-io/jetstream';
 import { inboxOf } from '@cairn/evidence-log';
 import { headers, nanos, nuid } from '@nats-io/transport-node';
+import { injectTraceHeaders, inSpan, markSpanFailed, parentFromHeaders } from '@cairn/tracing';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { commandStreamConfig, commandStreamProblems, commandSubject, resolveCommandBusOptions } from './command-stream.config.js';
 import type { CommandBusOptions, ResolvedCommandBusOptions } from './command-stream.config.js';
@@ -122,6 +123,14 @@ export class CommandBus {
 
   /** Publishes the command and waits for its reply. */
   async send<V extends CommandVerb>(verb: V, payload: CommandPayload<V>, options: SendOptions): Promise<CommandReply> {
+    return inSpan(`command ${verb}`, { kind: 'producer', attributes: { 'cairn.command': verb } }, async (span) => {
+      const reply = await this.sendTraced(verb, payload, options);
+      if (!reply.ok) span?.setAttribute('cairn.error_code', reply.error.code);
+      return reply;
+    });
+  }
+
+  private async sendTraced<V extends CommandVerb>(verb: V, payload: CommandPayload<V>, options: SendOptions): Promise<CommandReply> {
     const parsed = COMMAND_SCHEMAS[verb].safeParse(payload);
     if (!parsed.success) {
       const issues = inputIssues(parsed.error);
@@ -148,6 +157,7 @@ export class CommandBus {
   private async publish(verb: CommandVerb, data: Uint8Array, inbox: string, msgId: string, timeoutMs: number) {
     const hdrs = headers();
     hdrs.set(REPLY_TO_HEADER, inbox);
+    injectTraceHeaders(hdrs);
     return this.js.publish(this.subjectFor(verb), data, { msgID: msgId, headers: hdrs, timeout: Math.min(timeoutMs, 5000) });
   }
 
@@ -260,18 +270,25 @@ export class CommandBus {
     const timeout = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new CairnError('E_UNAVAILABLE', `the ${verb} handler did not finish within ${handlerTimeoutMs} ms`)), handlerTimeoutMs);
     });
+    const attributes = { 'cairn.command': verb, 'messaging.message.delivery_count': meta.deliveryCount };
     try {
-      const result = await Promise.race([handler(parsed.data as CommandPayload<V>, meta), timeout]);
-      answer({ ok: true, run_id: result.run_id, duplicate: result.duplicate });
-      msg.ack();
-    } catch (error) {
-      const body = errorBody(error);
-      if (isOutage(body.code) && meta.deliveryCount < maxDeliver) {
-        msg.nak(Math.min(5000, 200 * 2 ** (meta.deliveryCount - 1)));
-        return;
-      }
-      answer(failed(body));
-      msg.ack();
+      // The sender's span is the parent: a run's trace starts at the request that submitted it (ADR 0031).
+      await inSpan(`handle command ${verb}`, { kind: 'consumer', parent: parentFromHeaders(msg.headers), attributes }, async (span) => {
+        try {
+          const result = await Promise.race([handler(parsed.data as CommandPayload<V>, meta), timeout]);
+          answer({ ok: true, run_id: result.run_id, duplicate: result.duplicate });
+          msg.ack();
+        } catch (error) {
+          markSpanFailed(span, error);
+          const body = errorBody(error);
+          if (isOutage(body.code) && meta.deliveryCount < maxDeliver) {
+            msg.nak(Math.min(5000, 200 * 2 ** (meta.deliveryCount - 1)));
+            return;
+          }
+          answer(failed(body));
+          msg.ack();
+        }
+      });
     } finally {
       clearInterval(keepAlive);
       clearTimeout(timer);

@@ -1,4 +1,5 @@
 import { CairnError, ChainIdSchema, isCairnError } from '@cairn/contracts';
+import { inSpan } from '@cairn/tracing';
 import {
   containerName,
   LimitWatch,
@@ -273,6 +274,14 @@ export class DockerSandboxDriver implements SandboxDriver {
    * that cannot be set up is `E_SANDBOX_START` and no sandbox starts.
    */
   async create(input: SandboxSpecInput, createOptions: DockerCreateOptions = {}): Promise<SandboxHandle> {
+    return inSpan('docker create sandbox', { kind: 'internal' }, async (span) => {
+      const handle = await this.createUntraced(input, createOptions);
+      span?.setAttributes({ 'cairn.sandbox.name': handle.name });
+      return handle;
+    });
+  }
+
+  private async createUntraced(input: SandboxSpecInput, createOptions: DockerCreateOptions): Promise<SandboxHandle> {
     const spec = parseSandboxSpec(input);
     // An image id names its content: nothing to resolve (a create from one that is gone fails as E_IMAGE_PULL).
     const imageId = IMAGE_ID.test(spec.image) ? spec.image : await this.resolveImage(spec.image);
@@ -280,6 +289,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       const claimed = await this.claimWarm(spec, imageId);
       if (claimed !== null) {
         this.counts.hits += 1;
+        // A claim renames a started container: no create or start of its own to trace.
         return claimed;
       }
       this.counts.misses += 1;
@@ -292,7 +302,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     try {
       endpoint = await this.openAgent(spec.labels.workerId, name);
       const options = endpoint === null ? hardened : withExecAgent(hardened, this.execAgent!.binary, endpoint.hostDir, spec.lifetimeSeconds);
-      container = await this.docker.createContainer(options);
+      container = await inSpan('docker create', { kind: 'client', attributes: { 'cairn.sandbox.name': name } }, () => this.docker.createContainer(options));
     } catch (error) {
       await session?.close().catch(() => false);
       await this.closeAgent(name);
@@ -306,7 +316,7 @@ export class DockerSandboxDriver implements SandboxDriver {
     let token: { send: () => void; cancel: () => void } | null = null;
     try {
       token = endpoint === null ? null : await endpoint.sendToken(container);
-      await container.start();
+      await inSpan('docker start', { kind: 'client', attributes: { 'cairn.sandbox.name': name } }, () => container.start());
       this.counts.containersStarted += 1;
       token?.send();
       const info = await container.inspect();
@@ -359,6 +369,14 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecResult> {
+    return inSpan('docker exec', { kind: 'client', attributes: { 'cairn.sandbox.name': handle.name } }, async (span) => {
+      const result = await this.execUntraced(handle, request);
+      if (result.exitCode !== null) span?.setAttribute('process.exit.code', result.exitCode);
+      return result;
+    });
+  }
+
+  private async execUntraced(handle: SandboxHandle, request: ExecRequest): Promise<ExecResult> {
     checkExecRequest(handle, request);
     const stdout = new BoundedBuffer(request.maxOutputBytes);
     const stderr = new BoundedBuffer(request.maxOutputBytes);
@@ -479,6 +497,10 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async destroy(handle: SandboxHandle): Promise<DestroyResult> {
+    return inSpan('docker remove', { kind: 'client', attributes: { 'cairn.sandbox.name': handle.name } }, () => this.destroyUntraced(handle));
+  }
+
+  private async destroyUntraced(handle: SandboxHandle): Promise<DestroyResult> {
     this.releaseRefill(handle.id);
     await this.sandboxes.get(handle.id)?.renamed;
     this.sandboxes.delete(handle.id);

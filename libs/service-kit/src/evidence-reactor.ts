@@ -6,6 +6,7 @@ import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { inSpan, markSpanFailed, parentFromHeaders } from '@cairn/tracing';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JsonLogger } from './json-logger.js';
 import { ReactionContext } from './reaction-context.js';
@@ -155,11 +156,18 @@ export class EvidenceReactor {
       );
     });
     try {
-      await Promise.race([handler.handle(ctx), timeout]);
-      msg.ack();
-      this.handled += 1;
-    } catch (error) {
-      await this.failed(msg, ctx, error);
+      // The receipt's own append span is the parent: one run is one trace across every service (ADR 0031).
+      const attributes = { 'cairn.chain_id': ctx.chainId, 'cairn.receipt.type': receipt.type, 'cairn.receipt.seq': receipt.seq, 'messaging.message.delivery_count': msg.info.deliveryCount };
+      await inSpan(`${service} handle ${receipt.type}`, { kind: 'consumer', parent: parentFromHeaders(msg.headers), attributes }, async (span) => {
+        try {
+          await Promise.race([handler.handle(ctx), timeout]);
+          msg.ack();
+          this.handled += 1;
+        } catch (error) {
+          markSpanFailed(span, error);
+          await this.failed(msg, ctx, error);
+        }
+      });
     } finally {
       clearInterval(keepAlive);
       clearTimeout(timer);

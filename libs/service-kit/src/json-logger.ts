@@ -1,4 +1,5 @@
 import { escapeLineSeparators } from '@cairn/evidence';
+import { activeTraceIds } from '@cairn/tracing';
 import type { LoggerService } from '@nestjs/common';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
@@ -13,7 +14,7 @@ let logContext: LogContext | null = null;
 
 /**
  * Sets where every logger finds the current trace context (`trace_id`, `span_id` on each line);
- * `null` turns it off. One per process: tracing installs it at boot.
+ * `null` goes back to the active OpenTelemetry span's ids (none while tracing is off, ADR 0031).
  */
 export function setLogContext(context: LogContext | null): void {
   logContext = context;
@@ -45,7 +46,7 @@ export class JsonLogger implements LoggerService {
           messageKey: 'msg',
           timestamp: () => `,"ts":"${new Date().toISOString()}"`,
           formatters: { level: (label) => ({ level: label }) },
-          mixin: () => logContext?.() ?? {},
+          mixin: () => (logContext === null ? activeTraceIds() : logContext()) ?? {},
         },
         // A plain synchronous stream: the line is written (or handed to the sink) before write() returns.
         { write: (line: string) => sink(escapeLineSeparators(line)) },

@@ -1,5 +1,6 @@
 import { isCairnError } from '@cairn/contracts';
 import type { INestApplicationContext } from '@nestjs/common';
+import { shutdownTracing } from '@cairn/tracing';
 import { NestFactory } from '@nestjs/core';
 import type { DynamicModule } from '@nestjs/common';
 import { JsonLogger } from './json-logger.js';
@@ -37,6 +38,7 @@ export async function runServiceMain(service: string, build: () => DynamicModule
     logger.write('info', 'stopping', { signal });
     try {
       await on.stop();
+      await shutdownTracing();
       process.exit(0);
     } catch (error) {
       logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });

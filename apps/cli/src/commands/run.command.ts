@@ -1,3 +1,4 @@
+import { inSpan } from '@cairn/tracing';
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { CairnError, isCairnError } from '@cairn/contracts';
@@ -148,7 +149,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       if (options.oracle === true || options.agent !== undefined) throw usageError('--oracle and --agent go with a Harbor task directory');
       const spec = await readRunSpec(specPath);
       const { client } = await resolveTarget(context.env);
+      // The run's trace starts here when tracing is on (ADR 0031): every request below is its child.
+      await inSpan('cairn run', { kind: 'client', attributes: { 'cairn.run.wait': options.wait === true } }, async (span) => {
       const submitted = await client.runs.submit(spec, { idempotencyKey: key });
+      span?.setAttribute('cairn.chain_id', submitted.runId);
       if (options.wait !== true) {
         const outcome: RunOutcome = { runId: submitted.runId, state: submitted.state, verdict: null, score: null, maxScore: null, errorCode: null };
         if (submitted.duplicate) output.note(`(the same idempotency key submitted this run before)`);
@@ -163,5 +167,6 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       output.note(`  chain       ${followed.count} receipts verified, head ${followed.headHash}`);
       report(output, outcome, formatOutcome({ ...outcome, upperBound: followed.view.upperBound }));
       if (isUnsuccessful(outcome.state) || echo?.mismatched === true) context.exitCode = EXIT_FAILED;
+      });
     });
 }

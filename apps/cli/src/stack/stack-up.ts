@@ -68,7 +68,8 @@ const SECRET_OPENERS: readonly string[] = ['runtime', 'kernel', 'verifier', 'gra
  */
 export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, string>, extra: Record<string, string> = {}, service?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && value !== undefined) env[key] = value;
+  // OTEL_SERVICE_NAME would give every process one name: each names itself (cairn-<service>, ADR 0031).
+  for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && key !== 'OTEL_SERVICE_NAME' && value !== undefined) env[key] = value;
   const stackConfig = { ...config };
   if (service !== undefined && !SECRET_OPENERS.includes(service)) delete stackConfig.CAIRN_SECRETS_PRIVATE_KEY_FILE;
   return { ...env, ...stackConfig, ...extra };
