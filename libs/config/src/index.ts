@@ -45,3 +45,5 @@ export {
   subjectMatches,
 } from './nats-permissions.js';
 export type { NatsPermissions, NatsUser, StackNatsNames, SubjectPermission } from './nats-permissions.js';
+export { isPgService, PG_FUNCTIONS, PG_SERVICES, PG_TABLES, pgGrantsMarkdown, pgReadsOf, pgRoleName, pgWritesOf } from './pg-grants.js';
+export type { PgService, PgTableGrant, PgWrite } from './pg-grants.js';

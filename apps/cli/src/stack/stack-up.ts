@@ -10,6 +10,7 @@ import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, with
 import type { ServiceRecord, StackFile } from './stack-file.js';
 import { isServiceAlive, logTail, missingBuilds, REPO_ROOT, startServiceProcess, stopProcesses } from './service-process.js';
 import { natsCredsFileOf, provisionStackStreams, stackWorkerId, writeStackNatsAuth } from './nats-auth.js';
+import { applyPgGrants, ensureStackPgRoles, readPgPassword, ROLES_DIR_VARIABLE, serviceDatabaseEnv, withPassword } from './pg-roles.js';
 
 export interface UpOptions {
   /** May run tools/ensure-services.sh when a prerequisite does not answer. */
@@ -71,6 +72,12 @@ export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, strin
   for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && value !== undefined) env[key] = value;
   const stackConfig = { ...config };
   if (service !== undefined && !SECRET_OPENERS.includes(service)) delete stackConfig.CAIRN_SECRETS_PRIVATE_KEY_FILE;
+  // PostgreSQL roles per service (ADR 0032): the stack's (admin) URL reaches no service, each one its own role's.
+  const database = service === undefined ? null : serviceDatabaseEnv(config, service);
+  if (database !== null) {
+    for (const key of ['CAIRN_DATABASE_URL', 'CAIRN_DATABASE_PASSWORD_FILE', ROLES_DIR_VARIABLE]) delete stackConfig[key];
+    Object.assign(stackConfig, database);
+  }
   return { ...env, ...stackConfig, ...extra };
 }
 
@@ -255,8 +262,21 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const { migrate } = await import('@cairn/persistence');
   const { withPostgres } = await import('../connections.js');
   const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
-  const applied = await withPostgres(databaseUrl, () => migrate(databaseUrl), 60_000);
+  // Each service's role (ADR 0032): made or brought back to PG_TABLES, the existing tables handed to
+  // their owners; then the shared migration sets run as their owners, and what they made is granted.
+  const pgRoles = await withPostgres(databaseUrl, () => ensureStackPgRoles(databaseUrl, location.home), 60_000);
+  const moved = await withPostgres(databaseUrl, () => applyPgGrants(databaseUrl), 60_000);
+  options.progress(`PostgreSQL roles: ${Object.values(pgRoles.services).map((s) => s.role).join(', ')}${pgRoles.created.length > 0 ? ` (new passwords: ${pgRoles.created.join(', ')})` : ''}`);
+  if (moved.transferred.length > 0) options.progress(`tables handed to their services' roles: ${moved.transferred.join(', ')}`);
+  const projectorUrl = withPassword(pgRoles.services.projector.url, await readPgPassword(location.home, 'projector'));
+  const applied = await withPostgres(databaseUrl, () => migrate(projectorUrl), 60_000);
   options.progress(applied.length === 0 ? 'database schema up to date' : `migrations applied: ${applied.join(', ')}`);
+  const { WebhookStore } = await import('@cairn/webhooks');
+  const webhooksUrl = withPassword(pgRoles.services.webhooks.url, await readPgPassword(location.home, 'webhooks'));
+  await withPostgres(databaseUrl, async () => (await WebhookStore.open({ url: webhooksUrl, applicationName: 'cairn-migrate' })).close(), 60_000);
+  const granted = await withPostgres(databaseUrl, () => applyPgGrants(databaseUrl), 60_000);
+  if (granted.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${granted.unknown.join(', ')}`);
+  config[ROLES_DIR_VARIABLE] = pgRoles.dir;
 
   const apiKey = await resolveApiKey(env, location);
   // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
