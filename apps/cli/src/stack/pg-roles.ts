@@ -155,11 +155,37 @@ export async function applyPgGrants(adminUrl: string): Promise<PgGrantsOutcome> 
 }
 
 export interface StackPgRoles {
-  dir: string;
   /** Per service: its role, the URL it is handed (no password) and its password file. */
   services: Record<PgService, { role: string; url: string; passwordFile: string }>;
   /** Password files made by this call (the roles of a new stack, or one upgraded now). */
   created: PgService[];
+  /** In memory only, for the migrations run as the owners; never logged or printed. */
+  passwords: Record<PgService, string>;
+}
+
+/** Where each role's password is: `cairn up`'s `<home>/pg/<service>.password` (made here), or files another made (`cairn init-keys`). */
+export interface PgPasswordFiles {
+  fileOf: (service: PgService) => string;
+  /** Make a file that is absent (0600, a new password), or refuse (E_INPUT naming it). */
+  create: boolean;
+}
+
+export function stackPasswordFiles(home: string): PgPasswordFiles {
+  return { fileOf: (service) => pgPasswordFileOf(home, service), create: true };
+}
+
+async function readPasswords(files: PgPasswordFiles): Promise<{ passwords: Record<PgService, string>; created: PgService[] }> {
+  const { createKeyFileOnce, readKeyFileText } = await import('@cairn/secret-store');
+  const created: PgService[] = [];
+  const passwords = {} as Record<PgService, string>;
+  for (const service of PG_SERVICES) {
+    const file = files.fileOf(service);
+    if (files.create && (await createKeyFileOnce(file, 'database password file', () => `${randomBytes(24).toString('base64url')}\n`))) created.push(service);
+    const password = (await readKeyFileText(file, 'database password file', { private: true })).replace(/\r?\n$/, '');
+    if (password === '' || /[\r\n]/.test(password)) throw new CairnError('E_INPUT', `the database password file ${file} must hold one line, the password`, { path: file });
+    passwords[service] = password;
+  }
+  return { passwords, created };
 }
 
 /**
@@ -167,18 +193,9 @@ export interface StackPgRoles {
  * else (no superuser, no CREATEDB, no CREATEROLE), the password of its file, the admin a member,
  * USAGE and CREATE on the public schema (each owns tables and runs their migrations).
  */
-export async function ensureStackPgRoles(adminUrl: string, home: string): Promise<StackPgRoles> {
+export async function ensureStackPgRoles(adminUrl: string, files: PgPasswordFiles): Promise<StackPgRoles> {
   const database = databaseOf(adminUrl);
-  const { createKeyFileOnce, readKeyFileText } = await import('@cairn/secret-store');
-  const dir = pgRolesDirOf(home);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const created: PgService[] = [];
-  const passwords = {} as Record<PgService, string>;
-  for (const service of PG_SERVICES) {
-    const file = pgPasswordFileOf(home, service);
-    if (await createKeyFileOnce(file, 'database password file', () => `${randomBytes(24).toString('base64url')}\n`)) created.push(service);
-    passwords[service] = (await readKeyFileText(file, 'database password file', { private: true })).replace(/\r?\n$/, '');
-  }
+  const { passwords, created } = await readPasswords(files);
   const roles = rolesOf(database);
   try {
     await inAdminTransaction(adminUrl, async (client) => {
@@ -201,15 +218,34 @@ export async function ensureStackPgRoles(adminUrl: string, home: string): Promis
     throw rolesError(error);
   }
   const services = Object.fromEntries(
-    PG_SERVICES.map((service) => [service, { role: roles[service], url: serviceDatabaseUrl(adminUrl, service), passwordFile: pgPasswordFileOf(home, service) }]),
+    PG_SERVICES.map((service) => [service, { role: roles[service], url: serviceDatabaseUrl(adminUrl, service), passwordFile: files.fileOf(service) }]),
   ) as StackPgRoles['services'];
-  return { dir, services, created };
+  return { services, created, passwords };
 }
 
-/** The password of a service's role, from its file (for the migrations `cairn up` runs as the owners). */
-export async function readPgPassword(home: string, service: PgService): Promise<string> {
-  const { readKeyFileText } = await import('@cairn/secret-store');
-  return (await readKeyFileText(pgPasswordFileOf(home, service), 'database password file', { private: true })).replace(/\r?\n$/, '');
+export interface PreparedDatabase {
+  roles: StackPgRoles;
+  /** The projections' migrations run now. */
+  applied: string[];
+  transferred: string[];
+  unknown: string[];
+}
+
+/**
+ * Everything a stack's database needs before its services start (`cairn up`, `cairn db-roles` for
+ * compose and Kubernetes): the roles, the existing tables handed to their owners, the migration sets
+ * two services open run as their owners (the projections as the projector, the webhook store as the
+ * webhooks service), and what those made granted.
+ */
+export async function prepareStackDatabase(adminUrl: string, files: PgPasswordFiles): Promise<PreparedDatabase> {
+  const roles = await ensureStackPgRoles(adminUrl, files);
+  const { transferred } = await applyPgGrants(adminUrl);
+  const { migrate } = await import('@cairn/persistence');
+  const applied = await migrate(withPassword(roles.services.projector.url, roles.passwords.projector));
+  const { WebhookStore } = await import('@cairn/webhooks');
+  await (await WebhookStore.open({ url: withPassword(roles.services.webhooks.url, roles.passwords.webhooks), applicationName: 'cairn-migrate' })).close();
+  const { unknown } = await applyPgGrants(adminUrl);
+  return { roles, applied, transferred, unknown };
 }
 
 /** The stack configuration's note that its services have roles of their own: the roles' directory. */

@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { DatabaseConfigSchema, isNatsService, loadConfig } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
@@ -10,7 +11,7 @@ import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, with
 import type { ServiceRecord, StackFile } from './stack-file.js';
 import { isServiceAlive, logTail, missingBuilds, REPO_ROOT, startServiceProcess, stopProcesses } from './service-process.js';
 import { natsCredsFileOf, provisionStackStreams, stackWorkerId, writeStackNatsAuth } from './nats-auth.js';
-import { applyPgGrants, ensureStackPgRoles, readPgPassword, ROLES_DIR_VARIABLE, serviceDatabaseEnv, withPassword } from './pg-roles.js';
+import { pgRolesDirOf, prepareStackDatabase, ROLES_DIR_VARIABLE, serviceDatabaseEnv, stackPasswordFiles } from './pg-roles.js';
 
 export interface UpOptions {
   /** May run tools/ensure-services.sh when a prerequisite does not answer. */
@@ -259,24 +260,17 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const imageId = await ensureBusyboxImage({ docker: createDockerClient(config.CAIRN_DOCKER_SOCKET) });
   options.progress(`sandbox image ${BUSYBOX_IMAGE_TAG} ${imageId.slice(0, 19)}`);
 
-  const { migrate } = await import('@cairn/persistence');
   const { withPostgres } = await import('../connections.js');
   const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
   // Each service's role (ADR 0032): made or brought back to PG_TABLES, the existing tables handed to
-  // their owners; then the shared migration sets run as their owners, and what they made is granted.
-  const pgRoles = await withPostgres(databaseUrl, () => ensureStackPgRoles(databaseUrl, location.home), 60_000);
-  const moved = await withPostgres(databaseUrl, () => applyPgGrants(databaseUrl), 60_000);
-  options.progress(`PostgreSQL roles: ${Object.values(pgRoles.services).map((s) => s.role).join(', ')}${pgRoles.created.length > 0 ? ` (new passwords: ${pgRoles.created.join(', ')})` : ''}`);
-  if (moved.transferred.length > 0) options.progress(`tables handed to their services' roles: ${moved.transferred.join(', ')}`);
-  const projectorUrl = withPassword(pgRoles.services.projector.url, await readPgPassword(location.home, 'projector'));
-  const applied = await withPostgres(databaseUrl, () => migrate(projectorUrl), 60_000);
-  options.progress(applied.length === 0 ? 'database schema up to date' : `migrations applied: ${applied.join(', ')}`);
-  const { WebhookStore } = await import('@cairn/webhooks');
-  const webhooksUrl = withPassword(pgRoles.services.webhooks.url, await readPgPassword(location.home, 'webhooks'));
-  await withPostgres(databaseUrl, async () => (await WebhookStore.open({ url: webhooksUrl, applicationName: 'cairn-migrate' })).close(), 60_000);
-  const granted = await withPostgres(databaseUrl, () => applyPgGrants(databaseUrl), 60_000);
-  if (granted.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${granted.unknown.join(', ')}`);
-  config[ROLES_DIR_VARIABLE] = pgRoles.dir;
+  // their owners, the shared migration sets run as their owners, and what they made granted.
+  await mkdir(pgRolesDirOf(location.home), { recursive: true, mode: 0o700 });
+  const prepared = await withPostgres(databaseUrl, () => prepareStackDatabase(databaseUrl, stackPasswordFiles(location.home)), 60_000);
+  options.progress(`PostgreSQL roles: ${Object.values(prepared.roles.services).map((s) => s.role).join(', ')}${prepared.roles.created.length > 0 ? ` (new passwords: ${prepared.roles.created.join(', ')})` : ''}`);
+  if (prepared.transferred.length > 0) options.progress(`tables handed to their services' roles: ${prepared.transferred.join(', ')}`);
+  options.progress(prepared.applied.length === 0 ? 'database schema up to date' : `migrations applied: ${prepared.applied.join(', ')}`);
+  if (prepared.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${prepared.unknown.join(', ')}`);
+  config[ROLES_DIR_VARIABLE] = pgRolesDirOf(location.home);
 
   const apiKey = await resolveApiKey(env, location);
   // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
