@@ -1,5 +1,4 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PG_FUNCTIONS, PG_SERVICES, PG_TABLES, pgRoleName } from '@cairn/config';
 import type { PgService } from '@cairn/config';
