@@ -1,9 +1,12 @@
-import { readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PG_SERVICES, PG_TABLES, pgRoleName } from '@cairn/config';
 import type { PgService } from '@cairn/config';
 import pg from 'pg';
+import { testDatabaseUrl, testNatsUrl, uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCairn } from './cli.harness.js';
 import { TestStack } from './stack.harness.js';
 
 /*
@@ -181,5 +184,42 @@ describe('PostgreSQL roles per service', () => {
       (error: unknown) => (error as { code?: string }).code,
     );
     expect(stale).toBe('28P01');
+  });
+
+  it('stops an up whose admin role may not make roles, E_UNAVAILABLE saying so, before any service starts or any role is made', async () => {
+    const name = uniqueName('cairn_pgroles_weak').toLowerCase();
+    const server = new pg.Client({ connectionString: testDatabaseUrl() });
+    await server.connect();
+    const home = await mkdtemp(join(tmpdir(), 'cairn-pgroles-weak-'));
+    try {
+      // An admin that owns its database but has no CREATEROLE (the machine's `cairn` makes both, and is a member to hand it over).
+      await server.query(`CREATE ROLE "${name}" LOGIN PASSWORD 'weak-admin'`);
+      await server.query(`GRANT "${name}" TO CURRENT_USER`);
+      await server.query(`CREATE DATABASE "${name}" OWNER "${name}"`);
+      const url = new URL(testDatabaseUrl());
+      url.username = name;
+      url.password = 'weak-admin';
+      url.pathname = `/${name}`;
+      const run = await runCairn(['up', '--no-setup', '--json', '--timeout', '30'], {
+        CAIRN_HOME: home,
+        CAIRN_STACK_ID: name.replace(/_/g, '-'),
+        CAIRN_NATS_URL: testNatsUrl(),
+        CAIRN_DATABASE_URL: url.toString(),
+        CAIRN_GATEWAY_PORT: '0',
+      });
+      expect(run.code, run.stderr).toBe(1);
+      const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe('E_UNAVAILABLE');
+      expect(error.message).toContain('CREATEROLE');
+      expect(error.message).not.toContain('weak-admin');
+      expect(await stat(join(home, 'stack.json')).catch(() => null)).toBeNull();
+      const made = await server.query(`SELECT rolname FROM pg_roles WHERE rolname LIKE $1`, [`${name}\\_%`]);
+      expect(made.rows).toEqual([]);
+    } finally {
+      await server.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+      await server.query(`DROP ROLE IF EXISTS "${name}"`).catch(() => undefined);
+      await server.end();
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });
