@@ -88,7 +88,12 @@ fi
 psql_admin() { (cd / && as_root runuser -u postgres -- psql -v ON_ERROR_STOP=1 -qAtX "$@"); }
 if ! psql_admin -c "select 1 from pg_roles where rolname='cairn'" | grep -q 1; then
   log "creating role cairn"
-  psql_admin -c "create role cairn login createdb password 'cairn'"
+  psql_admin -c "create role cairn login createdb createrole password 'cairn'"
+fi
+# CREATEROLE: `cairn up` makes each service's role of its stack's database (docs/adr/0032).
+if ! psql_admin -c "select 1 from pg_roles where rolname='cairn' and rolcreaterole" | grep -q 1; then
+  log "letting role cairn create roles"
+  psql_admin -c "alter role cairn createrole"
 fi
 if ! psql_admin -c "select 1 from pg_database where datname='cairn'" | grep -q 1; then
   log "creating database cairn"

@@ -12,7 +12,10 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   [[ $password =~ ^[0-9a-f]{16,}$ ]] || { echo "cairn-postgres: $pw_file does not hold a hex password" >&2; exit 1; }
   install -d -o postgres -g postgres -m 0700 "$PGDATA"
   as_postgres initdb -D "$PGDATA" -U postgres --auth-local=peer --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >/dev/null
-  printf "CREATE ROLE cairn LOGIN CREATEDB PASSWORD '%s';\nCREATE DATABASE cairn OWNER cairn;\n" "$password" | as_postgres postgres --single -D "$PGDATA" postgres >/dev/null
+  printf "CREATE ROLE cairn LOGIN CREATEDB CREATEROLE PASSWORD '%s';\nCREATE DATABASE cairn OWNER cairn;\n" "$password" | as_postgres postgres --single -D "$PGDATA" postgres >/dev/null
   printf 'host all all all scram-sha-256\n' >> "$PGDATA/pg_hba.conf"
 fi
+# The admin makes each service's role (`cairn db-roles`, ADR 0032): CREATEROLE, on every start, so a volume made
+# before roles gets it too. Single-user mode, before the server listens.
+echo 'ALTER ROLE cairn CREATEROLE;' | as_postgres postgres --single -D "$PGDATA" postgres >/dev/null
 exec setpriv --reuid=postgres --regid=postgres --init-groups --inh-caps=-all --bounding-set=-all -- postgres -D "$PGDATA" -c listen_addresses='*'

@@ -11,6 +11,7 @@ import { registerDownCommand } from './commands/down.command.js';
 import { registerEventsCommand } from './commands/events.command.js';
 import { registerExportCommand } from './commands/export.command.js';
 import { registerImagesCommand } from './commands/images.command.js';
+import { registerDbRolesCommand } from './commands/db-roles.command.js';
 import { registerInitKeysCommand } from './commands/init-keys.command.js';
 import { registerKeysCommand, registerTenantsCommand } from './commands/keys.command.js';
 import { registerSealKeyCommand } from './commands/seal-key.command.js';
@@ -83,6 +84,7 @@ export function buildProgram(context: CommandContext): Command {
   registerImagesCommand(program, context);
   registerWorkersCommand(program, context);
   registerInitKeysCommand(program, context);
+  registerDbRolesCommand(program, context);
   registerSealKeyCommand(program, context);
   registerProjectionsCommand(program, context);
   registerBackupCommands(program, context);

@@ -49,3 +49,5 @@ export {
 export type { NatsPermissions, NatsUser, StackNatsNames, SubjectPermission } from './nats-permissions.js';
 export { otelEnvironment, TracingConfigSchema, tracingEnabled } from './tracing.config.js';
 export type { TracingConfig } from './tracing.config.js';
+export { isPgService, PG_FUNCTIONS, PG_SERVICES, PG_TABLES, pgGrantsMarkdown, pgReadsOf, pgRoleName, pgWritesOf } from './pg-grants.js';
+export type { PgService, PgTableGrant, PgWrite } from './pg-grants.js';

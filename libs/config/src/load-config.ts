@@ -1,5 +1,6 @@
 import { CairnError } from '@cairn/contracts';
 import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
 import { NatsReplicasSchema } from './nats-cluster.js';
 
@@ -21,7 +22,45 @@ export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.Process
       variables: parsed.error.issues.map((issue) => issue.path.join('.')),
     });
   }
+  const data = parsed.data as Record<string, unknown>;
+  if (typeof data.CAIRN_DATABASE_PASSWORD_FILE === 'string' && typeof data.CAIRN_DATABASE_URL === 'string') {
+    data.CAIRN_DATABASE_URL = withPasswordFrom(data.CAIRN_DATABASE_URL, data.CAIRN_DATABASE_PASSWORD_FILE);
+  }
   return parsed.data;
+}
+
+function configError(variable: string, message: string): CairnError {
+  return new CairnError('E_INPUT', `invalid configuration: ${variable}: ${message}`, { variables: [variable] });
+}
+
+/**
+ * The database URL with the password of CAIRN_DATABASE_PASSWORD_FILE in it (read once, at boot; the
+ * URL then lives in memory only). The file is one line, mode 0600 or stricter — a file others may
+ * read, an empty one, or a URL that carries a password of its own stops the process, naming the variable.
+ */
+function withPasswordFrom(url: string, file: string): string {
+  const variable = 'CAIRN_DATABASE_PASSWORD_FILE';
+  let text: string;
+  try {
+    const { mode } = statSync(file);
+    if ((mode & 0o077) !== 0) throw configError(variable, `${file} may be read by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error instanceof CairnError) throw error;
+    throw configError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const password = text.replace(/\r?\n$/, '');
+  if (password === '' || /[\r\n]/.test(password)) throw configError(variable, `${file} must hold one line, the password`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw configError('CAIRN_DATABASE_URL', 'not a URL');
+  }
+  if (parsed.password !== '') throw configError('CAIRN_DATABASE_URL', `carries a password and ${variable} is set too; keep the password in the file only`);
+  if (parsed.username === '') throw configError('CAIRN_DATABASE_URL', `names no role, and ${variable} is set`);
+  parsed.password = encodeURIComponent(password);
+  return parsed.toString();
 }
 
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -99,6 +138,11 @@ export const DatabaseConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'a postgres:// URL')
     .default(DEFAULT_DATABASE_URL),
+  /**
+   * A file (mode 0600) holding the password of the URL's role, read at boot into the URL in memory
+   * (docs/adr/0032): a path, never the credential, so no password is in a process's environment.
+   */
+  CAIRN_DATABASE_PASSWORD_FILE: z.string().min(1).optional(),
 });
 export type DatabaseConfig = z.infer<typeof DatabaseConfigSchema>;
 

@@ -1,5 +1,6 @@
 export { checkKeyFileMode, ensureSecretKeyFile, readSecretKeyFile, SECRET_KEY_FILE } from './secret-key.file.js';
 export { SecretStore } from './secret-store.adapter.js';
+export { createKeyFileOnce, readKeyFileText } from './key-file.io.js';
 export type { PutOptions, PutOutcome, SecretAccess, SecretGrant, SecretListing, SecretStoreOptions } from './secret-store.adapter.js';
 export { SECRET_CATALOG_LIMITS, SecretCatalog, secretKeyOf, SecretRecordSchema } from './secret-catalog.adapter.js';
 export type { LegacySecret, SecretCatalogOptions, SecretRecord } from './secret-catalog.adapter.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { PG_SERVICES, pgRoleName } from '@cairn/config';
 
 /**
  * Helpers for integration tests on the real NATS and PostgreSQL. Tests that run in parallel
@@ -48,6 +49,8 @@ export async function createTestDatabase(prefix = 'cairn_test', serverUrl: strin
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        // The roles `cairn up` made for it (ADR 0032): the server's, so they outlive the database unless dropped.
+        for (const service of PG_SERVICES) await client.query(`DROP ROLE IF EXISTS "${pgRoleName(name, service)}"`);
       } finally {
         await client.end();
       }

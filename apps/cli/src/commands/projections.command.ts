@@ -31,7 +31,7 @@ export function registerProjectionsCommand(program: Command, context: CommandCon
   const projections = program.command('projections').description('manage the PostgreSQL projections of the evidence log');
   projections
     .command('migrate')
-    .description('run the migrations only (what `cairn up` runs before the services start; a compose stack runs it once)')
+    .description("run the projections' migrations only (`cairn up` and `cairn db-roles` run them as the projector's role)")
     .addHelpText('after', '\nWrites PostgreSQL (CAIRN_DATABASE_URL). Exit status: 0 up to date, 1 failed (E_UNAVAILABLE when PostgreSQL cannot be reached).')
     .action(async (_options: unknown, command: Command) => {
       const output = context.output(command);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PG_SERVICES } from '@cairn/config';
 import { CairnError } from '@cairn/contracts';
 import { newApiKey } from './stack-file.js';
 
@@ -18,7 +19,9 @@ import { newApiKey } from './stack-file.js';
  *   <dir>/worker/secrets-box.key  the secrets private key, the runtime's (CAIRN_SECRETS_PRIVATE_KEY_FILE, ADR 0028)
  *   <dir>/store/secrets.key       the AES key of webhook signing secrets (CAIRN_SECRETS_KEY_FILE)
  *   <dir>/db/password             the PostgreSQL role `cairn`'s password (PostgreSQL's first start)
- *   <dir>/db/pgpass               the same as a libpq password file (PGPASSFILE)
+ *   <dir>/db/pgpass               the same as a libpq password file (PGPASSFILE), for the operator's tools
+ *   <dir>/db-<service>/password   the password of `cairn_<service>`, the role of the projector, intake, the
+ *                                 gateway and webhooks (CAIRN_DATABASE_PASSWORD_FILE; `cairn db-roles`, ADR 0032)
  *
  * Every directory 0700, every file 0600, all of them this process's user's: the services read them
  * as that user. Made when absent, never overwritten, so running it again changes nothing.
@@ -73,7 +76,7 @@ async function createOnce(path: string, content: string): Promise<boolean> {
 export async function ensureStackKeys(dir: string, sealName: string): Promise<StackKeysResult> {
   const created: string[] = [];
   await privateDir(dir);
-  for (const sub of ['gateway', 'grader', 'store', 'worker', 'db']) await privateDir(join(dir, sub));
+  for (const sub of ['gateway', 'grader', 'store', 'worker', 'db', ...PG_SERVICES.map((s) => `db-${s}`)]) await privateDir(join(dir, sub));
   const path = (file: string) => join(dir, file);
 
   if (await createOnce(path(STACK_KEY_FILES.apiKey), `${newApiKey()}\n`)) created.push(STACK_KEY_FILES.apiKey);
@@ -82,6 +85,10 @@ export async function ensureStackKeys(dir: string, sealName: string): Promise<St
   const password = (await readFile(path(STACK_KEY_FILES.dbPassword), 'utf8')).trim();
   if (!/^[0-9a-f]{16,}$/.test(password)) throw new CairnError('E_INPUT', `${path(STACK_KEY_FILES.dbPassword)} does not hold a hex password`, { path: path(STACK_KEY_FILES.dbPassword) });
   if (await createOnce(path(STACK_KEY_FILES.pgpass), `*:*:*:cairn:${password}\n`)) created.push(STACK_KEY_FILES.pgpass);
+  for (const service of PG_SERVICES) {
+    const file = `db-${service}/password`;
+    if (await createOnce(path(file), `${randomBytes(24).toString('hex')}\n`)) created.push(file);
+  }
 
   const { ensureBoxKeyFiles, ensureSealKeyFile, ensureSecretKeyFile } = await import('@cairn/secret-store');
   if ((await ensureSecretKeyFile(path(STACK_KEY_FILES.secretsKey))).created) created.push(STACK_KEY_FILES.secretsKey);

@@ -1,3 +1,4 @@
+import { PG_SERVICES } from '@cairn/config';
 import { isCairnError } from '@cairn/contracts';
 import { chmod, lstat, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ describe('ensureStackKeys (cairn init-keys)', () => {
   it('given an empty place, when run, then every key file is there, 0600 in 0700 directories of this user, the public keys 0644', async () => {
     const dir = join(root, 'keys');
     const result = await ensureStackKeys(dir, 'cairn/compose-test');
-    expect(result.created.sort()).toEqual([STACK_KEY_FILES.apiKey, STACK_KEY_FILES.dbPassword, STACK_KEY_FILES.pgpass, STACK_KEY_FILES.sealKey, STACK_KEY_FILES.secretsKey, STACK_KEY_FILES.secretsBoxKey].sort());
+    expect(result.created.sort()).toEqual([STACK_KEY_FILES.apiKey, STACK_KEY_FILES.dbPassword, STACK_KEY_FILES.pgpass, STACK_KEY_FILES.sealKey, STACK_KEY_FILES.secretsKey, STACK_KEY_FILES.secretsBoxKey, ...PG_SERVICES.map((s) => `db-${s}/password`)].sort());
     for (const sub of ['', 'gateway', 'grader', 'store', 'db']) expect({ sub, mode: (await lstat(join(dir, sub))).mode & 0o777 }).toEqual({ sub, mode: 0o700 });
     for (const file of Object.values(STACK_KEY_FILES)) {
       const info = await lstat(join(dir, file));

@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { DatabaseConfigSchema, isNatsService, loadConfig } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/contracts';
@@ -10,6 +11,7 @@ import { ensureHome, newApiKey, readApiKey, readStackFile, removeStackFile, with
 import type { ServiceRecord, StackFile } from './stack-file.js';
 import { isServiceAlive, logTail, missingBuilds, REPO_ROOT, startServiceProcess, stopProcesses } from './service-process.js';
 import { natsCredsFileOf, provisionStackStreams, stackWorkerId, writeStackNatsAuth } from './nats-auth.js';
+import { pgRolesDirOf, prepareStackDatabase, ROLES_DIR_VARIABLE, serviceDatabaseEnv, stackPasswordFiles } from './pg-roles.js';
 
 export interface UpOptions {
   /** May run tools/ensure-services.sh when a prerequisite does not answer. */
@@ -72,6 +74,12 @@ export function serviceEnv(base: NodeJS.ProcessEnv, config: Record<string, strin
   for (const [key, value] of Object.entries(base)) if (!key.startsWith('CAIRN_') && key !== 'OTEL_SERVICE_NAME' && value !== undefined) env[key] = value;
   const stackConfig = { ...config };
   if (service !== undefined && !SECRET_OPENERS.includes(service)) delete stackConfig.CAIRN_SECRETS_PRIVATE_KEY_FILE;
+  // PostgreSQL roles per service (ADR 0032): the stack's (admin) URL reaches no service, each one its own role's.
+  const database = service === undefined ? null : serviceDatabaseEnv(config, service);
+  if (database !== null) {
+    for (const key of ['CAIRN_DATABASE_URL', 'CAIRN_DATABASE_PASSWORD_FILE', ROLES_DIR_VARIABLE]) delete stackConfig[key];
+    Object.assign(stackConfig, database);
+  }
   return { ...env, ...stackConfig, ...extra };
 }
 
@@ -253,11 +261,17 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const imageId = await ensureBusyboxImage({ docker: createDockerClient(config.CAIRN_DOCKER_SOCKET) });
   options.progress(`sandbox image ${BUSYBOX_IMAGE_TAG} ${imageId.slice(0, 19)}`);
 
-  const { migrate } = await import('@cairn/persistence');
   const { withPostgres } = await import('../connections.js');
   const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
-  const applied = await withPostgres(databaseUrl, () => migrate(databaseUrl), 60_000);
-  options.progress(applied.length === 0 ? 'database schema up to date' : `migrations applied: ${applied.join(', ')}`);
+  // Each service's role (ADR 0032): made or brought back to PG_TABLES, the existing tables handed to
+  // their owners, the shared migration sets run as their owners, and what they made granted.
+  await mkdir(pgRolesDirOf(location.home), { recursive: true, mode: 0o700 });
+  const prepared = await withPostgres(databaseUrl, () => prepareStackDatabase(databaseUrl, stackPasswordFiles(location.home)), 60_000);
+  options.progress(`PostgreSQL roles: ${Object.values(prepared.roles.services).map((s) => s.role).join(', ')}${prepared.roles.created.length > 0 ? ` (new passwords: ${prepared.roles.created.join(', ')})` : ''}`);
+  if (prepared.transferred.length > 0) options.progress(`tables handed to their services' roles: ${prepared.transferred.join(', ')}`);
+  options.progress(prepared.applied.length === 0 ? 'database schema up to date' : `migrations applied: ${prepared.applied.join(', ')}`);
+  if (prepared.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${prepared.unknown.join(', ')}`);
+  config[ROLES_DIR_VARIABLE] = pgRolesDirOf(location.home);
 
   const apiKey = await resolveApiKey(env, location);
   // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
