@@ -4,6 +4,15 @@ import { defineConfig } from 'vitest/config';
 // export condition); the apps they spawn as processes run from `dist/` (built by `npm test`).
 const resolve = { conditions: ['@cairn/source', 'module', 'node', 'development|production'] };
 
+/*
+ * Which tiers run when, and how many files at once (docs/testing.md, "How the suites run"). Unit and
+ * int first, one file at a time (vitest's default on 2 cores: cores − 1). Then the e2e and hostile
+ * files, two at a time: each drives a whole stack of its own (own streams, database, worker and
+ * containers, so two never collide) and spends most of its time waiting on it. The fault suite last.
+ */
+const ONE_AT_A_TIME = { sequence: { groupOrder: 0 }, maxWorkers: 1 } as const;
+const WHOLE_STACKS = { sequence: { groupOrder: 1 }, maxWorkers: Number(process.env.CAIRN_STACK_TEST_WORKERS ?? 2) } as const;
+
 export default defineConfig({
   resolve,
   ssr: { resolve: { conditions: resolve.conditions } },
@@ -11,7 +20,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['{libs,apps,tools}/**/*.unit.spec.ts'], exclude: ['**/node_modules/**', '**/dist/**'] },
+        test: { name: 'unit', include: ['{libs,apps,tools}/**/*.unit.spec.ts'], exclude: ['**/node_modules/**', '**/dist/**'], ...ONE_AT_A_TIME },
       },
       {
         extends: true,
@@ -21,6 +30,7 @@ export default defineConfig({
           exclude: ['**/node_modules/**', '**/dist/**'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          ...ONE_AT_A_TIME,
         },
       },
       {
@@ -31,6 +41,7 @@ export default defineConfig({
           exclude: ['**/node_modules/**', '**/dist/**'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
+          ...WHOLE_STACKS,
         },
       },
       {
@@ -43,6 +54,10 @@ export default defineConfig({
           exclude: ['**/node_modules/**', '**/dist/**'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
+          // Last, and one file at a time: its faults (a process killed, a lease left to expire, a
+          // store filled) are judged on timing that a second stack beside it would skew.
+          sequence: { groupOrder: 2 },
+          maxWorkers: 1,
         },
       },
       {
@@ -54,6 +69,7 @@ export default defineConfig({
           exclude: ['**/node_modules/**', '**/dist/**'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          ...WHOLE_STACKS,
         },
       },
     ],
