@@ -1,7 +1,8 @@
-import { API_ROUTES, CairnError, CancelRequestSchema, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
-import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import { API_ROUTES, CairnError, CancelRequestSchema, HarborTaskSubmissionSchema, inputIssues, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, HarborTaskSubmission, RunSpec, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { harborRunSpec, harborTaskFromFiles, prebuiltEnvironmentImage } from '@cairn/harbor';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import type { GatewayConfig } from '../gateway.config.js';
@@ -21,6 +22,20 @@ function idempotencyKey(header: string | undefined): string {
   const parsed = IdempotencyKeySchema.safeParse(header);
   if (parsed.success) return parsed.data;
   throw new CairnError('E_INPUT', 'Idempotency-Key: a header of 1–200 printable ASCII characters is required', { field: 'Idempotency-Key' });
+}
+
+/** The RunSpec a Harbor task submission makes, or E_INPUT naming what is wrong with it. */
+export function harborSpecOf(body: unknown): RunSpec {
+  const parsed = HarborTaskSubmissionSchema.safeParse(body);
+  if (!parsed.success) {
+    const issues = inputIssues(parsed.error);
+    throw new CairnError('E_INPUT', `the Harbor task: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
+  }
+  const submission: HarborTaskSubmission = parsed.data;
+  const files = submission.files.map((file) => ({ path: file.path, content: new Uint8Array(Buffer.from(file.content, 'base64')), mode: file.mode ?? 0o644 }));
+  const task = harborTaskFromFiles(files, { where: 'upload', name: submission.name ?? 'harbor-task', limits: { files: MAX_HARBOR_TASK_FILES, bytes: MAX_HARBOR_TASK_BYTES } });
+  const image = prebuiltEnvironmentImage(task);
+  return harborRunSpec(task, { image, layout: 'prebuilt' }, submission.agent === undefined ? { kind: 'oracle' } : { kind: 'agent', argv: submission.agent }, submission.job);
 }
 
 /** `/v1/runs…`: reads from the projections, writes only as commands to intake. */
@@ -46,6 +61,26 @@ export class RunsController {
     const spec = parseRunSpec(body);
     const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
     // Read-your-writes for the common case: a GET right after the 202 finds the run.
+    if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
+    void reply.header('location', `/v1/runs/${runId}`);
+    return { runId, state: 'SUBMITTED', duplicate };
+  }
+
+  /**
+   * A Harbor task directory as a run (docs/adr/0034): the files are checked and mapped here by the
+   * mapping the CLI uses, synchronously, so a bad task is E_INPUT and nothing is published. The
+   * gateway has no engine, so no image is built: the environment is an image already there.
+   */
+  @ApiRoute(API_ROUTES.submitHarborTask)
+  async submitHarborTask(
+    @CurrentPrincipal() principal: Principal,
+    @Headers('idempotency-key') key: string | undefined,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<SubmitAccepted> {
+    const idempotency = idempotencyKey(key);
+    const spec = harborSpecOf(body);
+    const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
     if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
     void reply.header('location', `/v1/runs/${runId}`);
     return { runId, state: 'SUBMITTED', duplicate };
