@@ -1,14 +1,14 @@
-import { API_ROUTES, CairnError, CancelRequestSchema, HarborTaskSubmissionSchema, inputIssues, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
-import type { CancelAccepted, CancelRequest, HarborTaskSubmission, RunSpec, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import { API_ROUTES, CairnError, CancelRequestSchema, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { harborRunSpec, harborTaskFromFiles, prebuiltEnvironmentImage } from '@cairn/harbor';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
 import { resumeAfter } from './last-event-id.js';
+import { harborSpecOf } from './harbor-submission.js';
 import { buildProofBundle } from './proof-bundle.builder.js';
 import { RunCommands } from './run-commands.service.js';
 import { RunEventStreams } from './run-event-streams.service.js';
@@ -22,20 +22,6 @@ function idempotencyKey(header: string | undefined): string {
   const parsed = IdempotencyKeySchema.safeParse(header);
   if (parsed.success) return parsed.data;
   throw new CairnError('E_INPUT', 'Idempotency-Key: a header of 1–200 printable ASCII characters is required', { field: 'Idempotency-Key' });
-}
-
-/** The RunSpec a Harbor task submission makes, or E_INPUT naming what is wrong with it. */
-export function harborSpecOf(body: unknown): RunSpec {
-  const parsed = HarborTaskSubmissionSchema.safeParse(body);
-  if (!parsed.success) {
-    const issues = inputIssues(parsed.error);
-    throw new CairnError('E_INPUT', `the Harbor task: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
-  }
-  const submission: HarborTaskSubmission = parsed.data;
-  const files = submission.files.map((file) => ({ path: file.path, content: new Uint8Array(Buffer.from(file.content, 'base64')), mode: file.mode ?? 0o644 }));
-  const task = harborTaskFromFiles(files, { where: 'upload', name: submission.name ?? 'harbor-task', limits: { files: MAX_HARBOR_TASK_FILES, bytes: MAX_HARBOR_TASK_BYTES } });
-  const image = prebuiltEnvironmentImage(task);
-  return harborRunSpec(task, { image, layout: 'prebuilt' }, submission.agent === undefined ? { kind: 'oracle' } : { kind: 'agent', argv: submission.agent }, submission.job);
 }
 
 /** `/v1/runs…`: reads from the projections, writes only as commands to intake. */
