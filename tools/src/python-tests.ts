@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HARBOR_PREBUILT_LINKS } from '@cairn/harbor';
 import { DEFAULT_POLICY } from '@cairn/policy';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 import { uniqueName } from '@cairn/testing';
@@ -29,12 +30,23 @@ const PYTHON = `${REPO}.venv/bin/python`;
  */
 const BASH_SHIM = '#!/bin/sh\n# Inspect\'s bash() tool runs `bash --login -c`: here that is busybox\'s ash.\nexec /bin/ash "$@"\n';
 
-async function buildInspectImage(tag: string): Promise<void> {
+/**
+ * A Harbor task over REST runs on an image already there whose /logs, /tests and /solution link into
+ * the sandbox's writable places (docs/missions.md): the SDK's Harbor test runs on one of its own.
+ */
+const HARBOR_READY = `USER 0:0\nRUN ["/bin/sh", "-c", "${HARBOR_PREBUILT_LINKS}"]\n`;
+
+async function buildInspectImage(tag: string, harborTag: string): Promise<void> {
   const docker = createDockerClient();
   await ensureBusyboxImage({ docker });
+  await buildImage(docker, tag, `FROM ${BUSYBOX_IMAGE_TAG}\nCOPY bash /bin/bash\n`, { bash: BASH_SHIM });
+  await buildImage(docker, harborTag, `FROM ${BUSYBOX_IMAGE_TAG}\n${HARBOR_READY}`, {});
+}
+
+async function buildImage(docker: ReturnType<typeof createDockerClient>, tag: string, dockerfile: string, files: Record<string, string>): Promise<void> {
   const pack = tar.pack();
-  pack.entry({ name: 'Dockerfile', mode: 0o644 }, `FROM ${BUSYBOX_IMAGE_TAG}\nCOPY bash /bin/bash\n`);
-  pack.entry({ name: 'bash', mode: 0o755 }, BASH_SHIM);
+  pack.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
+  for (const [name, content] of Object.entries(files)) pack.entry({ name, mode: 0o755 }, content);
   pack.finalize();
   const stream = await docker.buildImage(Readable.from(pack), { t: tag, rm: true, forcerm: true });
   await new Promise<void>((resolve, reject) => {
@@ -53,14 +65,16 @@ async function main(): Promise<number> {
   }
   const started = performance.now();
   const scratch = await mkdtemp(join(tmpdir(), 'cairn-pysdk-'));
-  const image = `cairn/inspect-busybox:${uniqueName('t').toLowerCase().replace(/[^a-z0-9_.-]/g, '-')}`;
-  await buildInspectImage(image);
-  // The default policy, with the eval's image allowed too.
+  const suffix = uniqueName('t').toLowerCase().replace(/[^a-z0-9_.-]/g, '-');
+  const image = `cairn/inspect-busybox:${suffix}`;
+  const harborImage = `cairn/harbor-busybox:${suffix}`;
+  await buildInspectImage(image, harborImage);
+  // The default policy, with the eval's image and the Harbor tasks' allowed too.
   const policyFile = join(scratch, 'policy.json');
-  await writeFile(policyFile, JSON.stringify({ ...DEFAULT_POLICY, images: { allow: [...DEFAULT_POLICY.images.allow, { name: image }] } }));
+  await writeFile(policyFile, JSON.stringify({ ...DEFAULT_POLICY, images: { allow: [...DEFAULT_POLICY.images.allow, { name: image }, { name: harborImage }] } }));
   // Room for the Inspect checks' sandboxes (one per check) beside the SDK tests' own.
   const stack = await startBenchStack('pysdk', { CAIRN_WORKER_SLOTS: '6', CAIRN_POLICY_FILE: policyFile }).catch(async (error: unknown) => {
-    await cleanUp(image, scratch);
+    await cleanUp([image, harborImage], scratch);
     throw error;
   });
   process.stderr.write(`[python] stack ${stack.stackId} at ${stack.url} (up in ${Math.round(performance.now() - started)} ms)\n`);
@@ -72,23 +86,25 @@ async function main(): Promise<number> {
       const child = spawn(PYTHON, pytestArgs, {
         cwd: REPO,
         stdio: 'inherit',
-        env: { ...process.env, ...stack.env, CAIRN_URL: stack.url, CAIRN_API_KEY: stack.apiKey, CAIRN_TEST_INSPECT_IMAGE: image, NO_COLOR: '1' },
+        env: { ...process.env, ...stack.env, CAIRN_URL: stack.url, CAIRN_API_KEY: stack.apiKey, CAIRN_TEST_INSPECT_IMAGE: image, CAIRN_TEST_HARBOR_IMAGE: harborImage, NO_COLOR: '1' },
       });
       child.once('error', reject);
       child.once('close', (code) => resolve(code ?? 1));
     });
   } finally {
     await stack.close();
-    await cleanUp(image, scratch);
+    await cleanUp([image, harborImage], scratch);
     process.stderr.write(`[python] done in ${Math.round((performance.now() - started) / 1000)} s\n`);
   }
 }
 
-async function cleanUp(image: string, scratch: string): Promise<void> {
-  await createDockerClient()
-    .getImage(image)
-    .remove({ force: true })
-    .catch(() => undefined);
+async function cleanUp(images: readonly string[], scratch: string): Promise<void> {
+  for (const image of images) {
+    await createDockerClient()
+      .getImage(image)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
   await rm(scratch, { recursive: true, force: true });
 }
 

@@ -1,6 +1,7 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Cairn, harborTaskSubmission } from '@cairn/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestStack } from './stack.harness.js';
 
@@ -35,11 +36,12 @@ interface Summary {
 
 let stack: TestStack;
 let root: string;
+let restRoot: string;
 /** Each test run builds its own images: this marker is in every Dockerfile, so none are shared. */
 const marker = `harbor-e2e-${process.pid}-${Date.now()}`;
 
-async function writeTask(name: string, files: Record<string, string>): Promise<string> {
-  const dir = join(root, name);
+async function writeTask(name: string, files: Record<string, string>, under = root): Promise<string> {
+  const dir = join(under, name);
   for (const [path, content] of Object.entries(files)) {
     await mkdir(join(dir, path, '..'), { recursive: true });
     await writeFile(join(dir, path), content, { mode: path.endsWith('.sh') ? 0o755 : 0o644 });
@@ -109,6 +111,7 @@ afterAll(async () => {
   await stack?.dispose();
   await removeOurImages();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
+  if (restRoot !== undefined) await rm(restRoot, { recursive: true, force: true });
 });
 
 describe('Harbor tasks as missions', () => {
@@ -182,4 +185,97 @@ describe('cairn images build --file', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript SDK', () => {
+  type Refusal = { code: string; message: string };
+  let readyImage = '';
+
+  async function post(body: unknown, key = `harbor-${Math.random().toString(36).slice(2)}`): Promise<{ status: number; json: Partial<Refusal> }> {
+    const response = await stack.api('/v1/missions/harbor', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    return { status: response.status, json: (await response.json()) as Partial<Refusal> };
+  }
+
+  async function runCount(): Promise<number> {
+    const response = await stack.api('/v1/runs?limit=200');
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { items: unknown[] }).items.length;
+  }
+
+  async function ourImages(): Promise<string[]> {
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    return (await createDockerClient().listImages({ filters: { label: [`io.cairn.test=${marker}`] } })).map((image) => image.Id).sort();
+  }
+
+  beforeAll(async () => {
+    restRoot = await mkdtemp(join(tmpdir(), 'cairn-harbor-rest-'));
+    // An image made ready for Harbor tasks once, by the operator: the gateway builds nothing.
+    const file = join(restRoot, 'Dockerfile.ready');
+    await writeFile(file, `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker}\nUSER 0:0\nRUN ["/bin/sh", "-c", "ln -sfn /out/harbor-logs /logs && ln -sfn /work/harbor/tests /tests && ln -sfn /work/harbor/solution /solution"]\n`);
+    const built = await cairnJson<{ image: { tag: string; id: string } }>(['images', 'build', '--file', file]);
+    expect(built.code).toBe(0);
+    readyImage = `${built.json.image.tag}@${built.json.image.id}`;
+  }, 120_000);
+
+  it('runs a task sent through the SDK with its oracle: the same mapping as cairn run, its reward 1 the grade; the same key answers the same run', async () => {
+    const dir = await writeTask('rest-passing', {
+      'task.toml': TASK_TOML,
+      'instruction.md': 'Write 42 into /work/answer.txt.\n',
+      'environment/Dockerfile': `# made ready once: docs/missions.md\nFROM ${readyImage}\n`,
+      'tests/test.sh': TEST_SH,
+      'solution/solve.sh': '#!/bin/sh\necho 42 > /work/answer.txt\n',
+    }, restRoot);
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const submission = await harborTaskSubmission(dir, { oracle: true });
+    expect(submission.files.map((f) => f.path)).toEqual(['task.toml', 'instruction.md', 'environment/Dockerfile', 'tests/test.sh', 'solution/solve.sh']);
+    const first = await client.runs.submitHarborTask(submission, { idempotencyKey: `harbor-rest-${marker}` });
+    expect(first).toMatchObject({ state: 'SUBMITTED', duplicate: false });
+    const again = await client.runs.submitHarborTask(submission, { idempotencyKey: `harbor-rest-${marker}` });
+    expect(again).toMatchObject({ runId: first.runId, duplicate: true });
+    const run = await stack.waitForRun(first.runId, (r) => r.sealed || ['FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED'].includes(r.state), 120_000);
+    expect(run).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, name: 'harbor: rest-passing' });
+    const chain = await receipts(first.runId);
+    const submitted = chain.find((r) => r.type === 'run.submitted') as unknown as { spec: { image: string; files: { path: string }[]; checks: { kind: string }[] } };
+    expect(submitted.spec.image).toBe(readyImage);
+    expect(submitted.spec.files.map((f) => f.path)).toEqual(['/work/harbor/instruction.md', '/work/harbor/solution/solve.sh', '/work/harbor/tests/test.sh']);
+    expect(chain.filter((r) => r.type === 'step.completed').map((r) => r.exit_code)).toEqual([0, 0, 0]);
+  }, 180_000);
+
+  it('refuses hostile and bad uploads with the precise code, and makes no run and no image', async () => {
+    const runsBefore = await runCount();
+    const imagesBefore = await ourImages();
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const good = [
+      { path: 'task.toml', content: b64(TASK_TOML) },
+      { path: 'instruction.md', content: b64('x\n') },
+      { path: 'environment/Dockerfile', content: b64(`FROM ${readyImage}\n`) },
+      { path: 'tests/test.sh', content: b64(TEST_SH), mode: 0o755 },
+      { path: 'solution/solve.sh', content: b64('#!/bin/sh\ntrue\n'), mode: 0o755 },
+    ];
+    const cases: [string, unknown, number, string, string][] = [
+      ['path traversal', { files: [...good, { path: 'tests/../../etc/passwd', content: b64('x') }], oracle: true }, 400, 'E_INPUT', 'no traversal'],
+      ['an absolute path', { files: [...good, { path: '/etc/cron.d/x', content: b64('x') }], oracle: true }, 400, 'E_INPUT', 'an absolute path'],
+      ['a symlink', { files: [...good, { path: 'tests/link', content: b64('/etc/shadow'), mode: 0o120777 }], oracle: true }, 400, 'E_INPUT', 'only regular files'],
+      ['too many files', { files: [...good, ...Array.from({ length: 260 }, (_, i) => ({ path: `tests/f${i}`, content: '' }))], oracle: true }, 400, 'E_INPUT', 'files'],
+      ['a bad task.toml', { files: good.map((f) => (f.path === 'task.toml' ? { path: f.path, content: b64('[environment]\ngpus = 2\n') } : f)), oracle: true }, 400, 'E_INPUT', 'environment.gpus'],
+      ['a Dockerfile to build', { files: good.map((f) => (f.path === 'environment/Dockerfile' ? { path: f.path, content: b64('FROM cairn/sandbox-busybox:1\nRUN touch /x\n') } : f)), oracle: true }, 400, 'E_INPUT', 'FROM <image>'],
+      ['neither oracle nor agent', { files: good }, 400, 'E_INPUT', 'exactly one'],
+      ['an agent as a shell string', { files: good, agent: 'python3 agent.py' }, 400, 'E_INPUT', 'agent'],
+      ['a file outside the task layout', { files: [...good, { path: 'notes/x', content: b64('x') }], oracle: true }, 400, 'E_INPUT', 'not part of a Harbor task'],
+    ];
+    for (const [what, body, status, code, text] of cases) {
+      const answer = await post(body);
+      expect({ what, status: answer.status, code: answer.json.code }).toEqual({ what, status, code });
+      expect(answer.json.message, what).toContain(text);
+    }
+    // Oversize: past the body limit before it is parsed.
+    const huge = await post({ files: [...good, { path: 'tests/big.bin', content: 'A'.repeat(1_200_000) }], oracle: true });
+    expect({ status: huge.status, code: huge.json.code }).toEqual({ status: 413, code: 'E_TOO_LARGE' });
+    // A symlink on disk is refused by the SDK before anything is sent.
+    const linked = await writeTask('rest-symlink', { 'task.toml': TASK_TOML, 'instruction.md': 'x\n', 'environment/Dockerfile': `FROM ${readyImage}\n`, 'tests/test.sh': TEST_SH }, restRoot);
+    await symlink('/etc/passwd', join(linked, 'tests', 'passwd'));
+    await expect(harborTaskSubmission(linked, { oracle: true })).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('only files and directories') as unknown });
+    expect(await runCount()).toBe(runsBefore);
+    expect(await ourImages()).toEqual(imagesBefore);
+  }, 120_000);
 });

@@ -111,6 +111,7 @@ const ALL_TOOLS = [
   'run_artifact',
   'run_events',
   'run_outputs',
+  'run_regrade',
   'run_status',
   'run_submit',
   'run_verify',
@@ -239,6 +240,11 @@ async function agentSession(client: Client, label: string): Promise<void> {
   expect(verified.isError).toBeFalsy();
   expect(structured(verified)).toMatchObject({ ok: true, runId, count: all.items.length, headHash: status.headHash, sealed: true });
 
+  // A sealed run is graded once: run_regrade is refused with the REST gateway's code.
+  const regrade = await call(client, 'run_regrade', { runId, reason: 'over mcp' });
+  expect(regrade.isError).toBe(true);
+  expect(structured(regrade)).toMatchObject({ error: { code: 'E_SEALED' } });
+
   // Bad input: E_INPUT naming the field, and no run is created.
   const before = await runCount();
   const invalid = await call(client, 'run_submit', { spec: { ...ECHO, steps: [{ argv: 'echo hello' }] }, idempotencyKey: `${key}-bad` });
@@ -256,6 +262,7 @@ async function agentSession(client: Client, label: string): Promise<void> {
       ['run_status', { runId }],
       ['run_events', { runId }],
       ['run_verify', { runId }],
+      ['run_regrade', { runId }],
     ] as const) {
       const refused = await call(other, name, args);
       expect(refused.isError, name).toBe(true);

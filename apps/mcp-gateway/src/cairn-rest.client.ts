@@ -7,6 +7,7 @@ import type {
   KeyList,
   OutputStream,
   ProofBundle,
+  RegradeAccepted,
   Run,
   RunArtifacts,
   Sandbox,
@@ -30,6 +31,7 @@ import type { Bytes } from '@cairn/sdk/client';
 
 export type { EventPage, ExecRequest, ExecResult, KeyList, Run, RunArtifacts, Sandbox } from '@cairn/contracts';
 export type Submitted = SubmitAccepted;
+export type Regraded = RegradeAccepted;
 export type Bundle = ProofBundle;
 export type SandboxPage = SandboxList;
 export type FileWritten = FileWrittenAnswer;
@@ -41,6 +43,8 @@ export const TOOL_READ_MAX_BYTES = 16 * 1024 * 1024;
 /** What the run tools need from Cairn; a port, so the tools are testable without a gateway. */
 export interface CairnRuns {
   submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted>;
+  /** Grades a verified run again whose grading failed (a judge's failure, ADR 0030). */
+  regrade(runId: string, reason: string | undefined): Promise<Regraded>;
   getRun(runId: string): Promise<Run>;
   events(runId: string, after: number, limit: number): Promise<EventPage>;
   bundle(runId: string): Promise<Bundle>;
@@ -114,6 +118,10 @@ export class CairnRestClient implements CairnRuns, CairnSandboxes, CairnKeys, Ca
 
   submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted> {
     return this.cairn.runs.submit(spec, { idempotencyKey });
+  }
+
+  regrade(runId: string, reason: string | undefined): Promise<Regraded> {
+    return this.cairn.runs.regrade(runId, reason);
   }
 
   getRun(runId: string): Promise<Run> {

@@ -20,6 +20,10 @@ const SubmitArgsSchema = z.strictObject({
   idempotencyKey: IdempotencyKeySchema.describe('Your key for this submission: the same key and spec give the same run (retry safely); a new key makes a new run.'),
 });
 const RunArgsSchema = z.strictObject({ runId: RunIdSchema.describe('The run id (run_…) that run_submit returned.') });
+const RegradeArgsSchema = z.strictObject({
+  runId: RunIdSchema.describe('The run id (run_…): a run whose grading failed (run_status: VERIFIED, not sealed).'),
+  reason: z.string().min(1).max(1024).optional().describe('Why it is graded again (recorded on grade.requested).'),
+});
 const OutputsArgsSchema = z.strictObject({
   runId: RunIdSchema.describe('The run id (run_…).'),
   step: StepIndexSchema.optional().describe('Only this step (0, 1, …); absent: every completed step.'),
@@ -158,6 +162,22 @@ export const RUN_TOOLS: readonly RunTool[] = [
       const { runId, after, limit } = parseArgs(EventsArgsSchema, args);
       const page = await runs.events(runId, after, limit);
       return { runId, items: page.items, nextAfter: page.nextAfter };
+    },
+  },
+  {
+    definition: {
+      name: 'run_regrade',
+      title: 'Grade a run again',
+      description:
+        'Grade again a verified run whose grading failed (a judge that timed out, failed or was not configured): the judges are ' +
+        'asked anew, the steps are not run again, and the run is sealed. Follow it with run_status until sealed is true. ' +
+        'A sealed run is the tool error E_SEALED; one graded, still grading or ended otherwise E_CONFLICT.',
+      inputSchema: inputSchemaOf(RegradeArgsSchema),
+      annotations: { title: 'Grade a run again', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    async call(runs, args) {
+      const { runId, reason } = parseArgs(RegradeArgsSchema, args);
+      return { ...(await runs.regrade(runId, reason)) };
     },
   },
   {

@@ -4,7 +4,7 @@ import type { OutputStream, RunArtifacts } from '@cairn/contracts';
 import type { Bytes } from '@cairn/sdk/client';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
-import type { Bundle, CairnRuns, EventPage, Run, Submitted } from './cairn-rest.client.js';
+import type { Bundle, CairnRuns, EventPage, Regraded, Run, Submitted } from './cairn-rest.client.js';
 import { callRunTool, findRunTool, RUN_TOOLS, verifyRun } from './run-tools.js';
 import { MCP_ERROR_HINTS, toolError } from './tool-errors.js';
 
@@ -39,6 +39,12 @@ class FakeRuns implements CairnRuns {
   submitRun(spec: unknown, idempotencyKey: string): Promise<Submitted> {
     this.submitted.push({ spec, key: idempotencyKey });
     return Promise.resolve({ runId: RUN, state: 'SUBMITTED', duplicate: false });
+  }
+  regraded: { runId: string; reason: string | undefined }[] = [];
+  regrade(runId: string, reason: string | undefined): Promise<Regraded> {
+    if (runId !== RUN) return Promise.reject(new CairnError('E_SEALED', `run ${runId} is sealed`));
+    this.regraded.push({ runId, reason });
+    return Promise.resolve({ runId, duplicate: false });
   }
   getRun(runId: string): Promise<Run> {
     if (runId !== RUN) return Promise.reject(new CairnError('E_NOT_FOUND', `no run ${runId}`));
@@ -82,7 +88,7 @@ function tool(name: string) {
 
 describe('the run tools', () => {
   it('advertise object input schemas; run_submit carries the RunSpec schema from the contracts', () => {
-    expect(RUN_TOOLS.map((t) => t.definition.name).sort()).toEqual(['run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify']);
+    expect(RUN_TOOLS.map((t) => t.definition.name).sort()).toEqual(['run_artifact', 'run_events', 'run_outputs', 'run_regrade', 'run_status', 'run_submit', 'run_verify']);
     for (const t of RUN_TOOLS) expect(t.definition.inputSchema.type).toBe('object');
     const submit = tool('run_submit').definition.inputSchema as unknown as { properties: { spec: { properties: Record<string, unknown>; required: string[] } }; required: string[] };
     expect(submit.required.sort()).toEqual(['idempotencyKey', 'spec']);
@@ -106,6 +112,22 @@ describe('the run tools', () => {
     const extra = await callRunTool(tool('run_submit'), runs, { spec: SPEC, idempotencyKey: 'k', tenant: 'other' });
     expect(extra.structuredContent).toMatchObject({ error: { code: 'E_INPUT' } });
     expect(runs.submitted).toHaveLength(1);
+  });
+
+  it('regrade asks the gateway with the run id and the reason; a bad id or an unknown field is E_INPUT and nothing is sent; a refusal keeps its code', async () => {
+    const runs = new FakeRuns();
+    const ok = await callRunTool(tool('run_regrade'), runs, { runId: RUN, reason: 'the judge is back' });
+    expect(ok.isError).toBeUndefined();
+    expect(ok.structuredContent).toEqual({ runId: RUN, duplicate: false });
+    for (const args of [{ runId: 'RUN NOPE' }, { runId: RUN, reason: '' }, { runId: RUN, force: true }, {}]) {
+      const bad = await callRunTool(tool('run_regrade'), runs, args);
+      expect(bad.structuredContent, JSON.stringify(args)).toMatchObject({ error: { code: 'E_INPUT' } });
+    }
+    expect(runs.regraded).toEqual([{ runId: RUN, reason: 'the judge is back' }]);
+    const sealed = await callRunTool(tool('run_regrade'), runs, { runId: 'run_sealed1' });
+    expect(sealed.isError).toBe(true);
+    expect(sealed.structuredContent).toMatchObject({ error: { code: 'E_SEALED', hint: expect.stringContaining('sealed') as string } });
+    expect(tool('run_regrade').definition.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
   });
 
   it('status and events check the run id first; a Cairn error from the gateway comes back as a tool error with its code', async () => {

@@ -6,7 +6,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import type { TlogCheckpoint, TlogConsistencyProof, TlogInclusionProof } from '@cairn/contracts';
-import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Run, RunArtifacts, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
+import type { Bundle, CairnSandboxes, EventPage, ExecRequest, ExecResult, FileRead, FileWritten, KeyList, Regraded, Run, RunArtifacts, Sandbox, SandboxPage, Submitted } from './cairn-rest.client.js';
 import { createMcpServer } from './mcp-server.factory.js';
 import { SANDBOX_TOOLS } from './sandbox-tools.js';
 
@@ -87,6 +87,9 @@ class FakeCairn implements CairnSandboxes {
   }
   // The run side of the port, unused here.
   submitRun(): Promise<Submitted> {
+    return Promise.reject(new Error('unused'));
+  }
+  regrade(): Promise<Regraded> {
     return Promise.reject(new Error('unused'));
   }
   getRun(): Promise<Run> {
@@ -183,7 +186,7 @@ describe('the sandbox tools', () => {
   it('are listed beside the run tools, each with an object input schema', async () => {
     const { client } = await connected(new FakeCairn());
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_artifact', 'run_events', 'run_outputs', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file', 'tlog_checkpoint', 'tlog_consistency_proof', 'tlog_inclusion_proof']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['keys_list', 'run_artifact', 'run_events', 'run_outputs', 'run_regrade', 'run_status', 'run_submit', 'run_verify', 'sandbox_create', 'sandbox_destroy', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_verify', 'sandbox_write_file', 'tlog_checkpoint', 'tlog_consistency_proof', 'tlog_inclusion_proof']);
     for (const tool of SANDBOX_TOOLS) expect(tool.definition.inputSchema.type).toBe('object');
     const exec = tools.find((t) => t.name === 'sandbox_exec')?.inputSchema as { required: string[]; properties: Record<string, unknown> };
     expect(exec.required.sort()).toEqual(['argv', 'sandboxId']);

@@ -211,6 +211,8 @@ export type {
   ParseEvidenceReceiptResult,
   ReceiptRejection,
 } from './evidence-event.schema.js';
+export { HarborTaskFileSchema, HarborTaskPathSchema, HarborTaskSubmissionSchema, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES } from './api/harbor.schema.js';
+export type { HarborTaskFile, HarborTaskSubmission } from './api/harbor.schema.js';
 export {
   BUNDLE_FORMAT,
   CancelAcceptedSchema,

@@ -59,6 +59,7 @@ export class Cairn {
  */
 export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   submitRun: 'runs.submit',
+  submitHarborTask: 'runs.submitHarborTask',
   listRuns: 'runs.list',
   getRun: 'runs.get',
   listEvents: 'runs.events',

@@ -97,4 +97,6 @@ export type {
   WorkerList,
 } from './client.js';
 export { ChainVerifier, verifyChain } from '@cairn/evidence';
+// Node only: a Harbor task directory on disk as the body of runs.submitHarborTask.
+export { harborTaskSubmission } from '@cairn/harbor-dir';
 export type { ChainBreakReason, ChainVerification, VerifyOptions } from '@cairn/evidence';

@@ -3,6 +3,7 @@ import {
   ApprovalRequestSchema,
   CairnError,
   CancelRequestSchema,
+  HarborTaskSubmissionSchema,
   RegradeRequestSchema,
   IdempotencyKeySchema,
   inputIssues,
@@ -14,6 +15,7 @@ import type {
   ApprovalAccepted,
   ApprovalRequest,
   CancelAccepted,
+  HarborTaskSubmission,
   RegradeAccepted,
   EventPage,
   ListRunsQuery,
@@ -83,6 +85,19 @@ export class Runs {
     const key = checked(IdempotencyKeySchema, options.idempotencyKey ?? freshIdempotencyKey(), 'Idempotency-Key');
     const { method, path } = route('submitRun');
     return this.http.json(method, path, API_COMPONENTS.SubmitAccepted, { json: spec, headers: { 'idempotency-key': key }, ...signalOf(options.signal) });
+  }
+
+  /**
+   * Submits a Harbor task directory's files (`POST /v1/missions/harbor`, docs/missions.md): the
+   * gateway maps them to a RunSpec as `cairn run <task-dir>` does. The body is checked against the
+   * contracts first (paths, counts, oracle or agent); from disk, `harborTaskSubmission(dir, …)` of
+   * `@cairn/sdk` (Node) makes it.
+   */
+  async submitHarborTask(submission: HarborTaskSubmission, options: { idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<SubmitAccepted> {
+    const body = checked(HarborTaskSubmissionSchema, submission, 'Harbor task');
+    const key = checked(IdempotencyKeySchema, options.idempotencyKey ?? freshIdempotencyKey(), 'Idempotency-Key');
+    const { method, path } = route('submitHarborTask');
+    return this.http.json(method, path, API_COMPONENTS.SubmitAccepted, { json: body, headers: { 'idempotency-key': key }, ...signalOf(options.signal) });
   }
 
   async get(id: string, signal?: AbortSignal): Promise<Run> {

@@ -5,8 +5,9 @@ import { CairnError, isCairnError } from '@cairn/contracts';
 import type { Cairn } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 import { EXIT_FAILED, usageError } from '../exit-codes.js';
-import type { AgentStep } from '../harbor-task.js';
-import { harborImageAdditions, harborRunSpec, isHarborTaskDir, readHarborTask } from '../harbor-task.js';
+import { harborImageAdditions, harborRunSpec } from '@cairn/harbor';
+import { isHarborTaskDir, readHarborTaskDir } from '@cairn/harbor-dir';
+import type { AgentStep } from '@cairn/harbor';
 import type { Output } from '../output.js';
 import { isUnsuccessful, outcomeOf } from '../run-report.js';
 import type { RunOutcome } from '../run-report.js';
@@ -62,21 +63,21 @@ export async function harborTaskDirs(path: string): Promise<{ job: boolean; dirs
 }
 
 async function runTask(client: Cairn, dir: string, agent: AgentStep, output: Output, timeoutMs: number | null): Promise<TaskResult> {
-  const task = await readHarborTask(dir);
+  const { task } = await readHarborTaskDir(dir);
   const { buildDockerfileImage } = await import('@cairn/sandbox-docker');
   const additions = harborImageAdditions(task);
   output.note(`${task.name}: building its environment (environment/Dockerfile)…`);
   const progress = output.progress();
   const built = await buildDockerfileImage({
     dockerfile: additions.dockerfile,
-    contextDir: task.contextDir,
+    contextDir: join(dir, 'environment'),
     extraFiles: additions.files,
     onProgress: (line) => progress.update(line.slice(0, 120)),
   });
   progress.done();
   output.note(`  image       ${built.tag} ${built.id}${built.cached ? ' (cached)' : ''}`);
   const spec = {
-    ...harborRunSpec(task, `${built.tag}@${built.id}`, agent),
+    ...harborRunSpec(task, { image: `${built.tag}@${built.id}`, layout: 'built' }, agent),
     imageBuild: { digest: built.digest, dockerfileSha256: built.dockerfileSha256, bases: built.bases, imageId: built.id, cached: built.cached },
   };
   const submitted = await client.runs.submit(spec, { idempotencyKey: randomUUID() });

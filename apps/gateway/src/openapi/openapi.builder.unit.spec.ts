@@ -41,6 +41,7 @@ describe('the OpenAPI document', () => {
         '/v1/keys',
         '/v1/keys/{id}/revoke',
         '/v1/keys/{id}/rotate',
+        '/v1/missions/harbor',
         '/v1/policy',
         '/v1/runs',
         '/v1/runs/{id}',

@@ -8,6 +8,7 @@ import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
 import { resumeAfter } from './last-event-id.js';
+import { harborSpecOf } from './harbor-submission.js';
 import { buildProofBundle } from './proof-bundle.builder.js';
 import { RunCommands } from './run-commands.service.js';
 import { RunEventStreams } from './run-event-streams.service.js';
@@ -46,6 +47,26 @@ export class RunsController {
     const spec = parseRunSpec(body);
     const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
     // Read-your-writes for the common case: a GET right after the 202 finds the run.
+    if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
+    void reply.header('location', `/v1/runs/${runId}`);
+    return { runId, state: 'SUBMITTED', duplicate };
+  }
+
+  /**
+   * A Harbor task directory as a run (docs/adr/0034): the files are checked and mapped here by the
+   * mapping the CLI uses, synchronously, so a bad task is E_INPUT and nothing is published. The
+   * gateway has no engine, so no image is built: the environment is an image already there.
+   */
+  @ApiRoute(API_ROUTES.submitHarborTask)
+  async submitHarborTask(
+    @CurrentPrincipal() principal: Principal,
+    @Headers('idempotency-key') key: string | undefined,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<SubmitAccepted> {
+    const idempotency = idempotencyKey(key);
+    const spec = harborSpecOf(body);
+    const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
     if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
     void reply.header('location', `/v1/runs/${runId}`);
     return { runId, state: 'SUBMITTED', duplicate };

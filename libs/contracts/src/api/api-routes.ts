@@ -5,6 +5,7 @@ import { ErrorBodySchema } from '../error-codes.js';
 import { SealKeysSchema } from '../seal-signature.schema.js';
 import { SecretGranteeSchema } from '../principal.schema.js';
 import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
+import { HarborTaskSubmissionSchema } from './harbor.schema.js';
 import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
 import { WorkerIdSchema } from '../event-fields.schema.js';
 import type { ApiKeyScope } from '../api-key-scope.schema.js';
@@ -82,6 +83,7 @@ import {
 /** Every schema the API document names, by its component name. */
 export const API_COMPONENTS = {
   RunSpec: RunSpecSchema,
+  HarborTaskSubmission: HarborTaskSubmissionSchema,
   Run: RunSchema,
   RunList: RunListSchema,
   Receipt: ReceiptSchema,
@@ -195,6 +197,22 @@ export const API_ROUTES = {
     requestBody: { component: 'RunSpec', required: true },
     headers: {
       'Idempotency-Key': { schema: IdempotencyKeySchema, required: true, description: 'The same key with the same body answers the same run; with another body 422.' },
+    },
+    responseHeaders: { Location: '/v1/runs/<run id>' },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],
+  },
+  submitHarborTask: {
+    operationId: 'submitHarborTask',
+    method: 'POST',
+    path: '/v1/missions/harbor',
+    summary:
+      "Submit a Harbor / Terminal-Bench task directory as a run (docs/missions.md, ADR 0034): its files as base64 JSON (at most 256 files and 768 KiB; relative paths only, no `..`, regular files only), run with the oracle (solution/solve.sh) or an agent's argv. It is mapped to a RunSpec exactly as `cairn run <task-dir>` maps it and answered like `POST /v1/runs`. No image is built here: environment/Dockerfile must be one `FROM <image>` of an image already on the workers (policy decides whether it may run). A bad task is E_INPUT naming the file or field, and nothing is published.",
+    scope: 'runs:write',
+    status: 202,
+    response: 'SubmitAccepted',
+    requestBody: { component: 'HarborTaskSubmission', required: true },
+    headers: {
+      'Idempotency-Key': { schema: IdempotencyKeySchema, required: true, description: 'The same key with the same task answers the same run; with another task 422.' },
     },
     responseHeaders: { Location: '/v1/runs/<run id>' },
     errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],

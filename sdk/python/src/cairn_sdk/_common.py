@@ -7,6 +7,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,53 @@ class SseParser:
         elif name == "data":
             self._data.append(value)
         return None
+
+
+#: A Harbor task sent over REST (``POST /v1/missions/harbor``): at most this many files and decoded bytes.
+MAX_HARBOR_TASK_FILES = 256
+MAX_HARBOR_TASK_BYTES = 768 * 1024
+_HARBOR_PARTS = ("environment", "tests", "solution")
+
+
+def harbor_task_body(task_dir: str | os.PathLike[str], *, oracle: bool, agent: list[str] | None, job: str | None) -> dict[str, Any]:
+    """A Harbor task directory as the body of ``POST /v1/missions/harbor``: task.toml, instruction.md,
+    environment/, tests/ and solution/, regular files only (a symlink, device or socket is E_INPUT), within
+    the REST limits. The gateway checks and maps it exactly as ``cairn run <task-dir>`` does."""
+    if oracle == (agent is not None):
+        raise cairn_error("E_INPUT", "give oracle=True (run solution/solve.sh) or agent=[argv…], exactly one")
+    if agent is not None and (not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent)):
+        raise cairn_error("E_INPUT", "agent is an argv: a non-empty list of strings, never a shell string (I-3)")
+    root = Path(task_dir)
+    if not (root / "task.toml").is_file() or (root / "task.toml").is_symlink():
+        raise cairn_error("E_INPUT", f"{root}/task.toml is missing: a Harbor task has task.toml", {"path": "task.toml"})
+    found: list[tuple[str, Path]] = [(name, root / name) for name in ("task.toml", "instruction.md") if (root / name).exists() or (root / name).is_symlink()]
+    for part in _HARBOR_PARTS:
+        base = root / part
+        if not base.exists() and not base.is_symlink():
+            continue
+        if base.is_symlink() or not base.is_dir():
+            raise cairn_error("E_INPUT", f"{base}: a task's {part}/ must be a directory (not a symlink)", {"path": part})
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames) + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
+                full = Path(dirpath, name)
+                found.append((full.relative_to(root).as_posix(), full))
+    files: list[dict[str, Any]] = []
+    total = 0
+    for relative, full in found:
+        info = full.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            raise cairn_error("E_INPUT", f"{full}: only regular files may be in a task (not a symlink, device or socket)", {"path": relative})
+        total += info.st_size
+        if len(files) + 1 > MAX_HARBOR_TASK_FILES or total > MAX_HARBOR_TASK_BYTES:
+            raise cairn_error("E_INPUT", f"{root}: a task may have at most {MAX_HARBOR_TASK_FILES} files and {MAX_HARBOR_TASK_BYTES} bytes", {"limit": MAX_HARBOR_TASK_BYTES})
+        files.append({"path": relative, "content": base64.b64encode(full.read_bytes()).decode("ascii"), "mode": 0o755 if info.st_mode & 0o111 else 0o644})
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", root.resolve().name).lstrip("._-")[:128] or "harbor-task"
+    body: dict[str, Any] = {"files": files, "name": name}
+    if oracle:
+        body["oracle"] = True
+    else:
+        body["agent"] = list(agent or [])
+    if job is not None:
+        body["job"] = job
+    return body

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -167,6 +168,14 @@ class AsyncRuns:
     async def submit(self, spec: dict[str, Any], *, idempotency_key: str | None = None) -> SubmitAccepted:
         key = idempotency_key or c.new_idempotency_key()
         return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/runs", json=spec, headers={"idempotency-key": key})).json())
+
+    async def submit_harbor_task(
+        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
+    ) -> SubmitAccepted:
+        """Submits a Harbor task directory as a run (see ``Cairn.runs.submit_harbor_task``)."""
+        body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
+        key = idempotency_key or c.new_idempotency_key()
+        return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})).json())
 
     async def get(self, run_id: str) -> Run:
         return Run.model_validate((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}")).json())

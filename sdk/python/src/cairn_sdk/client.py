@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import closing
 from collections.abc import Callable, Iterator
@@ -179,6 +180,18 @@ class Runs:
         """Submits a RunSpec. The same key and spec give the same run (a random key unless given)."""
         key = idempotency_key or c.new_idempotency_key()
         response = self._c.request("POST", "/v1/runs", json=spec, headers={"idempotency-key": key})
+        return SubmitAccepted.model_validate(response.json())
+
+    def submit_harbor_task(
+        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
+    ) -> SubmitAccepted:
+        """Submits a Harbor task directory (task.toml, instruction.md, environment/, tests/, solution/) as a run,
+        with its oracle (``oracle=True``: solution/solve.sh) or an agent's argv. The gateway maps it as
+        ``cairn run <task-dir>`` does; environment/Dockerfile must be one ``FROM <image>`` of an image already
+        there (docs/missions.md). A bad task is E_INPUT, here or from the gateway, and no run is made."""
+        body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
+        key = idempotency_key or c.new_idempotency_key()
+        response = self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})
         return SubmitAccepted.model_validate(response.json())
 
     def get(self, run_id: str) -> Run:

@@ -1,0 +1,1 @@
+export { harborTaskSubmission, isHarborTaskDir, readHarborTaskDir, readHarborTaskDirFiles } from './harbor-task-dir.reader.js';
