@@ -121,6 +121,14 @@ if ! command -v ip >/dev/null 2>&1; then
   apt_install iproute2
 fi
 
+# --- faketime -------------------------------------------------------------------------------
+# The clock-skew fault test (apps/cli/test/clock-skew.fault.spec.ts, ADR 0033) runs runtimes a
+# minute behind and ahead of the machine's clock with Debian's libfaketime.
+if ! command -v faketime >/dev/null 2>&1; then
+  log "installing faketime"
+  apt_install faketime
+fi
+
 # --- Chromium -------------------------------------------------------------------------------
 # The dashboard's browser tests (apps/dashboard/test) drive Debian's Chromium with playwright-core;
 # no browser is ever downloaded by a tool of its own.

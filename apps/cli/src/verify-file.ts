@@ -38,6 +38,17 @@ export interface FileVerification {
   bundle?: { format: string; document: Record<string, unknown> };
   /** The receipts a judged grade is re-derived from (`checkJudgedGrade`), as read. */
   judgedReceipts?: unknown[];
+  /**
+   * Breaks the chain records of itself: each critical `alert.raised` E_CHAIN_BROKEN on it (a
+   * message of the log that was not a receipt, ADR 0033, is no part of the hash chain — the
+   * receipts verify, and the chain says where it was broken and why).
+   */
+  recordedBreaks?: RecordedBreak[];
+}
+
+export interface RecordedBreak {
+  seq: number;
+  message: string;
 }
 
 function bundleClaims(document: Record<string, unknown>): BundleClaims {
@@ -94,6 +105,7 @@ export function verifyBundleDocument(document: unknown, path: string): FileVerif
     last: receipts.at(-1),
     bundle: { format, document: document as Record<string, unknown> },
     judgedReceipts: (receipts as unknown[]).filter(isJudgedGradeReceipt),
+    recordedBreaks: (receipts as unknown[]).flatMap(recordedBreakOf),
   };
 }
 
@@ -129,6 +141,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
   let oneLineBundle: unknown = undefined;
   let last: unknown = undefined;
   const judgedReceipts: unknown[] = [];
+  const recordedBreaks: RecordedBreak[] = [];
   try {
     for await (const raw of readLines(input, { maxLineLength: options.maxLineLength ?? MAX_LINE_LENGTH })) {
       lineNo += 1;
@@ -165,6 +178,7 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
       if (!verifier.push(parsed.value)) break;
       last = parsed.value;
       if (isJudgedGradeReceipt(parsed.value)) judgedReceipts.push(parsed.value);
+      recordedBreaks.push(...recordedBreakOf(parsed.value));
     }
   } catch (error) {
     if (error instanceof LineTooLongError) {
@@ -182,7 +196,15 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
     input.destroy();
   }
   if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);
-  return { format: 'chain', verification: verifier.result(), last, judgedReceipts };
+  return { format: 'chain', verification: verifier.result(), last, judgedReceipts, recordedBreaks };
+}
+
+/** A receipt recording that its chain was broken (a critical `alert.raised` E_CHAIN_BROKEN), or nothing. */
+function recordedBreakOf(value: unknown): RecordedBreak[] {
+  if (typeof value !== 'object' || value === null) return [];
+  const r = value as { type?: unknown; error_code?: unknown; seq?: unknown; message?: unknown };
+  if (r.type !== 'alert.raised' || r.error_code !== 'E_CHAIN_BROKEN' || typeof r.seq !== 'number') return [];
+  return [{ seq: r.seq, message: typeof r.message === 'string' ? r.message : '' }];
 }
 
 function isJudgedGradeReceipt(value: unknown): boolean {

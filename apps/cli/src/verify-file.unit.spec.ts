@@ -35,6 +35,18 @@ afterAll(async () => {
 });
 
 describe('verifyFile', () => {
+  it('hands back the breaks a chain records of itself (alert.raised E_CHAIN_BROKEN, ADR 0033), from a chain file and a bundle', async () => {
+    const receipts = chain(2, 'x');
+    const alert = sealReceipt(receipts[1]!.hash as string, { v: 1, seq: 3, run_id: CHAIN, tenant: 'default', type: 'alert.raised', actor: 'runtime', ts: '2026-12-01T00:00:00.000Z', causation: `${CHAIN}:2`, severity: 'critical', error_code: 'E_CHAIN_BROKEN', message: 'the message at stream seq 9 is not a receipt' });
+    const other = sealReceipt(alert.hash, { v: 1, seq: 4, run_id: CHAIN, tenant: 'default', type: 'alert.raised', actor: 'runtime', ts: '2026-12-01T00:00:00.000Z', causation: `${CHAIN}:3`, severity: 'critical', error_code: 'E_SECRET_SEEN', message: 'not a break' });
+    const all = [...receipts, alert, other];
+    const fromChain = await verifyFile(await file('recorded.jsonl', all.map(jsonLine).join('')));
+    expect(fromChain.verification.ok).toBe(true);
+    expect(fromChain.recordedBreaks).toEqual([{ seq: 3, message: 'the message at stream seq 9 is not a receipt' }]);
+    const fromBundle = await verifyFile(await file('recorded.json', JSON.stringify({ format: BUNDLE_FORMAT, runId: CHAIN, receipts: all, headHash: other.hash })));
+    expect(fromBundle.recordedBreaks).toEqual([{ seq: 3, message: 'the message at stream seq 9 is not a receipt' }]);
+  });
+
   it('verifies a chain whose strings hold every control character, U+2028 and U+2029, however its lines were written', async () => {
     const receipts = chain(4, awkwardText({ nul: true }));
     const head = receipts.at(-1)!.hash;
@@ -47,7 +59,7 @@ describe('verifyFile', () => {
     expect(forms.foreign).toContain('\u2028');
     for (const [name, content] of Object.entries(forms)) {
       const checked = await verifyFile(await file(`${name}.jsonl`, content));
-      expect(checked, name).toEqual({ format: 'chain', verification: { ok: true, chainId: CHAIN, count: 4, headHash: head, headSeq: 4 }, last: receipts.at(-1), judgedReceipts: [] });
+      expect(checked, name).toEqual({ format: 'chain', verification: { ok: true, chainId: CHAIN, count: 4, headHash: head, headSeq: 4 }, last: receipts.at(-1), judgedReceipts: [], recordedBreaks: [] });
     }
   });
 

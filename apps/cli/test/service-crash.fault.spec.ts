@@ -246,6 +246,19 @@ describe('fault: a runtime paused past the lease of a sandbox session', () => {
   });
 });
 
+/** Chains broken on purpose so far (the forgery, the poison messages): C names them, and only them. */
+const broken = new Set<string>();
+
+/** Every service's log lines that name the chain, for a failure message. */
+async function linesAbout(chainId: string): Promise<string> {
+  return (await stack.logs(1_000_000)).split('\n').filter((line) => line.startsWith('---') || line.includes(chainId)).join('\n').slice(-20_000);
+}
+
+/** A run's receipts as the gateway serves them. */
+async function receiptsOf(runId: string): Promise<Record<string, unknown>[]> {
+  return ((await (await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`)).json()) as { items: Record<string, unknown>[] }).items;
+}
+
 describe('fault: a receipt forged into the stream mid-run, by a client that may publish to it', () => {
   it('is detected and never trusted: the run ends FAILED E_CHAIN_BROKEN, sealed, and the checker names the chain under C', async () => {
     const runId = await scenario.submit('forged receipt', [{ argv: ['sleep', '3'] }, { argv: ['echo', 'done'] }]);
@@ -281,6 +294,13 @@ describe('fault: a receipt forged into the stream mid-run, by a client that may 
     const run = await stack.waitForRun(runId, sealed, 60_000);
     expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_CHAIN_BROKEN', sealed: true });
     expect(await stack.types(runId)).toContain('alert.raised');
+    // The runtime noticed (a head it did not write, whose hash does not recompute) and stopped the
+    // run itself: its failure and alert are its own, and nothing of the run came after the forgery.
+    const after = (await receiptsOf(runId)).filter((r) => Number(r.seq) > forgedSeq);
+    expect(after.map((r) => `${String(r.type)}:${String(r.actor)}`)).toEqual(['sandbox.destroyed:runtime', 'alert.raised:runtime', 'run.failed:runtime', 'run.sealed:grader']);
+    expect(after.find((r) => r.type === 'run.failed')).toMatchObject({ error_code: 'E_CHAIN_BROKEN' });
+    expect(String(after.find((r) => r.type === 'run.failed')!.message)).toContain(`seq ${forgedSeq} hash_mismatch`);
+    expect(await stack.containers(runId)).toEqual([]);
     const verified = await stack.cairn(['verify', runId, '--json']);
     expect(verified.code).not.toBe(0);
     expect(verified.stdout + verified.stderr).toContain('E_CHAIN_BROKEN');
@@ -290,8 +310,63 @@ describe('fault: a receipt forged into the stream mid-run, by a client that may 
     expect(report.invariants.C.ok).toBe(false);
     expect(report.invariants.C.findings.length).toBeGreaterThan(0);
     for (const finding of report.invariants.C.findings) expect(finding).toContain(runId);
+    broken.add(runId);
     // The forged step.completed beside the runtime's own is the only double the checker may see.
     for (const finding of report.invariants.D.findings) expect(finding).toContain(runId);
     for (const invariant of ['L', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
   });
 });
+
+describe('fault: a poison message — not a receipt at all — on a running run\'s chain, by a client that may publish to it', () => {
+  const poisons = [
+    { name: 'bad JSON', body: '{"type":"step.completed", not json' },
+    { name: 'JSON that fails the receipt envelope', body: JSON.stringify({ type: 'step.completed', seq: 'three', run_id: 'nobody' }) },
+  ];
+  for (const poison of poisons) {
+    it(`${poison.name}: the run ends FAILED E_CHAIN_BROKEN on the record, sealed, its sandbox reaped, no consumer spins, and cairn verify says where`, async () => {
+      const runId = await scenario.submit(`poison: ${poison.name}`, [{ argv: ['sleep', '3'] }, { argv: ['echo', 'done'] }]);
+      await scenario.waitForType(runId, 'step.started');
+      const before = await receiptsOf(runId);
+      const lastSeq = Math.max(...before.map((r) => Number(r.seq)));
+      const prefix = isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX;
+      const ack = await (await import('@nats-io/jetstream')).jetstream(nc).publish(`${prefix}.${runId}.step.completed`, poison.body);
+      expect(ack.stream).toBe(stack.names.evidenceStream);
+
+      const run = await stack.waitForRun(runId, sealed, 60_000);
+      expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_CHAIN_BROKEN', sealed: true });
+      const receipts = await receiptsOf(runId);
+      // The failing receipts chain onto the last receipt before the poison message; nothing ran after it.
+      const after = receipts.filter((r) => Number(r.seq) > lastSeq);
+      expect(after.map((r) => String(r.type)), await linesAbout(runId)).toEqual(['alert.raised', 'run.failed', 'sandbox.destroyed', 'run.sealed']);
+      expect(after[0]!.prev_hash).toBe(before.find((r) => Number(r.seq) === lastSeq)!.hash);
+      for (const r of after.slice(0, 2)) {
+        expect(r).toMatchObject({ error_code: 'E_CHAIN_BROKEN' });
+        expect(String(r.message)).toContain(`stream seq ${ack.seq} on ${prefix}.${runId}.step.completed, after seq ${lastSeq}, is not a receipt`);
+      }
+      expect(receipts.filter((r) => r.type === 'step.started')).toHaveLength(1);
+      expect(receipts.filter((r) => r.type === 'step.completed')).toHaveLength(0);
+      expect(await stack.containers(runId)).toEqual([]);
+
+      const verified = await stack.cairn(['verify', runId, '--json']);
+      expect(verified.code).toBe(1);
+      expect(verified.stdout + verified.stderr).toContain('E_CHAIN_BROKEN');
+      expect(verified.stdout + verified.stderr).toContain(`stream seq ${ack.seq}`);
+
+      // No consumer loops on it: a while later no service has logged about it again.
+      const logged = async () => (await stack.logs(1_000_000)).split('\n').filter((line) => line.includes(runId) && /"level":"(error|fatal)"/.test(line)).length;
+      const settled = await logged();
+      await sleep(4000);
+      expect(await logged()).toBe(settled);
+
+      const report = await scenario.check();
+      console.log(formatReport(report));
+      // The poison message is on the chain's subjects: the checker names this chain, and only it, under C.
+      expect(report.invariants.C.ok).toBe(false);
+      broken.add(runId);
+      for (const finding of report.invariants.C.findings) expect([...broken].some((id) => finding.includes(id)), finding).toBe(true);
+      expect(report.invariants.C.findings.some((f) => f.includes(runId))).toBe(true);
+      for (const invariant of ['L', 'D', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
+    });
+  }
+});
+

@@ -94,7 +94,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     const secrets = await openGatewaySecrets(config, nc, logger);
 
     const bus = await CommandBus.open(nc, commandBusOptionsFromConfig(config));
-    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS });
+    const registry = await WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS, observe: true });
     const drains = await WorkerDrains.open(nc, { bucket: drainsBucketFor(config.CAIRN_WORKERS_BUCKET), replicas: config.CAIRN_NATS_REPLICAS });
     cleanups.push(() => Promise.resolve(drains.close()));
     // What workers hold, and what waits for room: operational state the views show as it is now.

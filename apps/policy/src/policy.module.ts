@@ -26,7 +26,7 @@ export function policyModule(config: PolicyServiceConfig): DynamicModule {
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS, observe: true }),
       },
     ],
   });

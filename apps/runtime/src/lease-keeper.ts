@@ -1,6 +1,5 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
-import type { LeaseRecord, LeaseStore } from '@cairn/operational';
-import { isExpired } from '@cairn/scheduling';
+import type { LeaseStore } from '@cairn/operational';
 import type { JsonLogger } from '@cairn/service-kit';
 
 export interface LeaseKeeperOptions {
@@ -25,9 +24,13 @@ export class LeaseKeeper {
   private timer: NodeJS.Timeout | null = null;
   private lostReason: string | null = null;
   private renewing: Promise<unknown> = Promise.resolve();
-  /** Until when (epoch ms, this worker's clock) the lease was last known to be this worker's. */
+  /**
+   * Until when (this process's monotonic clock, ms) the lease may still be this worker's: `ttlMs`
+   * after its last renewal began. The scheduler counts the TTL from when it sees that renewal's
+   * revision — later — so this worker stops first, whatever either wall clock says (ADR 0033).
+   */
   private heldUntil: number | null = null;
-  /** When that was last confirmed (a renewal or a read of the lease that began then). */
+  /** When that was last confirmed (a renewal or a read of the lease that began then; monotonic). */
   private confirmedAt: number | null = null;
 
   constructor(
@@ -44,11 +47,16 @@ export class LeaseKeeper {
   async renewNow(): Promise<string | null> {
     const { runId, workerId, leaseId, ttlMs } = this.options;
     if (this.lostReason !== null) return this.lostReason;
-    const asked = Date.now();
+    const asked = performance.now();
+    if (this.heldUntil !== null && asked >= this.heldUntil) {
+      // Paused (or cut off) past a TTL since the last renewal: the scheduler may have judged it expired; never revived.
+      return this.markLost(`lease ${leaseId} went unrenewed for its TTL (${ttlMs} ms, this process's monotonic clock)`);
+    }
     try {
-      const lease = await this.leases.renew(runId, workerId, asked + ttlMs);
+      const lease = await this.leases.renew(runId, workerId, Date.now() + ttlMs);
       if (lease.lease_id !== leaseId) return this.markLost(`the run now holds lease ${lease.lease_id}, not ${leaseId}`);
-      this.confirm(lease, asked);
+      this.heldUntil = asked + ttlMs;
+      this.confirmedAt = asked;
       return null;
     } catch (error) {
       if (isCairnError(error) && (error.code === 'E_CONFLICT' || error.code === 'E_NOT_FOUND')) return this.markLost(error.message);
@@ -61,22 +69,23 @@ export class LeaseKeeper {
    * The fence every append of this run passes first (docs/adr/0019): null while this worker still
    * holds the lease `run.scheduled` named — its epoch, `<run>:<attempt>`, every grant a new one —
    * and it has not expired; else why not, and the lease counts as lost from then on. Confirmed by a
-   * renewal within the last `renewMs` and before its expiry on this worker's clock, else read from
-   * the bucket: a runtime paused past its lease (SIGSTOP, a VM freeze) finds it expired, taken or
-   * gone when it resumes, before it writes anything. A broker that cannot be read throws.
+   * renewal within the last `renewMs` and less than a TTL ago on this process's monotonic clock
+   * (never by comparing the lease's `expires_at`, written by some machine's wall clock, with this
+   * one's: ADR 0033), else read from the bucket: a runtime paused past its lease (SIGSTOP, a VM
+   * freeze) finds it expired, taken or gone when it resumes, before it writes anything. A broker
+   * that cannot be read throws.
    */
-  async fence(now: number = Date.now()): Promise<string | null> {
+  async fence(now: number = performance.now()): Promise<string | null> {
     if (this.lostReason !== null) return this.lostReason;
-    const { runId, workerId, leaseId, renewMs } = this.options;
+    const { runId, workerId, leaseId, renewMs, ttlMs } = this.options;
     if (this.heldUntil !== null && now >= this.heldUntil) {
-      return this.markLost(`lease ${leaseId} expired at ${new Date(this.heldUntil).toISOString()} (this worker's clock) before it was renewed`);
+      return this.markLost(`lease ${leaseId} went unrenewed for its TTL (${ttlMs} ms, this process's monotonic clock)`);
     }
     if (this.heldUntil !== null && this.confirmedAt !== null && now - this.confirmedAt < renewMs) return null;
     const lease = await this.leases.get(runId);
     if (lease === null) return this.markLost(`the run holds no lease any more (lease ${leaseId} was released or settled)`);
     if (lease.lease_id !== leaseId || lease.worker_id !== workerId) return this.markLost(`the run now holds lease ${lease.lease_id} of worker ${lease.worker_id}, not ${leaseId}`);
-    if (isExpired(lease, now)) return this.markLost(`lease ${leaseId} expired at ${lease.expires_at}`);
-    this.confirm(lease, now);
+    this.confirmedAt = now;
     return null;
   }
 
@@ -91,11 +100,6 @@ export class LeaseKeeper {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.renewing;
-  }
-
-  private confirm(lease: LeaseRecord, at: number): void {
-    this.heldUntil = Date.parse(lease.expires_at);
-    this.confirmedAt = at;
   }
 
   private markLost(reason: string): string {

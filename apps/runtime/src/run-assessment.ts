@@ -192,7 +192,12 @@ export type StopCause =
   /** The lease is another's or gone: the scheduler decides this run now. */
   | { kind: 'lease_lost'; reason: string }
   /** A secret was seen in what this worker was about to record or log (a name, a host): the run ends E_SECRET_SEEN. */
-  | { kind: 'secret_seen' };
+  | { kind: 'secret_seen' }
+  /**
+   * Its chain as stored does not verify — a message on it that is not a receipt, or a receipt this
+   * worker did not write whose hash does not recompute (ADR 0033): the run ends E_CHAIN_BROKEN.
+   */
+  | { kind: 'chain_broken'; reason: string };
 
 /** What the chain as stored says about a run this worker is running: go on (null), or stop and why. */
 export function stopCauseOf(chain: readonly EvidenceReceipt[]): StopCause | null {

@@ -1,8 +1,9 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { CairnError, isCairnError } from '@cairn/contracts';
 import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, Redaction, SandboxHardening } from '@cairn/contracts';
+import { verifyChain } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { isHeadMoved, isNotAReceipt } from '@cairn/evidence-log';
 import { foldRun } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { LIMIT_CODES } from '@cairn/sandbox';
@@ -10,6 +11,7 @@ import type { DestroyResult, ExecResult, LimitCode, SandboxDriver, SandboxHandle
 import type { EgressDenial } from '@cairn/sandbox-docker';
 import { OutputScanner } from '@cairn/secrets';
 import type { ScannedSecret } from '@cairn/secrets';
+import { chainBreakText, recordChainBreak } from '@cairn/service-kit';
 import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CancelWatch } from './cancel-watch.adapter.js';
@@ -145,7 +147,12 @@ export class RunExecution {
       },
       logger,
     );
-    this.watch = new CancelWatch(nc, log.chainSubjects(ctx.chainId), () => this.stop({ kind: 'cancelled' }));
+    this.watch = new CancelWatch(
+      nc,
+      log.chainSubjects(ctx.chainId),
+      () => this.stop({ kind: 'cancelled' }),
+      () => void this.checkStoredChain(),
+    );
     this.wake = new ChainWake(nc, log.chainSubjects(ctx.chainId));
     this.holdLeftMs = config.CAIRN_STEP_HOLD_MAX_SECONDS * 1000;
   }
@@ -249,7 +256,13 @@ export class RunExecution {
       await this.destroy();
       // The proxy went with the sandbox: every refusal it reported is on the chain before the teardown.
       await this.denials;
-      await this.keeper.stop();
+      try {
+        // A message on the chain that is not a receipt: the break and the run's failure on the record first,
+        // while the lease is still kept, so the teardown can follow them (ADR 0033).
+        if ((this.stopCause as StopCause | null)?.kind === 'chain_broken') await this.recordBreak();
+      } finally {
+        await this.keeper.stop();
+      }
     }
     const gone = await this.destroy();
     logger.write('info', 'run finished on this worker', { run_id: this.runId, outcome: outcome.kind, verified_gone: gone.verifiedGone });
@@ -600,16 +613,29 @@ export class RunExecution {
   private internalFailure(error: unknown): Outcome {
     if (isCairnError(error) && error.code === 'E_UNAVAILABLE') throw error;
     this.deps.logger.write('error', 'the run failed inside the runtime', { run_id: this.runId, error: describe(error) });
-    const code: ErrorCode = isCairnError(error) && (error.code === 'E_UNKNOWN_STATE' || error.code === 'E_CAPACITY') ? error.code : 'E_INTERNAL';
+    const code: ErrorCode = isCairnError(error) && (error.code === 'E_UNKNOWN_STATE' || error.code === 'E_CAPACITY' || error.code === 'E_CHAIN_BROKEN') ? error.code : 'E_INTERNAL';
     return { kind: 'failed', code, message: `the runtime failed during the run: ${describe(error)}` };
   }
 
   /** Between steps: has someone else written (a cancel request this watch missed, a lost worker)? */
   private async endedElsewhere(): Promise<StopCause | null> {
     if (this.unreadable !== null) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${this.unreadable}`);
-    const head = await this.deps.log.head(this.runId);
-    if (head === null || head.seq <= this.lastSeq) return null;
-    const chain = await this.readChain();
+    let chain: EvidenceReceipt[];
+    try {
+      const head = await this.deps.log.head(this.runId);
+      if (head === null || head.seq <= this.lastSeq) return null;
+      const stored = await this.deps.ctx.readChain();
+      const problem = integrityProblem(stored, this.runId);
+      if (problem !== null) {
+        this.chainBroken(problem);
+        return this.stopCause;
+      }
+      chain = this.parsedChain(stored);
+    } catch (error) {
+      if (!isNotAReceipt(error)) throw error;
+      this.chainBroken(error.message);
+      return this.stopCause;
+    }
     const stop = stopCauseOf(chain);
     if (stop !== null) this.stop(stop);
     else this.lastSeq = Math.max(this.lastSeq, chain.at(-1)?.seq ?? 0);
@@ -627,13 +653,23 @@ export class RunExecution {
     const fields = this.guard.receipt(type, unscanned);
     for (let reads = 0; ; reads++) {
       if (!(await this.fenced(type))) return false;
+      let stored: unknown[];
       try {
         this.lastSeq = (await this.deps.ctx.appendAt(this.lastSeq, type, fields, key)).receipt.seq;
         return true;
       } catch (error) {
+        if (isNotAReceipt(error)) return this.brokenOnAppend(type, error.message);
         if (!isHeadMoved(error) || reads >= MAX_READS) throw error;
       }
-      const stored = await this.deps.ctx.readChain();
+      try {
+        stored = await this.deps.ctx.readChain();
+      } catch (error) {
+        if (isNotAReceipt(error)) return this.brokenOnAppend(type, error.message);
+        throw error;
+      }
+      // Someone else wrote: what they wrote must chain (a receipt this worker did not write whose hash does not recompute stops the run).
+      const problem = integrityProblem(stored, this.runId);
+      if (problem !== null) return this.brokenOnAppend(type, problem);
       const parsed = parseChain(stored);
       if (!parsed.ok) {
         // I-5: the run stops (E_UNKNOWN_STATE, decided by `end`), but what already happened — a
@@ -687,9 +723,54 @@ export class RunExecution {
   }
 
   private async readChain(): Promise<EvidenceReceipt[]> {
-    const parsed = parseChain(await this.deps.ctx.readChain());
+    return this.parsedChain(await this.deps.ctx.readChain());
+  }
+
+  private parsedChain(stored: readonly unknown[]): EvidenceReceipt[] {
+    const parsed = parseChain(stored);
     if (!parsed.ok) throw new CairnError('E_UNKNOWN_STATE', `run ${this.runId} holds a receipt that breaks its contract: ${parsed.message}`);
     return parsed.receipts;
+  }
+
+  /** Not appending `type` onto a chain that does not verify: the run stops (returns false, as a refused append does). */
+  private brokenOnAppend(type: string, problem: string): false {
+    this.deps.logger.write('warn', `not recording ${type}: the run's chain is broken`, { run_id: this.runId, reason: problem });
+    this.chainBroken(problem);
+    return false;
+  }
+
+  /** The chain does not verify: a fatal line (a critical alert, PRODUCT.md), and the run stops — its sandbox destroyed now, no step after. */
+  private chainBroken(reason: string): void {
+    if (this.stopCause !== null) return;
+    this.deps.logger.write('fatal', 'evidence chain broken under a running run: stopping it', { run_id: this.runId, code: 'E_CHAIN_BROKEN', reason });
+    this.stop({ kind: 'chain_broken', reason });
+  }
+
+  /**
+   * The watch saw a message on the chain that cannot be one of its receipts: whether the chain as
+   * stored is broken decides (the message may not have been stored — a refused compare-and-set —
+   * or not yet: looked at now and once more a moment later). Never throws.
+   */
+  private async checkStoredChain(): Promise<void> {
+    for (const waitMs of [0, 500]) {
+      if (this.stopCause !== null) return;
+      if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+      try {
+        const past = await this.deps.log.readChainPastBreaks(this.runId);
+        const problem = past.breaks.length > 0 ? chainBreakText(past.breaks) : integrityProblem(past.receipts.map((stored) => stored.receipt), this.runId);
+        if (problem !== null) {
+          this.chainBroken(problem);
+          return;
+        }
+      } catch (error) {
+        this.deps.logger.write('warn', 'could not read the chain to check a message seen on it', { run_id: this.runId, error: describe(error) });
+      }
+    }
+  }
+
+  /** A break whose message is not a receipt, on the record (alert.raised and run.failed E_CHAIN_BROKEN, once, whoever records it). */
+  private async recordBreak(): Promise<void> {
+    await recordChainBreak({ log: this.deps.log, actor: this.deps.ctx.service, logger: this.deps.logger }, this.runId);
   }
 
   private stop(cause: StopCause): void {
@@ -747,10 +828,15 @@ export class RunExecution {
    * lease is the scheduler's to settle: this worker records nothing more and keeps its hands off
    * the lease.
    */
-  private async end(unsettled: Outcome, durationMs: number): Promise<void> {
+  private async end(ended: Outcome, durationMs: number): Promise<void> {
     const { ctx, logger } = this.deps;
-    if (unsettled.kind === 'stopped' && unsettled.cause.kind === 'lease_lost') return;
+    if (ended.kind === 'stopped' && ended.cause.kind === 'lease_lost') return;
     if (!(await this.fenced('the run\'s ending'))) return;
+    let unsettled = ended;
+    if (ended.kind === 'stopped' && ended.cause.kind === 'chain_broken') {
+      await this.recordBreak();
+      unsettled = { kind: 'failed', code: 'E_CHAIN_BROKEN', message: boundMessage(ended.cause.reason) };
+    }
     const outcome = await this.settleLeaks(this.scanned(unsettled));
     await ctx.reactOnChain(async ({ receipts, headSeq }) => {
       if (!(await this.fenced('the run\'s ending'))) return;
@@ -777,6 +863,14 @@ export class RunExecution {
           return;
         case 'failed':
           if (outcome.kind !== 'failed') throw new CairnError('E_INTERNAL', `a ${outcome.kind} run cannot end failed`);
+          if (outcome.code === 'E_CHAIN_BROKEN') {
+            // A critical alert (PRODUCT.md) with the failure, in one batch: the alert first, so the seal that follows the failure is last.
+            await ctx.appendAllAt(headSeq, [
+              { type: 'alert.raised', fields: this.guard.receipt('alert.raised', { severity: 'critical', error_code: 'E_CHAIN_BROKEN', message: outcome.message }), key: 'chain-broken' },
+              { type: 'run.failed', fields: this.guard.receipt('run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex)), key: 'failed' },
+            ]);
+            return;
+          }
           await ctx.appendAt(headSeq, 'run.failed', this.guard.receipt('run.failed', runFailedFields(outcome.code, outcome.message, outcome.stepIndex)), 'failed');
           return;
         case 'executed':
@@ -829,6 +923,17 @@ export class RunExecution {
       this.deps.logger.write('warn', 'could not release the lease', { run_id: this.runId, error: describe(error) });
     });
   }
+}
+
+/** Why the stored chain does not verify from genesis, or null when it does (`verifyChain`). */
+function integrityProblem(stored: readonly unknown[], runId: string): string | null {
+  const integrity = verifyChain(stored, { chainId: runId });
+  if (integrity.ok) return null;
+  return boundMessage(`E_CHAIN_BROKEN: the chain does not verify from genesis: seq ${integrity.firstBadSeq} ${integrity.reason} (${integrity.verified} receipts verified before it): ${integrity.message}`);
+}
+
+function boundMessage(text: string): string {
+  return text.length <= 2000 ? text : `${text.slice(0, 1999)}…`;
 }
 
 /** Why the sandbox went: the run completed or failed as it went, or it was stopped — cancelled when a cancel stopped it. */

@@ -1,12 +1,12 @@
 import { assertUnreachable, eventId } from '@cairn/contracts';
 import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { isHeadMoved, isNotAReceipt } from '@cairn/evidence-log';
 import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
 import { isExpired, onLeaseExpired } from '@cairn/scheduling';
-import { EVIDENCE_LOG, JsonLogger, PeriodicTask, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
+import { EVIDENCE_LOG, JsonLogger, PeriodicTask, recordChainBreak, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { SchedulerConfig } from './scheduler.config.js';
@@ -65,8 +65,7 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
   }
 
   private async expired(lease: LeaseRecord): Promise<LeaseVerdict> {
-    const raw: ReceiptEnvelope[] = [];
-    for await (const stored of this.log.readChain(lease.run_id)) raw.push(stored.receipt);
+    const raw = await this.chainOf(lease.run_id);
     if (lease.run_id.startsWith('sbx_')) return this.expiredSandbox(lease, raw);
     const chain = readValidRunChain(raw);
     if (chain === null) {
@@ -93,6 +92,24 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
       if (!isHeadMoved(error)) throw error;
       this.logger.write('info', 'an expired lease\'s chain moved while it was settled; scanning again later', { run_id: lease.run_id });
       return 'kept';
+    }
+  }
+
+  /**
+   * The chain's receipts. One whose subjects hold a message that is not a receipt is first stopped
+   * on the record (`recordChainBreak`, ADR 0033: alert.raised and run.failed E_CHAIN_BROKEN, unless
+   * someone did already), then read past it — so the lease of its run is released, not retried at
+   * every scan for ever.
+   */
+  private async chainOf(chainId: string): Promise<ReceiptEnvelope[]> {
+    const raw: ReceiptEnvelope[] = [];
+    try {
+      for await (const stored of this.log.readChain(chainId)) raw.push(stored.receipt);
+      return raw;
+    } catch (error) {
+      if (!isNotAReceipt(error)) throw error;
+      await recordChainBreak({ log: this.log, actor: this.service, logger: this.logger }, chainId);
+      return (await this.log.readChainPastBreaks(chainId)).receipts.map((stored) => stored.receipt);
     }
   }
 

@@ -29,7 +29,7 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
       {
         provide: WorkerRegistry,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
+        useFactory: (nc: NatsConnection) => WorkerRegistry.open(nc, { bucket: config.CAIRN_WORKERS_BUCKET, replicas: config.CAIRN_NATS_REPLICAS, observe: true }),
       },
       {
         provide: WorkerDrains,
@@ -39,7 +39,7 @@ export function schedulerModule(config: SchedulerConfig): DynamicModule {
       {
         provide: LeaseStore,
         inject: [NATS_CONNECTION],
-        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS }),
+        useFactory: (nc: NatsConnection) => LeaseStore.open(nc, { bucket: config.CAIRN_LEASES_BUCKET, replicas: config.CAIRN_NATS_REPLICAS, observeTtlMs: config.CAIRN_LEASE_TTL_MS }),
       },
       {
         provide: ApprovalDeadlines,

@@ -85,8 +85,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     monitors: false,
   },
   policy: {
-    // run.failed: a reaction that gives up (defaultGiveUp).
-    appends: ['policy.decided', 'approval.requested', 'run.failed'],
+    // run.failed: a reaction that gives up (defaultGiveUp); alert.raised with it: a chain broken by a message that is not a receipt (recordChainBreak).
+    appends: ['policy.decided', 'approval.requested', 'run.failed', 'alert.raised'],
     evidence: 'durable',
     // Its usage ledger (budgets, quotas): USAGE_RECEIPT_TYPES of @cairn/policy, which a test keeps equal.
     folds: [
@@ -110,7 +110,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     monitors: false,
   },
   scheduler: {
-    appends: ['run.scheduled', 'run.failed', 'run.cancelled', 'approval.rejected'],
+    // alert.raised: a chain broken by a message that is not a receipt (recordChainBreak, ADR 0033).
+    appends: ['run.scheduled', 'run.failed', 'run.cancelled', 'approval.rejected', 'alert.raised'],
     evidence: 'durable',
     watchesChains: false,
     ...NO_COMMANDS,

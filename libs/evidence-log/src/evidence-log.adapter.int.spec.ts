@@ -529,3 +529,32 @@ describe('a log limited to its service row (appends)', () => {
     expect(await subjectCount(options.stream, `${options.subjectPrefix}.${chain}.>`)).toBe(1);
   });
 });
+
+describe('a message under a chain that is not a receipt (ADR 0033)', () => {
+  it('breaks reads there (not_a_receipt); only an append pastBreaks goes on, onto the last receipt before it, guarded on its stream seq', async () => {
+    const options = logOptions();
+    const log = await open(options);
+    const first = await log.append('run_poisoned', event({ type: 'run.submitted', key: 'a' }));
+    const second = await log.append('run_poisoned', event({ causation: 'run_poisoned:1', key: 'b' }));
+    const poison = await admin.request(`${options.subjectPrefix}.run_poisoned.step.completed`, '{"not": json');
+    expect(poison.json<{ seq: number }>().seq).toBeGreaterThan(second.streamSeq);
+    const poisonSeq = poison.json<{ seq: number }>().seq;
+
+    await expect(collect(log.readChain('run_poisoned'))).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'not_a_receipt', streamSeq: poisonSeq } });
+    await expect(log.append('run_poisoned', event({ causation: 'run_poisoned:2', key: 'c' }), { expectedHeadSeq: 2 })).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'not_a_receipt' } });
+    const past = await log.readChainPastBreaks('run_poisoned');
+    expect(past.receipts.map((r) => r.receipt.seq)).toEqual([1, 2]);
+    expect(past.breaks).toEqual([{ streamSeq: poisonSeq, subject: `${options.subjectPrefix}.run_poisoned.step.completed`, afterSeq: 2, reason: expect.stringContaining('is not JSON') as unknown }]);
+
+    // A guard on another head is still refused; on the last receipt's, it is stored after the poison message.
+    await expect(log.append('run_poisoned', event({ causation: 'run_poisoned:2', key: 'd' }), { expectedHeadSeq: 1, pastBreaks: true })).rejects.toSatisfy(isHeadMoved);
+    const failed = await log.append('run_poisoned', event({ type: 'run.failed', causation: 'run_poisoned:2', key: 'chain-break', fields: { error_code: 'E_CHAIN_BROKEN', message: 'm' } }), { expectedHeadSeq: 2, pastBreaks: true });
+    expect(failed.receipt).toMatchObject({ seq: 3, prev_hash: second.receipt.hash });
+    expect(failed.streamSeq).toBeGreaterThan(poisonSeq);
+    // The same event again is the one stored; the receipts verify as a chain, the poison message no part of it.
+    expect((await log.append('run_poisoned', event({ type: 'run.failed', causation: 'run_poisoned:2', key: 'chain-break', fields: { error_code: 'E_CHAIN_BROKEN', message: 'm' } }), { expectedHeadSeq: 2, pastBreaks: true })).duplicate).toBe(true);
+    const after = await log.readChainPastBreaks('run_poisoned');
+    expect(verifyChain(after.receipts.map((r) => r.receipt), { chainId: 'run_poisoned' })).toMatchObject({ ok: true, count: 3 });
+    expect(first.receipt.seq).toBe(1);
+  });
+});

@@ -31,7 +31,8 @@ import { JetStreamAckPublisher } from './jetstream-ack.publisher.js';
 import type { PublishOutcome } from './jetstream-ack.publisher.js';
 import { KeyedSerialQueue } from './keyed-serial.queue.js';
 import { ChainCache, type CachedMessage } from './chain-cache.js';
-import { parseStoredReceipt } from './stored-receipt.parser.js';
+import { parseStoredReceipt, tryParseStoredReceipt } from './stored-receipt.parser.js';
+import type { ChainBreak } from './stored-receipt.parser.js';
 
 export interface AppendResult {
   /** Our receipt (its canonical JSON is what was stored), or the one already stored for this logical event. */
@@ -47,6 +48,14 @@ export interface StoredReceipt {
   streamSeq: number;
   subject: string;
   receipt: ReceiptEnvelope;
+}
+
+/** A chain read past the messages under its subjects that are not receipts (ADR 0033). */
+export interface ChainPastBreaks {
+  /** The receipts, in seq order, as stored. */
+  receipts: StoredReceipt[];
+  /** The messages that are not receipts, in stream order. */
+  breaks: ChainBreak[];
 }
 
 export interface RawStoredMessage {
@@ -212,9 +221,10 @@ export class EvidenceLog {
     const prepared = prepareAppend(chainId, input);
     const expected = checkExpectedHeadSeq(options);
     const publisher = this.openPublisher();
+    const pastBreaks = options.pastBreaks === true;
     // The span is started and the queue entered before anything awaits: call order is kept (ADR 0031).
     return inSpan(`append ${input.type}`, { kind: 'producer', attributes: { 'cairn.chain_id': chainId, 'cairn.receipt.type': input.type } }, async (span) => {
-      const result = await this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected));
+      const result = await this.queue.run(chainId, () => this.appendPrepared(publisher, subject, prepared, expected, pastBreaks));
       span?.setAttributes({ 'cairn.receipt.seq': result.receipt.seq, 'cairn.append.duplicate': result.duplicate });
       return result;
     });
@@ -238,9 +248,10 @@ export class EvidenceLog {
     }
     const expected = checkExpectedHeadSeq(options);
     const publisher = this.openPublisher();
+    const pastBreaks = options.pastBreaks === true;
     const types = inputs.map((input) => input.type).join(',');
     return inSpan(`append batch`, { kind: 'producer', attributes: { 'cairn.chain_id': chainId, 'cairn.receipt.types': types, 'cairn.batch.size': inputs.length } }, () =>
-      this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected)),
+      this.queue.run(chainId, () => this.appendBatchPrepared(publisher, chainId, items, expected, pastBreaks)),
     );
   }
 
@@ -262,13 +273,14 @@ export class EvidenceLog {
     chainId: string,
     items: readonly BatchItem[],
     expected: number | undefined,
+    pastBreaks: boolean,
   ): Promise<AppendResult[]> {
     const msgIds = new Set(items.map((item) => item.prepared.msgId));
     const cached = this.heads.get(chainId);
     let head: ChainHead;
     if (cached === undefined || msgIds.has(cached.msgId) || (expected !== undefined && cached.seq !== expected)) {
       this.appendHeadReads += 1;
-      const stored = await this.readHead(chainId);
+      const stored = await this.readHead(chainId, pastBreaks);
       if (stored !== null && msgIds.has(stored.head.msgId)) return this.storedBatch(publisher, chainId, items, 0);
       head = stored?.head ?? GENESIS_HEAD;
     } else {
@@ -344,7 +356,7 @@ export class EvidenceLog {
           return assertUnreachable(outcome, 'publish outcome');
       }
       await delay(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)));
-      const stored = await this.readHead(chainId);
+      const stored = await this.readHead(chainId, pastBreaks);
       if (stored !== null && msgIds.has(stored.head.msgId)) return this.storedBatch(publisher, chainId, items, attempts);
       head = stored?.head ?? GENESIS_HEAD;
     }
@@ -414,7 +426,7 @@ export class EvidenceLog {
     return results;
   }
 
-  private async appendPrepared(publisher: JetStreamAckPublisher, subject: string, prepared: PreparedAppend, expected: number | undefined): Promise<AppendResult> {
+  private async appendPrepared(publisher: JetStreamAckPublisher, subject: string, prepared: PreparedAppend, expected: number | undefined, pastBreaks: boolean): Promise<AppendResult> {
     const { chainId, msgId } = prepared;
     const cached = this.heads.get(chainId);
     let head: ChainHead;
@@ -422,7 +434,7 @@ export class EvidenceLog {
     // head a guarded append expects (the cache may only be behind): read it.
     if (cached === undefined || cached.msgId === msgId || (expected !== undefined && cached.seq !== expected)) {
       this.appendHeadReads += 1;
-      const stored = await this.readHead(chainId);
+      const stored = await this.readHead(chainId, pastBreaks);
       if (stored?.head.msgId === msgId) return this.alreadyStored(chainId, stored, 0);
       head = stored?.head ?? GENESIS_HEAD;
     } else {
@@ -477,7 +489,7 @@ export class EvidenceLog {
           return assertUnreachable(outcome, 'publish outcome');
       }
       await delay(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)));
-      const stored = await this.readHead(chainId);
+      const stored = await this.readHead(chainId, pastBreaks);
       if (stored?.head.msgId === msgId) return this.alreadyStored(chainId, stored, attempts);
       head = stored?.head ?? GENESIS_HEAD;
     }
@@ -604,6 +616,23 @@ export class EvidenceLog {
    */
   async *readChain(chainId: string): AsyncIterable<StoredReceipt> {
     yield* await this.chainNow(chainId);
+  }
+
+  /**
+   * The whole chain as stored, read past the messages under its subjects that are not receipts
+   * (ADR 0033): its receipts, and each such message as a break (where, after which seq, why).
+   * Never from memory. `readChain` of such a chain fails E_CHAIN_BROKEN `not_a_receipt`; this is
+   * for recording the break, and for what may still follow an ending recorded after it.
+   */
+  async readChainPastBreaks(chainId: string): Promise<ChainPastBreaks> {
+    const receipts: StoredReceipt[] = [];
+    const breaks: ChainBreak[] = [];
+    for (const m of await this.directRead(this.chainSubjects(chainId), 1)) {
+      const parsed = tryParseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.streamSeq });
+      if (parsed.ok) receipts.push({ streamSeq: m.streamSeq, subject: m.subject, receipt: parsed.receipt });
+      else breaks.push({ streamSeq: m.streamSeq, subject: m.subject, afterSeq: receipts.at(-1)?.receipt.seq ?? 0, reason: parsed.reason });
+    }
+    return { receipts, breaks };
   }
 
   private async chainNow(chainId: string): Promise<StoredReceipt[]> {
@@ -845,11 +874,24 @@ export class EvidenceLog {
     }
   }
 
-  private async readHead(chainId: string): Promise<StoredHead | null> {
+  /**
+   * The chain's last message as its head. One that is not a receipt is E_CHAIN_BROKEN
+   * `not_a_receipt` — unless `pastBreaks`: then the head is the last receipt before it, guarded on
+   * the poison message's stream seq (ADR 0033), with a message id no append ever has.
+   */
+  private async readHead(chainId: string, pastBreaks = false): Promise<StoredHead | null> {
     const m = await this.directGet({ last_by_subj: this.chainSubjects(chainId) });
     if (m === null) return null;
-    const receipt = parseStoredReceipt(m.data, { subject: m.subject, streamSeq: m.seq });
-    return { head: { streamSeq: m.seq, seq: receipt.seq, hash: receipt.hash, msgId: m.header.get(PubHeaders.MsgIdHdr) }, receipt };
+    const where = { subject: m.subject, streamSeq: m.seq };
+    if (!pastBreaks) {
+      const receipt = parseStoredReceipt(m.data, where);
+      return { head: { streamSeq: m.seq, seq: receipt.seq, hash: receipt.hash, msgId: m.header.get(PubHeaders.MsgIdHdr) }, receipt };
+    }
+    const parsed = tryParseStoredReceipt(m.data, where);
+    if (parsed.ok) return { head: { streamSeq: m.seq, seq: parsed.receipt.seq, hash: parsed.receipt.hash, msgId: m.header.get(PubHeaders.MsgIdHdr) }, receipt: parsed.receipt };
+    const last = (await this.readChainPastBreaks(chainId)).receipts.filter((r) => r.streamSeq < m.seq).at(-1);
+    if (last === undefined) throw new CairnError('E_CHAIN_BROKEN', `${chainId} holds no receipt before its message ${m.seq}, which is not one: ${parsed.reason}`, { ...where, chainId });
+    return { head: { streamSeq: m.seq, seq: last.receipt.seq, hash: last.receipt.hash, msgId: `not-a-receipt:${m.seq}` }, receipt: last.receipt };
   }
 
   /** The stream sequence of the first receipt stored at or after `time` (the server's clock); past the end when none is. */

@@ -9,6 +9,14 @@ export interface AppendOptions {
    * stored, which is returned with `duplicate: true` as for any append.
    */
   expectedHeadSeq?: number;
+  /**
+   * Append past a message that is not a receipt (ADR 0033): when the chain's last message is one,
+   * the append goes onto the last receipt before it (its seq and hash; the poison message is no
+   * part of the hash chain), compare-and-set on the poison message's stream seq. Only for
+   * recording the break and what may follow an ending; without it such a head is E_CHAIN_BROKEN
+   * `not_a_receipt`, so nothing is ever appended past a poison message unawares.
+   */
+  pastBreaks?: boolean;
 }
 
 /** `details.reason` of the conflict a guarded append fails with. */

@@ -2,7 +2,7 @@ export { appendMsgId, ENVELOPE_KEYS, GENESIS_HEAD, prepareAppend, sealOnto } fro
 export type { AppendInput, CanonicalTemplate, ChainHead, PreparedAppend, SealedReceipt } from './append-body.builder.js';
 export { ChainHeadCache } from './chain-head.cache.js';
 export { EvidenceLog } from './evidence-log.adapter.js';
-export type { AppendResult, RawStoredMessage, ReadAllOptions, StoredReceipt } from './evidence-log.adapter.js';
+export type { AppendResult, ChainPastBreaks, RawStoredMessage, ReadAllOptions, StoredReceipt } from './evidence-log.adapter.js';
 export {
   DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_HEAD_CACHE_SIZE,
@@ -39,7 +39,8 @@ export { KeyedSerialQueue } from './keyed-serial.queue.js';
 export { assertSupportedNatsServer, connectNats, inboxOf, MIN_NATS_SERVER_VERSION, parseServerVersion, serverVersionProblem } from './nats-connection.js';
 export type { ConnectNatsOptions } from './nats-connection.js';
 export { ensureNatsSeedFile, natsAuthenticatorFromFile, natsPublicKeyOf, readNatsSeedFile } from './nats-credentials.js';
-export { parseStoredReceipt } from './stored-receipt.parser.js';
+export { isNotAReceipt, NOT_A_RECEIPT, parseStoredReceipt, tryParseStoredReceipt } from './stored-receipt.parser.js';
+export type { ChainBreak } from './stored-receipt.parser.js';
 export { backupStreamName, migrateEvidenceLog } from './log-migration.js';
 export type { MigrationOptions, MigrationResult } from './log-migration.js';
 export { restoreStream, snapshotStream } from './stream-snapshot.js';

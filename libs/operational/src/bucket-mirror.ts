@@ -106,17 +106,22 @@ export class BucketMirror<T> {
 
   /** The live values by key order, or null when the mirror cannot serve (read the bucket instead). */
   values(now: number = Date.now()): T[] | null {
+    return this.entries(now)?.map((entry) => entry.value) ?? null;
+  }
+
+  /** The live entries (key, revision, value) by key order, or null when the mirror cannot serve. */
+  entries(now: number = Date.now()): { key: string; revision: number; value: T }[] | null {
     if (!this.live) return null;
-    const out: [string, T][] = [];
+    const out: { key: string; revision: number; value: T }[] = [];
     for (const [key, held] of this.held) {
       if (held.value === null) {
         // A deleted key is forgotten once its marker would have aged out too.
         if (held.writtenAt + this.ttlMs <= now) this.held.delete(key);
         continue;
       }
-      if (held.writtenAt + this.ttlMs > now) out.push([key, held.value]);
+      if (held.writtenAt + this.ttlMs > now) out.push({ key, revision: held.revision, value: held.value });
     }
-    return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   close(): void {
@@ -144,6 +149,12 @@ export class LazyBucketMirror<T> {
 
   values(now: number = Date.now()): T[] | null {
     const served = this.mirror?.values(now) ?? null;
+    if (served === null) this.start();
+    return served;
+  }
+
+  entries(now: number = Date.now()): { key: string; revision: number; value: T }[] | null {
+    const served = this.mirror?.entries(now) ?? null;
     if (served === null) this.start();
     return served;
   }

@@ -53,7 +53,7 @@ describe('LeaseStore on the real KV', () => {
     expect(await leases.get('run_one')).toEqual(first.lease);
   });
 
-  it('renews only for the holder, never shortens, and never revives an expired lease', async () => {
+  it('renews only for the holder and never shortens; expiry is not judged on the renewer\'s clock (ADR 0033); a settled lease is gone', async () => {
     const now = Date.now();
     const held = (await leases.create(lease('run_renew', 'w-1', now, 10_000))).lease;
     const renewed = await leases.renew('run_renew', 'w-1', now + 30_000, now + 1000);
@@ -61,8 +61,31 @@ describe('LeaseStore on the real KV', () => {
     expect((await leases.renew('run_renew', 'w-1', now + 20_000, now + 2000)).expires_at).toBe(renewed.expires_at);
     expect(await leases.get('run_renew')).toEqual({ ...held, expires_at: renewed.expires_at });
     await expect(leases.renew('run_renew', 'w-2', now + 60_000, now + 2000)).rejects.toMatchObject({ code: 'E_CONFLICT', details: { reason: 'not_holder' } });
-    await expect(leases.renew('run_renew', 'w-1', now + 90_000, now + 31_000)).rejects.toMatchObject({ code: 'E_CONFLICT', details: { reason: 'expired' } });
+    // Past the written expires_at by this caller's clock (a renewer 30 s ahead of the granter): renewed, the scheduler judges.
+    expect((await leases.renew('run_renew', 'w-1', now + 90_000, now + 31_000)).expires_at).toBe(new Date(now + 90_000).toISOString());
+    const settled = (await leases.create(lease('run_settled', 'w-1', now, 10_000))).lease;
+    expect(await leases.delete('run_settled', settled.lease_id)).toBe(true);
+    await expect(leases.renew('run_settled', 'w-1', now + 120_000)).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
     await expect(leases.renew('run_nolease', 'w-1', now + 90_000)).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+  });
+
+  it('as an observer (observeTtlMs), judges a lease a TTL from when it first saw its current revision, whatever expires_at its writer wrote (ADR 0033)', async () => {
+    const observer = await LeaseStore.open(nc, { bucket, observeTtlMs: 2000 });
+    // Written by a worker a minute ahead: its expires_at says a minute more.
+    await leases.put(lease('run_observed', 'w-ahead', Date.now() + 60_000, 4000));
+    const first = Date.parse((await observer.get('run_observed'))!.expires_at);
+    expect(first).toBeLessThanOrEqual(Date.now() + 2000);
+    expect(first).toBeGreaterThan(Date.now() + 1000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The same revision again: the same expiry (first seen then), not a fresh TTL.
+    expect(Math.abs(Date.parse((await observer.get('run_observed'))!.expires_at) - first)).toBeLessThan(50);
+    expect((await observer.list()).find((l) => l.run_id === 'run_observed')).toBeDefined();
+    // A renewal is a new revision: seen now, a TTL from now.
+    await leases.renew('run_observed', 'w-ahead', Date.now() + 120_000);
+    expect(Date.parse((await observer.get('run_observed'))!.expires_at) - first).toBeGreaterThanOrEqual(250);
+    // The writer's own store is not an observer: it reads what was written.
+    expect(Date.parse((await leases.get('run_observed'))!.expires_at)).toBeGreaterThan(Date.now() + 100_000);
+    await leases.delete('run_observed');
   });
 
   it('renews under compare-and-set: concurrent renewals all land on the latest revision', async () => {

@@ -1,5 +1,5 @@
 import { CairnError, ChainIdSchema, inputIssues, LeaseIdSchema, TimestampSchema, WorkerIdSchema } from '@cairn/contracts';
-import { isExpired } from '@cairn/scheduling';
+import { observedLease, Sightings } from '@cairn/scheduling';
 import type { Lease } from '@cairn/scheduling';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -31,6 +31,12 @@ export interface LeaseStoreOptions extends Partial<BucketLimits> {
   bucket?: string;
   /** The bucket's replicas (CAIRN_NATS_REPLICAS); default 1. */
   replicas?: number;
+  /**
+   * For an observer that judges expiry (the scheduler): reads give every lease the `expires_at`
+   * of this observer's clock — `observeTtlMs` after it first saw the lease's current revision
+   * (ADR 0033) — never the one its writer's wall clock wrote.
+   */
+  observeTtlMs?: number;
 }
 
 export const DEFAULT_LEASES_BUCKET = 'cairn_leases';
@@ -54,10 +60,13 @@ export class LeaseStore {
   /** Renewals written from the mirror's copy of the lease, without reading it first. */
   renewedFromMirror = 0;
 
+  private readonly sightings = new Sightings();
+
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
     private readonly keys: () => Promise<string[]>,
+    private readonly observeTtlMs: number | null = null,
   ) {
     this.mirror = new LazyBucketMirror(kv, (entry) => decodeEntry(entry, LeaseRecordSchema));
   }
@@ -69,7 +78,7 @@ export class LeaseStore {
     if (options.history !== undefined) limits.history = options.history;
     if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
     if (options.maxValueBytes !== undefined) limits.maxValueBytes = options.maxValueBytes;
-    return new LeaseStore(await openBucket(nc, bucket, limits, options.replicas), bucket, keyLister(nc, bucket, 'leases'));
+    return new LeaseStore(await openBucket(nc, bucket, limits, options.replicas), bucket, keyLister(nc, bucket, 'leases'), options.observeTtlMs ?? null);
   }
 
   /** Writes the run's lease, replacing any other. */
@@ -101,15 +110,18 @@ export class LeaseStore {
   /**
    * Extends the lease `workerId` holds on `runId` to `until` (epoch ms; never shortens it), with a
    * compare-and-set on the key's revision. Refused with E_CONFLICT when another worker holds it
-   * (`details.reason: 'not_holder'`) or it has expired (`'expired'`: never revived, the run may be
-   * failed already); E_NOT_FOUND when the run has no lease.
+   * (`details.reason: 'not_holder'`); E_NOT_FOUND when the run has no lease (the scheduler settled
+   * it). Whether it has expired is not judged here against `expires_at`, which another machine's
+   * clock may have written: the scheduler judges expiry on its own clock from the revisions it
+   * sees (ADR 0033), and the holder stops renewing once its own clock says a TTL passed since its
+   * last renewal (the runtime's `LeaseKeeper`), so a paused holder never revives a lease.
    */
   async renew(runId: string, workerId: string, until: number, now: number = Date.now()): Promise<LeaseRecord> {
     // The lease as the bucket's watch last delivered it: one write instead of a read and a write.
     // Its revision guards the write; a lease that moved since (or is not as this worker expects)
     // is read from the bucket below, and judged there.
     const mirrored = this.mirror.entry(runId, now);
-    if (mirrored !== null && mirrored.value.worker_id === workerId && !isExpired(mirrored.value, now) && Number.isFinite(until)) {
+    if (mirrored !== null && mirrored.value.worker_id === workerId && Number.isFinite(until)) {
       const renewed = extendedTo(mirrored.value, until);
       try {
         const revision = await this.kv.update(runId, JSON.stringify(renewed), mirrored.revision);
@@ -125,7 +137,6 @@ export class LeaseStore {
       const lease = decodeEntry(entry, LeaseRecordSchema);
       if (entry === null || lease === null) throw new CairnError('E_NOT_FOUND', `run ${runId} holds no lease`, { runId });
       if (lease.worker_id !== workerId) throw refusal(runId, 'not_holder', `the lease of ${runId} is held by another worker`);
-      if (isExpired(lease, now)) throw refusal(runId, 'expired', `the lease of ${runId} expired at ${lease.expires_at}`);
       if (!Number.isFinite(until)) throw new CairnError('E_INPUT', 'until is not a time');
       const renewed = extendedTo(lease, until);
       try {
@@ -143,7 +154,8 @@ export class LeaseStore {
   async get(runId: string): Promise<LeaseRecord | null> {
     if (!ChainIdSchema.safeParse(runId).success) return null;
     const entry = await kvCall(`cannot read the lease of ${runId}`, () => this.kv.get(runId));
-    return decodeEntry(entry, LeaseRecordSchema);
+    const lease = decodeEntry(entry, LeaseRecordSchema);
+    return lease === null || entry === null ? lease : this.observed(runId, entry.revision, lease);
   }
 
   /**
@@ -151,14 +163,26 @@ export class LeaseStore {
    * listed may be a moment behind other writers: read a lease with `get` before acting on it.
    */
   async list(): Promise<LeaseRecord[]> {
-    const mirrored = this.mirror.values();
-    if (mirrored !== null) return mirrored;
+    const mirrored = this.mirror.entries();
+    if (mirrored !== null) {
+      const leases = mirrored.map(({ key, revision, value }) => this.observed(key, revision, value));
+      if (this.observeTtlMs !== null) this.sightings.keepOnly(mirrored.map((e) => e.key));
+      return leases;
+    }
     const leases: LeaseRecord[] = [];
     for (const key of await this.keys()) {
       const lease = await this.get(key);
       if (lease !== null) leases.push(lease);
     }
+    if (this.observeTtlMs !== null) this.sightings.keepOnly(leases.map((l) => l.run_id));
     return leases;
+  }
+
+  /** The lease as this store's observer judges it (`observeTtlMs`), or as stored. */
+  private observed(key: string, revision: number, lease: LeaseRecord): LeaseRecord {
+    if (this.observeTtlMs === null) return lease;
+    const mono = performance.now();
+    return observedLease(lease, this.sightings.see(key, revision, mono), this.observeTtlMs, mono, Date.now());
   }
 
   /**

@@ -1,6 +1,7 @@
 import { CairnError, inputIssues, WorkerIdSchema } from '@cairn/contracts';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { observedWorker, Sightings } from '@cairn/scheduling';
 import { LazyBucketMirror } from './bucket-mirror.js';
 import { decodeEntry, isWrongRevision, keyLister, kvCall, openBucket } from './kv-bucket.js';
 import type { BucketLimits } from './kv-bucket.js';
@@ -12,6 +13,12 @@ export interface WorkerRegistryOptions extends Partial<BucketLimits> {
   bucket?: string;
   /** The bucket's replicas (CAIRN_NATS_REPLICAS); default 1. */
   replicas?: number;
+  /**
+   * For an observer that judges staleness (the scheduler, policy): reads give every worker the
+   * `lastHeartbeatAt` of this observer's clock — when it first saw the record's current revision
+   * (ADR 0033) — never the time the worker's own wall clock wrote. Such a registry only reads.
+   */
+  observe?: boolean;
 }
 
 export const DEFAULT_WORKERS_BUCKET = 'cairn_workers';
@@ -28,18 +35,22 @@ export class WorkerRegistry {
   /** Lists are served from memory once it follows the bucket (`BucketMirror`). */
   private readonly mirror: LazyBucketMirror<RegisteredWorker>;
 
+  private readonly sightings: Sightings | null;
+
   private constructor(
     private readonly kv: KV,
     readonly bucket: string,
     private readonly keys: () => Promise<string[]>,
+    observe = false,
   ) {
     this.mirror = new LazyBucketMirror(kv, (entry) => decodeEntry(entry, RegisteredWorkerSchema));
+    this.sightings = observe ? new Sightings() : null;
   }
 
   static async open(nc: NatsConnection, options: WorkerRegistryOptions = {}): Promise<WorkerRegistry> {
     const bucket = options.bucket ?? DEFAULT_WORKERS_BUCKET;
     const kv = await openBucket(nc, bucket, { ...DEFAULT_LIMITS, ...definedLimits(options) }, options.replicas);
-    return new WorkerRegistry(kv, bucket, keyLister(nc, bucket, 'workers'));
+    return new WorkerRegistry(kv, bucket, keyLister(nc, bucket, 'workers'), options.observe === true);
   }
 
   /** Writes the worker's record as it starts: its capacity is fixed from here on (I-6/I-9). */
@@ -91,7 +102,15 @@ export class WorkerRegistry {
   async get(workerId: string): Promise<RegisteredWorker | null> {
     if (!WorkerIdSchema.safeParse(workerId).success) return null;
     const entry = await kvCall(`cannot read worker ${workerId}`, () => this.kv.get(workerId));
-    return decodeEntry(entry, RegisteredWorkerSchema);
+    const worker = decodeEntry(entry, RegisteredWorkerSchema);
+    return worker === null || entry === null ? worker : this.observed(workerId, entry.revision, worker);
+  }
+
+  /** The worker as this registry's observer judges it (`observe`), or as stored. */
+  private observed(key: string, revision: number, worker: RegisteredWorker): RegisteredWorker {
+    if (this.sightings === null) return worker;
+    const mono = performance.now();
+    return observedWorker(worker, this.sightings.see(key, revision, mono), mono, Date.now());
   }
 
   /**
@@ -99,13 +118,17 @@ export class WorkerRegistry {
    * the bucket is followed (a moment behind other writers at most), else read key by key.
    */
   async list(): Promise<RegisteredWorker[]> {
-    const mirrored = this.mirror.values();
-    if (mirrored !== null) return mirrored;
+    const mirrored = this.mirror.entries();
+    if (mirrored !== null) {
+      this.sightings?.keepOnly(mirrored.map((e) => e.key));
+      return mirrored.map(({ key, revision, value }) => this.observed(key, revision, value));
+    }
     const workers: RegisteredWorker[] = [];
     for (const key of await this.keys()) {
       const worker = await this.get(key);
       if (worker !== null) workers.push(worker);
     }
+    this.sightings?.keepOnly(workers.map((w) => w.workerId));
     return workers;
   }
 

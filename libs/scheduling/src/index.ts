@@ -33,3 +33,5 @@ export type {
   WorkerRecord,
   WorkerStatus,
 } from './worker-registry.js';
+export { observedLease, observedWallTime, observedWorker, sight, Sightings } from './observed-time.js';
+export type { Sighting } from './observed-time.js';

@@ -1,13 +1,14 @@
 import { CONSUMER_PULL_EXPIRES_MS, whileLeaderless } from '@cairn/config';
-import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt } from '@cairn/contracts';
+import { CairnError, deepFreeze, isCairnError, parseEvidenceReceipt, ReceiptEnvelopeSchema } from '@cairn/contracts';
 import type { ReceiptEnvelope } from '@cairn/contracts';
-import { EvidenceLog, isSubjectType, KeyedSerialQueue, parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
+import { EvidenceLog, isNotAReceipt, isSubjectType, KeyedSerialQueue, parseEvidenceSubject, typeSubjects } from '@cairn/evidence-log';
 import { readRunChain } from '@cairn/lifecycle';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { inSpan, markSpanFailed, parentFromHeaders } from '@cairn/tracing';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { recordChainBreak } from './chain-break.js';
 import type { JsonLogger } from './json-logger.js';
 import { ReactionContext } from './reaction-context.js';
 
@@ -120,8 +121,9 @@ export class EvidenceReactor {
     try {
       raw = JSON.parse(new TextDecoder().decode(msg.data));
     } catch {
-      logger.write('warn', 'skipping a message that is not JSON', { subject: msg.subject, stream_seq: msg.seq });
-      msg.ack();
+      // A poison message on a chain's subject: the chain is broken there, and its run stops on the record.
+      logger.write('error', 'a message on a chain is not JSON: not a receipt', { subject: msg.subject, stream_seq: msg.seq });
+      await this.brokenChain(msg, parseEvidenceSubject(this.options.log.subjectPrefix, msg.subject)?.chainId ?? null);
       return;
     }
     // Most receipts are for other services: skip them before paying for a full validation. What is
@@ -135,6 +137,12 @@ export class EvidenceReactor {
     const parsed = parseEvidenceReceipt(deepFreeze(raw));
     if (parsed.ok) this.options.log.adoptParsed(msg.subject, msg.seq, raw as ReceiptEnvelope);
     if (!parsed.ok) {
+      if (!ReceiptEnvelopeSchema.safeParse(raw).success) {
+        // Not even the envelope: no receipt at all, so the chain is broken at it (ADR 0033).
+        logger.write('error', 'a message on a chain is not a receipt', { subject: msg.subject, stream_seq: msg.seq, reason: parsed.reason });
+        await this.brokenChain(msg, parseEvidenceSubject(this.options.log.subjectPrefix, msg.subject)?.chainId ?? null);
+        return;
+      }
       // The projector records it as poison; a service never acts on what does not validate.
       logger.write('warn', 'skipping an invalid receipt', { subject: msg.subject, stream_seq: msg.seq, reason: parsed.reason });
       msg.ack();
@@ -179,6 +187,12 @@ export class EvidenceReactor {
     const deliveries = msg.info.deliveryCount;
     const code = isCairnError(error) ? error.code : 'E_INTERNAL';
     const detail = { event: ctx.eventId, type: ctx.receipt.type, deliveries, code, error: error instanceof Error ? error.message : String(error) };
+    if (isNotAReceipt(error)) {
+      // Redelivering cannot help: the message that is not a receipt is stored for good. The run stops on the record.
+      logger.write('error', 'reaction met a message that is not a receipt on its chain; stopping the run on the record', detail);
+      await this.brokenChain(msg, ctx.chainId);
+      return;
+    }
     if (code === 'E_UNAVAILABLE') {
       logger.write('warn', 'reaction failed on an outage; will retry', detail);
       msg.nak(retryAfterMs(error) ?? backoffMs(deliveries));
@@ -194,8 +208,44 @@ export class EvidenceReactor {
       await (handler.giveUp ?? defaultGiveUp)(ctx, error);
       msg.ack();
     } catch (giveUpError) {
+      if (isNotAReceipt(giveUpError)) {
+        await this.brokenChain(msg, ctx.chainId);
+        return;
+      }
       logger.write('fatal', 'could not record giving up; will retry', { ...detail, giveUpError: String(giveUpError) });
       msg.nak(backoffMs(deliveries));
+    }
+  }
+
+  /**
+   * A chain whose subjects hold a message that is not a receipt (ADR 0033): `recordChainBreak`
+   * ends its run on the record (alert.raised and run.failed E_CHAIN_BROKEN), then the message is
+   * acked. An outage is tried again without limit; any other failure `maxDeliver` times, then the
+   * message is terminated with a fatal log line — never redelivered for ever.
+   */
+  private async brokenChain(msg: JsMsg, chainId: string | null): Promise<void> {
+    const { logger, log, service, maxDeliver } = this.options;
+    if (chainId === null) {
+      msg.ack();
+      return;
+    }
+    const deliveries = msg.info.deliveryCount;
+    try {
+      const outcome = await recordChainBreak({ log, actor: service, logger }, chainId);
+      logger.write('info', 'a broken chain is on the record', { run_id: chainId, outcome, stream_seq: msg.seq });
+      msg.ack();
+    } catch (error) {
+      const detail = { run_id: chainId, stream_seq: msg.seq, deliveries, error: error instanceof Error ? error.message : String(error) };
+      if (isCairnError(error) && error.code === 'E_UNAVAILABLE') {
+        logger.write('warn', 'could not record a broken chain on an outage; will retry', detail);
+        msg.nak(backoffMs(deliveries));
+      } else if (deliveries < maxDeliver) {
+        logger.write('error', 'could not record a broken chain; will retry', detail);
+        msg.nak(backoffMs(deliveries));
+      } else {
+        logger.write('fatal', 'could not record a broken chain; giving up on this message', detail);
+        msg.term();
+      }
     }
   }
 }

@@ -9,6 +9,8 @@ export type { RateDecision, RateLimit } from './rate-limiter.js';
 export type { LogContext, LogFilter, LogLevel } from './json-logger.js';
 export { artifactSource, judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 export type { LoadedArtifact, OutputRef, RecordedRun, RunFacts, RunStepFacts, UnavailableOutput, UnavailableState } from './run-outputs.reader.js';
+export { chainBreakText, decideChainBreak, recordChainBreak } from './chain-break.js';
+export type { ChainBreakDecision, ChainBreakOutcome, ChainBreakRecorder } from './chain-break.js';
 export { ReactionContext } from './reaction-context.js';
 export { endRunSecretSeen, RunScanners, scanFields } from './run-scanner.js';
 export type { Delivery } from './reaction-context.js';

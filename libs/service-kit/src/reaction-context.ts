@@ -1,7 +1,8 @@
 import { CairnError, EVENT_BODY_SCHEMAS, eventId, isEventType } from '@cairn/contracts';
 import type { EventType, EvidenceReceipt } from '@cairn/contracts';
-import { isHeadMoved } from '@cairn/evidence-log';
+import { isHeadMoved, isNotAReceipt } from '@cairn/evidence-log';
 import type { AppendResult, EvidenceLog } from '@cairn/evidence-log';
+import { decideChainBreak } from './chain-break.js';
 
 /** A chain as a reaction read it: its receipts as stored, and the seq of its head then (0: empty). */
 export interface ChainSnapshot {
@@ -35,6 +36,12 @@ export class ReactionContext {
    * before it appended anything — a long reaction (a run's steps) must read what is stored now.
    */
   private firstLook = true;
+  /**
+   * Set once this context read its chain past a message that is not a receipt whose break is
+   * answered on the record (the run has ended): its appends then go past such a message too —
+   * only what may follow an ending (a seal, a teardown's record) is ever decided from there.
+   */
+  private pastBreaks = false;
 
   constructor(
     readonly receipt: EvidenceReceipt,
@@ -57,7 +64,7 @@ export class ReactionContext {
   async append(type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
     this.firstLook = false;
     checkFields(type, this.receipt, this.service, fields);
-    return this.log.append(this.chainId, this.input(type, fields, key));
+    return this.log.append(this.chainId, this.input(type, fields, key), this.pastBreaks ? { pastBreaks: true } : {});
   }
 
   /**
@@ -69,7 +76,7 @@ export class ReactionContext {
   async appendAt(expectedSeq: number, type: EventType, fields: Record<string, unknown>, key?: string): Promise<AppendResult> {
     this.firstLook = false;
     checkFields(type, this.receipt, this.service, fields);
-    return this.log.append(this.chainId, this.input(type, fields, key), { expectedHeadSeq: expectedSeq });
+    return this.log.append(this.chainId, this.input(type, fields, key), { expectedHeadSeq: expectedSeq, ...(this.pastBreaks ? { pastBreaks: true } : {}) });
   }
 
   /**
@@ -82,7 +89,7 @@ export class ReactionContext {
     return this.log.appendBatch(
       this.chainId,
       items.map((item) => this.input(item.type, item.fields, item.key)),
-      { expectedHeadSeq: expectedSeq },
+      { expectedHeadSeq: expectedSeq, ...(this.pastBreaks ? { pastBreaks: true } : {}) },
     );
   }
 
@@ -138,20 +145,39 @@ export class ReactionContext {
     const delivery = this.firstLook ? this.delivery : undefined;
     this.firstLook = false;
     if (delivery?.latest === true) {
-      const held = this.log.chainThrough(this.chainId, this.receipt.seq, delivery.streamSeq, delivery.msgId);
-      if (held !== null) return { receipts: held.map((stored) => stored.receipt), headSeq: this.receipt.seq };
+      try {
+        const held = this.log.chainThrough(this.chainId, this.receipt.seq, delivery.streamSeq, delivery.msgId);
+        if (held !== null) return { receipts: held.map((stored) => stored.receipt), headSeq: this.receipt.seq };
+      } catch (error) {
+        if (!isNotAReceipt(error)) throw error;
+      }
     }
     return this.snapshot();
   }
 
-  /** The chain as stored now, with its head's seq. */
+  /**
+   * The chain as stored now, with its head's seq. A chain whose subjects hold a message that is
+   * not a receipt fails E_CHAIN_BROKEN `not_a_receipt` (the reactor then stops the run on the
+   * record: `recordChainBreak`) — unless that break is answered and the run has ended, when the
+   * receipts are read past it, so the run can still be sealed and its teardown recorded (ADR 0033).
+   */
   async snapshot(): Promise<ChainSnapshot> {
     this.firstLook = false;
     const receipts: unknown[] = [];
     let headSeq = 0;
-    for await (const stored of this.log.readChain(this.chainId)) {
-      receipts.push(stored.receipt);
-      headSeq = stored.receipt.seq;
+    try {
+      for await (const stored of this.log.readChain(this.chainId)) {
+        receipts.push(stored.receipt);
+        headSeq = stored.receipt.seq;
+      }
+    } catch (error) {
+      if (!isNotAReceipt(error)) throw error;
+      const past = await this.log.readChainPastBreaks(this.chainId);
+      const read = past.receipts.map((stored) => stored.receipt);
+      const decision = decideChainBreak(this.chainId, read, past.breaks);
+      if (decision.kind !== 'answered' && decision.kind !== 'sealed') throw error;
+      this.pastBreaks = true;
+      return { receipts: read, headSeq: read.at(-1)?.seq ?? 0 };
     }
     return { receipts, headSeq };
   }

@@ -84,6 +84,14 @@ function checkJudged(raw: readonly unknown[]): number {
 
 async function report(output: Output, checked: FileVerification, trusted: readonly NoteVerifier[], from?: string): Promise<void> {
   if (!checked.verification.ok) throw chainBrokenError(checked.verification);
+  const recorded = checked.recordedBreaks?.[0];
+  if (recorded !== undefined) {
+    // The receipts verify, but the chain says its log was broken (a message there that was no receipt): never reported as OK.
+    throw new CairnError('E_CHAIN_BROKEN', `the receipts verify, but the chain records at seq ${recorded.seq} that it was broken: ${recorded.message}`, {
+      firstBadSeq: recorded.seq,
+      reason: 'break_recorded',
+    });
+  }
   const verified = formatVerified(checked.verification, checked.format, output, from);
   if (checked.claims !== undefined) checkBundleClaims(checked.verification, checked.claims);
   const judged = checkJudged(checked.judgedReceipts ?? []);
