@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { isolatedNames, queueBucketFor } from '@cairn/config';
 import type { Worker } from '@cairn/contracts';
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
+import { WorkerRegistry } from '@cairn/operational';
 import { testDatabaseUrl, testNatsUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,7 +127,7 @@ describe('fault: runtimes a minute behind and a minute ahead of the scheduler\'s
     const behind = startSkewed('behind', '-60s');
     const ahead = startSkewed('ahead', '+60s');
     // The clocks are off indeed: each runtime's own heartbeat says so.
-    const raw = async (id: string) => ((await (await import('@cairn/operational')).WorkerRegistry.open(nc, { bucket: stack.names.workersBucket })).get(id));
+    const raw = async (id: string) => ((await WorkerRegistry.open(nc, { bucket: stack.names.workersBucket })).get(id));
     for (let tries = 0; tries < 150 && ((await raw(behind)) === null || (await raw(ahead)) === null); tries++) await sleep(200);
     expect((await raw(behind))!.lastHeartbeatAt).toBeLessThan(Date.now() - 45_000);
     expect((await raw(ahead))!.lastHeartbeatAt).toBeGreaterThan(Date.now() + 45_000);
