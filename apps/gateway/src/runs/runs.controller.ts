@@ -1,5 +1,5 @@
 import { API_ROUTES, CairnError, CancelRequestSchema, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
-import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, RunSpec, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
@@ -44,7 +44,11 @@ export class RunsController {
   ): Promise<SubmitAccepted> {
     const idempotency = idempotencyKey(key);
     // Validated here, synchronously: a bad spec is E_INPUT naming the field, and nothing is published.
-    const spec = parseRunSpec(body);
+    return this.accept(principal, idempotency, parseRunSpec(body), reply);
+  }
+
+  /** Submits a spec checked already, and answers 202 with the run's location. */
+  private async accept(principal: Principal, idempotency: string, spec: RunSpec, reply: FastifyReply): Promise<SubmitAccepted> {
     const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
     // Read-your-writes for the common case: a GET right after the 202 finds the run.
     if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
@@ -65,11 +69,7 @@ export class RunsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<SubmitAccepted> {
     const idempotency = idempotencyKey(key);
-    const spec = harborSpecOf(body);
-    const { runId, duplicate } = await this.commands.submit(principal, idempotency, spec);
-    if (!duplicate && this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS > 0) await this.reads.waitForRun(runId, this.config.CAIRN_GATEWAY_SUBMIT_WAIT_MS);
-    void reply.header('location', `/v1/runs/${runId}`);
-    return { runId, state: 'SUBMITTED', duplicate };
+    return this.accept(principal, idempotency, harborSpecOf(body), reply);
   }
 
   @ApiRoute(API_ROUTES.listRuns)
