@@ -429,8 +429,14 @@ describe('the REST gateway, end to end', () => {
       images: { 'cairn/sandbox:1': `sha256:${'a'.repeat(64)}` },
     });
     const answer = await http(base, 'GET', '/v1/workers', { key: BOOTSTRAP_KEY });
+    const asked = Date.now();
     expect(answer.status).toBe(200);
-    expect(WorkerListSchema.parse(answer.body).items).toEqual([
+    const listed = WorkerListSchema.parse(answer.body).items;
+    // The gateway's own clock: when it first saw this heartbeat (ADR 0033), never the time the worker wrote.
+    const seenAt = Date.parse(listed[0]?.lastHeartbeatAt ?? '');
+    expect(seenAt).toBeGreaterThanOrEqual(now);
+    expect(seenAt).toBeLessThanOrEqual(asked);
+    expect(listed).toEqual([
       {
         workerId: 'w-e2e',
         status: 'eligible',
@@ -443,7 +449,7 @@ describe('the REST gateway, end to end', () => {
         sandboxes: 0,
         capacity: { slots: 4, memoryMiB: 8192, cpus: 2, diskMiB: 10_240 },
         reserved: { slots: 1, memoryMiB: 512, cpus: 1, diskMiB: 256, pids: 64 },
-        lastHeartbeatAt: new Date(now).toISOString(),
+        lastHeartbeatAt: new Date(seenAt).toISOString(),
         images: { 'cairn/sandbox:1': `sha256:${'a'.repeat(64)}` },
       },
     ]);

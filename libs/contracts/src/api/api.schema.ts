@@ -177,6 +177,7 @@ export const WorkerSchema = z.strictObject({
     diskMiB: z.number().int().min(0),
     pids: z.number().int().min(0),
   }),
+  /** When the gateway last saw a new heartbeat of the worker, on the gateway's own clock (ADR 0033), not the time the worker wrote. */
   lastHeartbeatAt: TimestampSchema,
   /** `name:tag` → `sha256:…` of the images the worker has locally. */
   images: z.record(z.string(), z.string()),
