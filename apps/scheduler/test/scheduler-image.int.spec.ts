@@ -10,14 +10,19 @@ import type { SchedulerWorld } from './scheduler.harness.js';
 const STALE_AFTER_MS = 1500;
 let world: SchedulerWorld;
 let scheduler: RunningService;
+let heartbeat: NodeJS.Timeout | undefined;
 
 beforeAll(async () => {
   world = await createSchedulerWorld('schedimg');
   await world.registry.register(fakeWorker('w-busybox'));
+  // Live as a real worker is: a new heartbeat well within the stale limit, since the scheduler judges it by
+  // when it saw the last one, on its own clock (ADR 0033), not by the time a worker writes.
+  heartbeat = setInterval(() => void world.registry.register(fakeWorker('w-busybox')).catch(() => undefined), 300);
   scheduler = await startService(SCHEDULER_SERVICE, schedulerModule(world.config({ CAIRN_WORKER_STALE_AFTER_MS: String(STALE_AFTER_MS) })));
 });
 
 afterAll(async () => {
+  clearInterval(heartbeat);
   await scheduler?.stop();
   await world?.dispose();
 });
