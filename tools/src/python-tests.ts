@@ -48,7 +48,7 @@ async function buildImage(docker: ReturnType<typeof createDockerClient>, tag: st
   pack.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
   for (const [name, content] of Object.entries(files)) pack.entry({ name, mode: 0o755 }, content);
   pack.finalize();
-  const stream = await docker.buildImage(Readable.from(pack), { t: tag, rm: true, forcerm: true });
+  const stream = await docker.buildImage(Readable.from(pack), { t: tag, rm: true, forcerm: true, networkmode: 'none' });
   await new Promise<void>((resolve, reject) => {
     docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
       const failed = error ?? output.find((line) => line.error !== undefined)?.error;
