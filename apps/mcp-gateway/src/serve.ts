@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
-import { isCairnError } from '@cairn/contracts';
-import { JsonLogger } from '@cairn/service-kit';
+import { exitOnSignals, exitOnStartFailure, JsonLogger } from '@cairn/service-kit';
 import { McpGatewayConfigSchema } from './mcp-gateway.config.js';
 import { MCP_GATEWAY_SERVICE, startMcpHttp } from './start-mcp-http.js';
 import { serveMcpStdio } from './start-mcp-stdio.js';
@@ -17,19 +16,7 @@ try {
   }
   const server = await startMcpHttp(config, logger);
   logger.write('info', 'listening', { url: server.url, upstream: config.CAIRN_MCP_UPSTREAM_URL, pid: process.pid });
-  const stop = (signal: string) => {
-    logger.write('info', 'stopping', { signal });
-    server.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  exitOnSignals(logger, () => server.close());
 } catch (error) {
-  logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
-  process.exit(1);
+  exitOnStartFailure(logger, error);
 }

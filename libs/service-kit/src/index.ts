@@ -15,7 +15,7 @@ export { ReactionContext } from './reaction-context.js';
 export { endRunSecretSeen, RunScanners, scanFields } from './run-scanner.js';
 export type { Delivery } from './reaction-context.js';
 export type { ChainSnapshot } from './reaction-context.js';
-export { runServiceMain, startService } from './run-service.js';
+export { exitOnSignals, exitOnStartFailure, runServiceMain, startService } from './run-service.js';
 export type { RunningService } from './run-service.js';
 export { ServiceRuntimeModule } from './service-runtime.module.js';
 export type { ServiceModuleOptions } from './service-runtime.module.js';

@@ -61,3 +61,36 @@ export async function runServiceMain(service: string, build: () => DynamicModule
   }
   if (signalled !== null) await shutdown(running, signalled);
 }
+
+/**
+ * A server's `main.ts` tail (the gateways): on the first SIGTERM or SIGINT, `close` it, flush the
+ * trace exporter (ADR 0031), and exit 0 — or 1, logged, when it does not close cleanly.
+ */
+export function exitOnSignals(logger: JsonLogger, close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.write('info', 'stopping', { signal });
+    close()
+      .then(() => shutdownTracing())
+      .then(
+        () => {
+          logger.write('info', 'stopped', { signal });
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
+          process.exit(1);
+        },
+      );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+/** A server that did not start: say why (its code, never a secret), exit 1. */
+export function exitOnStartFailure(logger: JsonLogger, error: unknown): never {
+  logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
+  process.exit(1);
+}
