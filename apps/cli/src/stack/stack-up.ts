@@ -261,18 +261,8 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const imageId = await ensureBusyboxImage({ docker: createDockerClient(config.CAIRN_DOCKER_SOCKET) });
   options.progress(`sandbox image ${BUSYBOX_IMAGE_TAG} ${imageId.slice(0, 19)}`);
 
-  const { withPostgres } = await import('../connections.js');
-  const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
-  // Each service's role (ADR 0032): made or brought back to PG_TABLES, the existing tables handed to
-  // their owners, the shared migration sets run as their owners, and what they made granted.
-  await mkdir(pgRolesDirOf(location.home), { recursive: true, mode: 0o700 });
-  const prepared = await withPostgres(databaseUrl, () => prepareStackDatabase(databaseUrl, stackPasswordFiles(location.home)), 60_000);
-  options.progress(`PostgreSQL roles: ${Object.values(prepared.roles.services).map((s) => s.role).join(', ')}${prepared.roles.created.length > 0 ? ` (new passwords: ${prepared.roles.created.join(', ')})` : ''}`);
-  if (prepared.transferred.length > 0) options.progress(`tables handed to their services' roles: ${prepared.transferred.join(', ')}`);
-  options.progress(prepared.applied.length === 0 ? 'database schema up to date' : `migrations applied: ${prepared.applied.join(', ')}`);
-  if (prepared.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${prepared.unknown.join(', ')}`);
-  config[ROLES_DIR_VARIABLE] = pgRolesDirOf(location.home);
-
+  // Every key file first: one that others may read stops the up before PostgreSQL is touched, so a
+  // refused up changes no role of a database another stack may be using (ADR 0032).
   const apiKey = await resolveApiKey(env, location);
   // The secret store's key: made (mode 0600) when absent; one that others may read stops the stack here.
   const { ensureSecretKeyFile } = await import('@cairn/secret-store');
@@ -288,6 +278,18 @@ async function startFresh(env: NodeJS.ProcessEnv, location: StackLocation, optio
   const sealKeyFile = config.CAIRN_SEAL_KEY_FILE ?? `${location.home}/seal.key`;
   const seal = await ensureSealKeyFile(sealKeyFile, config.CAIRN_SEAL_PUBLIC_KEYS_FILE ?? `${location.home}/seal-keys.pub`, `cairn/${location.stackId}`);
   options.progress(seal.created ? `seal key created: ${seal.verifierKey}` : `seal key ${seal.verifierKey}`);
+
+  const { withPostgres } = await import('../connections.js');
+  const databaseUrl = loadConfig(DatabaseConfigSchema, config).CAIRN_DATABASE_URL;
+  // Each service's role (ADR 0032): made or brought back to PG_TABLES, the existing tables handed to
+  // their owners, the shared migration sets run as their owners, and what they made granted.
+  await mkdir(pgRolesDirOf(location.home), { recursive: true, mode: 0o700 });
+  const prepared = await withPostgres(databaseUrl, () => prepareStackDatabase(databaseUrl, stackPasswordFiles(location.home)), 60_000);
+  options.progress(`PostgreSQL roles: ${Object.values(prepared.roles.services).map((s) => s.role).join(', ')}${prepared.roles.created.length > 0 ? ` (new passwords: ${prepared.roles.created.join(', ')})` : ''}`);
+  if (prepared.transferred.length > 0) options.progress(`tables handed to their services' roles: ${prepared.transferred.join(', ')}`);
+  options.progress(prepared.applied.length === 0 ? 'database schema up to date' : `migrations applied: ${prepared.applied.join(', ')}`);
+  if (prepared.unknown.length > 0) options.progress(`tables no service's grants name (left as they are): ${prepared.unknown.join(', ')}`);
+  config[ROLES_DIR_VARIABLE] = pgRolesDirOf(location.home);
   const stack: StackFile = {
     version: 1,
     stackId: location.stackId,
