@@ -122,6 +122,7 @@ const FIELDS: { [K in EventType]: Record<string, unknown> } = {
     finish_reason: 'stop',
   },
   'run.failed': { error_code: 'E_IMAGE_PULL', message: 'image cairn/sandbox:9 not found', step_index: 0 },
+  'run.retried': { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'worker-1', lease_id: 'lease-9', message: 'worker worker-1 lost: lease lease-9 expired', retries_left: 0 },
   'run.rolled_back': { error_code: 'E_TIMEOUT', message: 'step 0 passed 600 s' },
   'run.cancel_requested': { requested_by: 'key:abc123', reason: 'not needed' },
   'run.cancelled': { cancelled_by: 'key:abc123', reason: 'not needed' },

@@ -160,6 +160,7 @@ export {
   RunCancelRequestedSchema,
   RunExecutedSchema,
   RunFailedSchema,
+  RunRetriedSchema,
   RunRolledBackSchema,
   RunScheduledSchema,
   RunSealedSchema,

@@ -368,6 +368,23 @@ export const RunFailedSchema = eventBodySchema('run.failed', {
   resource: CapacityResourceSchema.optional(),
 });
 
+/**
+ * The worker holding attempt `attempt` was lost and the RunSpec has retries left (ADR 0035): in
+ * place of `run.failed` `E_WORKER_LOST`, the run goes back to `SUBMITTED` and the scheduler places
+ * attempt `attempt + 1`. Caused by the lost attempt's `run.scheduled`; keyed `retried-<attempt>`,
+ * so the scheduler's lease scan and the runtime's restart store one between them.
+ */
+export const RunRetriedSchema = eventBodySchema('run.retried', {
+  attempt: z.number().int().min(1),
+  /** Only a lost worker is ever retried. */
+  error_code: z.literal('E_WORKER_LOST'),
+  worker_id: WorkerIdSchema,
+  lease_id: LeaseIdSchema,
+  message: textSchema(2048),
+  /** Attempts still allowed after the next one. */
+  retries_left: z.number().int().min(0).max(3),
+});
+
 export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {
   error_code: ErrorCodeSchema,
   message: textSchema(2048),

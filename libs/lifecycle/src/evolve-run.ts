@@ -152,6 +152,9 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
       return stayIn(state, ['VERIFIED']); // a judgement, or a request to grade again, before the grade (docs/adr/0030)
     case 'run.failed':
       return fail(state, receipt.error_code);
+    case 'run.retried':
+      // The worker holding the run was lost with attempts left (ADR 0035): back in the queue.
+      return moveFrom(state, ['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL'], 'SUBMITTED');
     case 'run.rolled_back':
       if (state === 'ROLLBACK') return STAY; // the rollback a run.failed started has finished
       return isTerminal(state) ? UNKNOWN : { kind: 'move', to: 'ROLLBACK', errorCode: receipt.error_code };

@@ -160,6 +160,7 @@ function decide(view: SandboxView, receipt: EvidenceReceipt): Outcome {
     case 'judge.requested':
     case 'judge.answered':
     case 'run.rolled_back':
+    case 'run.retried':
     case 'run.cancel_requested':
     case 'admin.tenant_created':
     case 'admin.key_created':

@@ -92,6 +92,7 @@ export const FIELDS = {
   graded: (score: number, max_score: number) => ({ score, max_score, upper_bound: score, criteria: [] }),
   gradeFailed: () => ({ reason: 'judge unreachable', retryable: true, unscored: ['judge'] }),
   failed: (error_code: string) => ({ error_code, message: 'stopped' }),
+  retried: (attempt = 1, retries_left = 0) => ({ attempt, error_code: 'E_WORKER_LOST', worker_id: 'w1', lease_id: 'l1', message: 'worker w1 lost: lease l1 expired', retries_left }),
   rolledBack: (error_code: string) => ({ error_code, message: 'rolled back' }),
   cancelRequested: () => ({ requested_by: 'key:k1', reason: 'not needed' }),
   cancelled: (error_code?: string) => ({ cancelled_by: 'key:k1', ...(error_code === undefined ? {} : { error_code }) }),

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { foldRun } from './evolve-run.js';
+import { attemptOf, splitAttempts } from './run-attempt.js';
+import { FIELDS, RunChain } from './run-chain.fixture.js';
+
+/** Submitted, allowed, placed on `worker` as `attempt`, a sandbox and one started step. */
+function placedAndStarted(chain: RunChain, attempt: number, worker = 'w1'): void {
+  chain.add('run.scheduled', { ...FIELDS.scheduled(), worker_id: worker, lease_id: `l${attempt}`, attempt });
+  chain.add('sandbox.created', { ...FIELDS.sandboxCreated(), worker_id: worker });
+  chain.add('step.started', FIELDS.stepStarted());
+}
+
+function twoAttempts(): RunChain {
+  const chain = new RunChain();
+  chain.add('run.submitted', FIELDS.submitted());
+  chain.add('policy.decided', FIELDS.policy('allow'));
+  placedAndStarted(chain, 1, 'w-b');
+  chain.add('run.retried', FIELDS.retried(1, 0));
+  placedAndStarted(chain, 2, 'w-a');
+  chain.add('step.completed', FIELDS.stepCompleted(0));
+  chain.add('sandbox.destroyed', FIELDS.sandboxDestroyed());
+  chain.add('run.executed', FIELDS.executed(0));
+  return chain;
+}
+
+describe('attemptOf', () => {
+  it('given a chain with no retry, when read, then it is the chain itself', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    placedAndStarted(chain, 1);
+    expect(attemptOf(chain.receipts)).toEqual(chain.receipts);
+    expect(splitAttempts(chain.receipts)).toMatchObject({ attempt: 1, lost: [] });
+  });
+
+  it('given a chain not yet placed, when read, then all of it is shared and nothing is the attempt\'s own', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    expect(attemptOf(chain.receipts)).toEqual(chain.receipts);
+    expect(splitAttempts(chain.receipts)).toMatchObject({ attempt: 1, lost: [], current: [] });
+  });
+
+  it('given two attempts, when read, then the shared receipts and the second attempt only, with one step.started', () => {
+    const chain = twoAttempts();
+    const current = attemptOf(chain.receipts);
+    expect(current.map((r) => r.seq)).toEqual([1, 2, 7, 8, 9, 10, 11, 12]);
+    expect(current.filter((r) => r.type === 'step.started')).toHaveLength(1);
+    expect(current.find((r) => r.type === 'run.scheduled')).toMatchObject({ attempt: 2, worker_id: 'w-a' });
+  });
+
+  it('given two attempts, when split, then the lost attempt runs from its placement to its run.retried', () => {
+    const split = splitAttempts(twoAttempts().receipts);
+    expect(split.attempt).toBe(2);
+    expect(split.shared.map((r) => r.type)).toEqual(['run.submitted', 'policy.decided']);
+    expect(split.lost).toHaveLength(1);
+    expect(split.lost[0]!.attempt).toBe(1);
+    expect(split.lost[0]!.receipts.map((r) => r.type)).toEqual(['run.scheduled', 'sandbox.created', 'step.started', 'run.retried']);
+    expect(split.current[0]).toMatchObject({ type: 'run.scheduled', attempt: 2 });
+  });
+
+  it('given a run retried right after its placement, when the next placement has not come, then the attempt is 2 with nothing of its own', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    chain.add('run.scheduled', FIELDS.scheduled());
+    chain.add('run.retried', FIELDS.retried(1, 1));
+    expect(splitAttempts(chain.receipts)).toMatchObject({ attempt: 2, current: [] });
+    expect(attemptOf(chain.receipts).map((r) => r.type)).toEqual(['run.submitted', 'policy.decided']);
+  });
+});
+
+describe('evolveRun: run.retried (ADR 0035)', () => {
+  it('given a running run, when its worker is lost with an attempt left, then SUBMITTED, and the next placement runs it to EXECUTED', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    placedAndStarted(chain, 1, 'w-b');
+    chain.add('run.retried', FIELDS.retried(1, 0));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', errorCode: null });
+    expect(foldRun(twoAttempts().receipts)).toMatchObject({ state: 'EXECUTED', errorCode: null });
+  });
+
+  it('given a scheduled run and a step held for approval, when retried, then SUBMITTED from either', () => {
+    for (const build of [
+      (chain: RunChain) => chain.add('run.scheduled', FIELDS.scheduled()),
+      (chain: RunChain) => {
+        placedAndStarted(chain, 1);
+        chain.add('step.completed', FIELDS.stepCompleted(0));
+        chain.add('approval.requested', FIELDS.approvalRequested('step'));
+      },
+    ]) {
+      const chain = new RunChain();
+      chain.add('run.submitted', FIELDS.submitted());
+      chain.add('policy.decided', FIELDS.policy('allow'));
+      build(chain);
+      chain.add('run.retried', FIELDS.retried(1, 0));
+      expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', errorCode: null });
+    }
+  });
+
+  it('given a run that was never placed, or one executed, when run.retried lands, then FAILED E_UNKNOWN_STATE', () => {
+    const unplaced = new RunChain();
+    unplaced.add('run.submitted', FIELDS.submitted());
+    unplaced.add('policy.decided', FIELDS.policy('allow'));
+    unplaced.add('run.retried', FIELDS.retried(1, 0));
+    expect(foldRun(unplaced.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+
+    const executed = twoAttempts();
+    executed.add('run.retried', FIELDS.retried(2, 0));
+    expect(foldRun(executed.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+});
