@@ -37,9 +37,10 @@ export class CreateSandboxHandler {
       if (claim.kind === 'mismatch') throw new CairnError('E_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used before with a different request body');
       sandboxId = claim.runId;
       if ((await this.log.head(sandboxId)) !== null) {
-        // A create refused for want of room (or deleted unanswered) made nothing: a retry under the
-        // same key, after Retry-After, is a new try rather than the same refusal for ever.
-        if (!(await this.endedUnmade(sandboxId))) return { run_id: sandboxId, duplicate: true };
+        // A create refused for want of room, or deleted before anyone used it (its caller gave up,
+        // perhaps after it was made), left nothing: a retry under the same key, after Retry-After, is
+        // a new try rather than the same refusal (or a destroyed sandbox) for ever.
+        if (!(await this.endedUnused(sandboxId))) return { run_id: sandboxId, duplicate: true };
         const fresh = newSandboxId(now);
         const retried = await this.keys.reclaim({ ...request, runId: fresh }, sandboxId);
         // Another retry moved the key first: that one makes the sandbox.
@@ -66,13 +67,17 @@ export class CreateSandboxHandler {
     return { run_id: sandboxId, duplicate: appended.duplicate };
   }
 
-  /** Whether the sandbox ended before any was created: refused for room or a runtime, or deleted while it waited. */
-  private async endedUnmade(sandboxId: string): Promise<boolean> {
+  /**
+   * Whether the sandbox ended leaving nothing anyone used: refused for room or a runtime before it
+   * was made, or deleted with no operation run in it (while it waited, or once ready: a create
+   * whose caller gave up deletes what it made, and its retry must not be answered with that).
+   */
+  private async endedUnused(sandboxId: string): Promise<boolean> {
     const raw: ReceiptEnvelope[] = [];
     for await (const stored of this.log.readChain(sandboxId)) raw.push(stored.receipt);
     const view = foldSandbox(raw);
-    if (view === null || view.readyAt !== null) return false;
-    if (view.state === 'FAILED') return view.errorCode === 'E_CAPACITY' || view.errorCode === 'E_RUNTIME_ABSENT';
-    return view.state === 'DESTROYED';
+    if (view === null) return false;
+    if (view.state === 'FAILED') return view.readyAt === null && (view.errorCode === 'E_CAPACITY' || view.errorCode === 'E_RUNTIME_ABSENT');
+    return view.state === 'DESTROYED' && view.destroyReason === 'deleted' && view.operations === 0;
   }
 }

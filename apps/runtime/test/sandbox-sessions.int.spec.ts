@@ -413,7 +413,26 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     expect(again.sandboxId).toBe(first.sandboxId);
     expect(again.seq).toBe(first.seq);
     expect(await refusal(sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 301 }, idempotencyKey: key }, 10_000))).toMatchObject({ code: 'E_IDEMPOTENCY_MISMATCH' });
+    expect((await sessions.exec(first.sandboxId, TENANT, { argv: ['true'] })).exitCode).toBe(0);
     await sessions.destroy(first.sandboxId, TENANT, 'key:t1');
+    await chainUntil(first.sandboxId, 'run.sealed');
+    // Used, then deleted: the key still names it, and it is never answered as ready again.
+    expect(await refusal(sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 10_000))).toMatchObject({
+      code: 'E_CONFLICT',
+      details: { sandboxId: first.sandboxId, state: 'DESTROYED' },
+    });
+  }, 90_000);
+
+  it('a sandbox made and deleted unused frees its Idempotency-Key: a retry is a new sandbox', async () => {
+    const key = uniqueName('unused');
+    const first = await sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 60_000);
+    await sessions.destroy(first.sandboxId, TENANT, 'key:t1');
+    await chainUntil(first.sandboxId, 'run.sealed');
+    const second = await sessions.create({ tenant: TENANT, requestedBy: 'key:t1', spec: { ttlSeconds: 300 }, idempotencyKey: key }, 60_000);
+    created.push(second.sandboxId);
+    expect(second.sandboxId).not.toBe(first.sandboxId);
+    expect(second.duplicate).toBe(false);
+    await sessions.destroy(second.sandboxId, TENANT, 'key:t1');
   }, 90_000);
 
   it('measures create → ready and exec through openSandboxSessions (warm pool on) beside a raw docker exec', async () => {

@@ -120,6 +120,15 @@ class NatsSandboxSessions implements SandboxSessions {
     if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
     const sandboxId = reply.run_id;
     const ready = await this.waitForReady(sandboxId, input, Math.max(0, deadline - Date.now()), options.signal);
+    if (reply.duplicate) {
+      // The key named a sandbox made before: its chain read from seq 1 says it was ready, and it may
+      // have ended since. A destroyed sandbox is never answered as ready (intake makes a new one
+      // only for a sandbox that ended unused).
+      const { view } = await this.viewOf(sandboxId, input.tenant);
+      if (view.state !== 'READY' || view.destroyReason !== null) {
+        throw new CairnError('E_CONFLICT', `the Idempotency-Key names sandbox ${sandboxId}, which is ${view.state === 'READY' ? 'ending' : view.state}: create under a new key`, { sandboxId, state: view.state });
+      }
+    }
     return { sandboxId, duplicate: reply.duplicate, ...ready };
   }
 
