@@ -1,9 +1,12 @@
 // @ts-check
+/* global process */
 import js from '@eslint/js';
 import nx from '@nx/eslint-plugin';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Roots of the projects tagged with `tag`, read from their package.json (the tags Nx uses). */
 function projectRootsTagged(tag) {
@@ -18,6 +21,23 @@ function projectRootsTagged(tag) {
       }
     });
 }
+
+// @nx/enforce-module-boundaries reads the project graph Nx cached, and without one it skips itself
+// with a warning that --max-warnings does not count: on a clean clone, where lint ran before any Nx
+// command, it guarded nothing. `npm run lint` computes the graph first; anything else fails closed.
+const projectGraph = join(process.env.NX_WORKSPACE_DATA_DIRECTORY ?? '.nx/workspace-data', 'project-graph.json');
+if (!existsSync(join(import.meta.dirname, projectGraph)) && !existsSync(projectGraph)) {
+  throw new Error(`no Nx project graph at ${projectGraph}: the module-boundary rule would be skipped. Run \`npm run lint\` (or \`npx nx show projects\` first).`);
+}
+
+/** The `scope:` tag of each app: each may depend on shared libraries and on its own scope only. */
+const appScopes = readdirSync('apps').flatMap((name) => {
+  try {
+    return (JSON.parse(readFileSync(`apps/${name}/package.json`, 'utf8')).nx?.tags ?? []).filter((tag) => tag.startsWith('scope:'));
+  } catch {
+    return [];
+  }
+});
 
 // Modules a domain library may never import (invariant I-1): adapters, frameworks, brokers,
 // engines, databases and network modules. Domain code decides; adapters do IO.
@@ -58,6 +78,23 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { '@nx': nx, 'import-x': importX },
+    settings: {
+      // import-x resolves as the compiler does: `./x.js` to `./x.ts`, and `@cairn/*` to each package's
+      // TypeScript sources (the `@cairn/source` export condition), so no-cycle follows every import
+      // across the workspace rather than stopping at what it cannot resolve.
+      // Without these import-x reads `.js` files only, and so built no module map of any of our
+      // sources: no-cycle had nothing to follow.
+      'import-x/extensions': importX.flatConfigs.typescript.settings['import-x/extensions'],
+      'import-x/parsers': importX.flatConfigs.typescript.settings['import-x/parsers'],
+      // The workspace's own packages are internal code, whose cycles count.
+      'import-x/internal-regex': '^@cairn/',
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({
+          project: ['tsconfig.json', 'apps/dashboard/src/tsconfig.json'],
+          conditionNames: ['@cairn/source', 'types', 'import', 'node', 'default'],
+        }),
+      ],
+    },
     rules: {
       '@nx/enforce-module-boundaries': [
         'error',
@@ -73,6 +110,10 @@ export default tseslint.config(
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter', 'type:testing'] },
             { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter', 'type:testing'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain', 'type:adapter'] },
+            // Services talk only through NATS: a service's code never imports another service's, and
+            // a shared library never imports any service's (docs/architecture.md, "Module boundaries").
+            { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            ...appScopes.map((scope) => ({ sourceTag: scope, onlyDependOnLibsWithTags: ['scope:shared', scope] })),
           ],
         },
       ],

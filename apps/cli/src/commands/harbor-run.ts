@@ -12,7 +12,7 @@ import type { Output } from '../output.js';
 import { isUnsuccessful, outcomeOf } from '../run-report.js';
 import type { RunOutcome } from '../run-report.js';
 import { resolveTarget } from '../stack/stack-target.js';
-import { followRun } from './run.command.js';
+import { followRun } from './follow-run.js';
 
 export interface HarborOptions {
   oracle?: boolean;

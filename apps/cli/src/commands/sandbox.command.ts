@@ -12,7 +12,7 @@ import { formatQueueSpot, formatTable } from '../run-report.js';
 import { readBoundedRegularFile } from '../run-spec.reader.js';
 import { checkSandboxSpec, parseExecRequest, parseSandboxFilePath, parseSandboxId, sha256Hex } from '../sandbox-input.js';
 import { resolveTarget } from '../stack/stack-target.js';
-import { parseIdempotencyKey } from './run.command.js';
+import { parseIdempotencyKey } from './follow-run.js';
 import { parseLimit } from './status.command.js';
 
 /*

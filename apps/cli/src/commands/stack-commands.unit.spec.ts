@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatDown } from './down.command.js';
 import { formatBuilt } from './images.command.js';
-import { parseIdempotencyKey } from './run.command.js';
+import { parseIdempotencyKey } from './follow-run.js';
 import { parseLimit, parseRunId, parseState } from './status.command.js';
 import { formatUp, parseSeconds } from './up.command.js';
 import { checkBundleClaims, formatClaims, isRunReference } from './verify.command.js';
