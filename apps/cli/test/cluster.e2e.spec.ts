@@ -81,7 +81,9 @@ describe('a stack on a three-node NATS cluster', () => {
       image: 'cairn/sandbox-busybox:1',
       network: 'none',
       caps: SMALL,
-      steps: [{ argv: ['sleep', '3'] }, { argv: ['echo', `one ${i}`] }, { argv: ['sleep', '3'] }, { argv: ['echo', `two ${i}`] }],
+      // The first step is long enough that, on a loaded machine, the last run starts its step before
+      // the first has finished them all (3 s was not: CI saw a run executed before another started).
+      steps: [{ argv: ['sleep', '8'] }, { argv: ['echo', `one ${i}`] }, { argv: ['sleep', '3'] }, { argv: ['echo', `two ${i}`] }],
       checks: [{ id: 'says-two', source: 'steps[3].stdout', op: 'contains', value: `two ${i}`, weight: 1 }],
     });
     // Submitted together, so all four are in their steps at once.

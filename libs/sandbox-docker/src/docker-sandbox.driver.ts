@@ -142,8 +142,12 @@ const LAST_LOOK_ATTEMPTS = 10;
 const LAST_LOOK_RETRY_MS = 100;
 /** The longest a refill waits for the first step of the sandbox handed out (see `warmAfterFirstStep`). */
 const REFILL_HOLD_MS = 1000;
-/** How long a cut waits for the engine to say its killed command ended. */
-const KILL_WAIT_MS = 3000;
+/**
+ * How long a cut waits for the engine to say its killed command ended: it returns as soon as the
+ * engine does (milliseconds on a quiet host); 3 s lapsed on a loaded CI machine with the killed
+ * command still listed, and a caller told "cut" must find nothing running.
+ */
+const KILL_WAIT_MS = 10_000;
 
 interface SandboxState {
   handle: SandboxHandle;
