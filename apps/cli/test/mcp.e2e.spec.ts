@@ -316,7 +316,7 @@ describe('MCP over Streamable HTTP (the endpoint cairn up started)', () => {
     const client = await httpClient(stack.apiKey);
     const nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
     try {
-      const spec = { ...ECHO, name: 'mcp: a poison message mid-run', steps: [{ argv: ['sleep', '3'] }, { argv: ['echo', 'never'] }] };
+      const spec = { ...ECHO, name: 'mcp: a poison message mid-run', steps: [{ argv: ['sleep', '5'] }, { argv: ['echo', 'never'] }] };
       const { runId } = structured(await call(client, 'run_submit', { spec, idempotencyKey: uniqueName('poison') })) as { runId: string };
       const events = async () => (structured(await call(client, 'run_events', { runId, after: 0, limit: 1000 })) as { items: { seq: number; type: string }[] }).items;
       await expect.poll(async () => (await events()).some((r) => r.type === 'step.started'), { timeout: 60_000, interval: 200 }).toBe(true);
