@@ -173,6 +173,21 @@ export default tseslint.config(
     },
   },
   {
+    // The page bundles only browser-safe code: @cairn/evidence's main entry hashes with node:crypto
+    // (the page hashes with WebCrypto, src/chain/verify-chain.ts); its recorded-breaks entry is pure.
+    files: ['apps/dashboard/src/**/*.ts', 'apps/dashboard/src/**/*.tsx'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: '@cairn/evidence', message: 'the dashboard is browser-safe: take @cairn/evidence/recorded-breaks (the main entry hashes with node:crypto)' }],
+          patterns: [{ group: ['node:*'], message: 'the dashboard runs in a browser: no Node modules' }],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

@@ -2,8 +2,8 @@ import { JUDGED_GRADE_TYPES } from '@cairn/judgement';
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isCairnError } from '@cairn/contracts';
-import { ChainVerifier, LineTooLongError, readLines, verifyChain } from '@cairn/evidence';
-import type { ChainVerification } from '@cairn/evidence';
+import { ChainVerifier, LineTooLongError, readLines, recordedBreakOf, recordedBreaksOf, verifyChain } from '@cairn/evidence';
+import type { ChainVerification, RecordedBreak } from '@cairn/evidence';
 import { usageError } from './exit-codes.js';
 
 /** The proof bundle formats this CLI reads (PRODUCT.md: one JSON document with a `format` field); v2 adds the log proof. */
@@ -44,11 +44,6 @@ export interface FileVerification {
    * receipts verify, and the chain says where it was broken and why).
    */
   recordedBreaks?: RecordedBreak[];
-}
-
-export interface RecordedBreak {
-  seq: number;
-  message: string;
 }
 
 function bundleClaims(document: Record<string, unknown>): BundleClaims {
@@ -105,7 +100,7 @@ export function verifyBundleDocument(document: unknown, path: string): FileVerif
     last: receipts.at(-1),
     bundle: { format, document: document as Record<string, unknown> },
     judgedReceipts: (receipts as unknown[]).filter(isJudgedGradeReceipt),
-    recordedBreaks: (receipts as unknown[]).flatMap(recordedBreakOf),
+    recordedBreaks: recordedBreaksOf(receipts as unknown[]),
   };
 }
 
@@ -178,7 +173,8 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
       if (!verifier.push(parsed.value)) break;
       last = parsed.value;
       if (isJudgedGradeReceipt(parsed.value)) judgedReceipts.push(parsed.value);
-      recordedBreaks.push(...recordedBreakOf(parsed.value));
+      const recorded = recordedBreakOf(parsed.value);
+      if (recorded !== null) recordedBreaks.push(recorded);
     }
   } catch (error) {
     if (error instanceof LineTooLongError) {
@@ -197,14 +193,6 @@ export async function verifyFile(path: string, options: { maxLineLength?: number
   }
   if (oneLineBundle !== undefined) return verifyBundleDocument(oneLineBundle, path);
   return { format: 'chain', verification: verifier.result(), last, judgedReceipts, recordedBreaks };
-}
-
-/** A receipt recording that its chain was broken (a critical `alert.raised` E_CHAIN_BROKEN), or nothing. */
-function recordedBreakOf(value: unknown): RecordedBreak[] {
-  if (typeof value !== 'object' || value === null) return [];
-  const r = value as { type?: unknown; error_code?: unknown; seq?: unknown; message?: unknown };
-  if (r.type !== 'alert.raised' || r.error_code !== 'E_CHAIN_BROKEN' || typeof r.seq !== 'number') return [];
-  return [{ seq: r.seq, message: typeof r.message === 'string' ? r.message : '' }];
 }
 
 function isJudgedGradeReceipt(value: unknown): boolean {

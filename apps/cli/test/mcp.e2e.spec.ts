@@ -7,7 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { uniqueName } from '@cairn/testing';
+import { isolatedNames } from '@cairn/config';
+import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -305,6 +308,37 @@ describe('MCP over Streamable HTTP (the endpoint cairn up started)', () => {
     try {
       await sandboxSession(client, 'http');
     } finally {
+      await client.close();
+    }
+  });
+
+  it('run_verify never answers ok for a chain that records its own break: a poison message mid-run is E_CHAIN_BROKEN break_recorded, as cairn verify says', async () => {
+    const client = await httpClient(stack.apiKey);
+    const nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    try {
+      const spec = { ...ECHO, name: 'mcp: a poison message mid-run', steps: [{ argv: ['sleep', '5'] }, { argv: ['echo', 'never'] }] };
+      const { runId } = structured(await call(client, 'run_submit', { spec, idempotencyKey: uniqueName('poison') })) as { runId: string };
+      const events = async () => (structured(await call(client, 'run_events', { runId, after: 0, limit: 1000 })) as { items: { seq: number; type: string }[] }).items;
+      await expect.poll(async () => (await events()).some((r) => r.type === 'step.started'), { timeout: 60_000, interval: 200 }).toBe(true);
+      // A message on the run's chain that is no receipt (ADR 0033), from a client that may publish there.
+      const subject = `${isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX}.${runId}.step.completed`;
+      const ack = await jetstream(nc).publish(subject, '{"type":"step.completed", not json');
+      await untilSealed(client, runId);
+
+      const receipts = await events();
+      const alert = receipts.find((r) => r.type === 'alert.raised') as { seq: number; severity?: string; error_code?: string; message?: string } | undefined;
+      expect(alert).toMatchObject({ severity: 'critical', error_code: 'E_CHAIN_BROKEN', message: expect.stringContaining(`stream seq ${ack.seq}`) as string });
+      const verified = await call(client, 'run_verify', { runId });
+      expect(verified.isError, JSON.stringify(verified)).toBe(true);
+      expect(structured(verified)).toMatchObject({
+        error: { code: 'E_CHAIN_BROKEN', message: expect.stringContaining(`records at seq ${alert!.seq} that it was broken: ${alert!.message}`) as string, details: { runId, firstBadSeq: alert!.seq, reason: 'break_recorded', verified: receipts.length } },
+      });
+      // The CLI, checking the same bundle on its own, gives the same answer.
+      const cli = await stack.cairn(['verify', runId, '--json']);
+      expect(cli.code).toBe(1);
+      expect(JSON.parse(cli.stdout)).toMatchObject({ ok: false, error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: alert!.seq, reason: 'break_recorded' } } });
+    } finally {
+      await nc.close();
       await client.close();
     }
   });

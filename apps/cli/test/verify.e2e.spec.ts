@@ -49,6 +49,27 @@ describe('cairn verify <chain file>', () => {
     expect(JSON.parse(run.stdout)).toEqual({ ok: true, chainId: CHAIN, count: 6, headHash });
   });
 
+  it('fails a chain whose receipts verify but which records its own break (ADR 0033): E_CHAIN_BROKEN break_recorded at the alert, exit 1', async () => {
+    const message = `the message at stream seq 30 on cairn.evidence.${CHAIN}.step.completed, after seq 3, is not a receipt (not JSON); it is no part of the hash chain`;
+    const withAlert = (severity: string) => {
+      const head = receipts.slice(0, 3);
+      const alert = sealReceipt(String(head[2]!.hash), { v: 1, seq: 4, run_id: CHAIN, tenant: 'default', type: 'alert.raised', actor: 'runtime', ts: '2026-01-01T00:00:04.000Z', causation: `${CHAIN}:3`, severity, error_code: 'E_CHAIN_BROKEN', message });
+      const failed = sealReceipt(alert.hash, { v: 1, seq: 5, run_id: CHAIN, tenant: 'default', type: 'run.failed', actor: 'runtime', ts: '2026-01-01T00:00:05.000Z', causation: `${CHAIN}:4`, error_code: 'E_CHAIN_BROKEN', message });
+      return [...head, alert, failed];
+    };
+    const run = await runCairn(['verify', await file('break-recorded.jsonl', toJsonLines(withAlert('critical')))]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(`error E_CHAIN_BROKEN: the receipts verify, but the chain records at seq 4 that it was broken: ${message}\n`);
+    const bundle = await runCairn(['verify', await file('break-recorded.json', JSON.stringify({ format: 'cairn.bundle/v1', runId: CHAIN, receipts: withAlert('critical') })), '--json']);
+    expect(bundle.code).toBe(1);
+    expect(JSON.parse(bundle.stdout)).toMatchObject({ ok: false, error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 4, reason: 'break_recorded' } } });
+    // A warning is no recorded break: the chain verifies.
+    const warned = await runCairn(['verify', await file('break-warned.jsonl', toJsonLines(withAlert('warning'))), '--json']);
+    expect(warned.code).toBe(0);
+    expect(JSON.parse(warned.stdout)).toMatchObject({ ok: true, count: 5 });
+  });
+
   it('fails a tampered field with E_CHAIN_BROKEN at its seq, exit 1', async () => {
     const tampered = receipts.map((r) => (r.seq === 4 ? { ...r, exit_code: 1 } : r));
     const run = await runCairn(['verify', await file('tampered.jsonl', toJsonLines(tampered))]);

@@ -3,8 +3,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { isolatedNames } from '@cairn/config';
 import { jsonLine } from '@cairn/evidence';
-import { awkwardName, awkwardText, foreignJson, uniqueName } from '@cairn/testing';
+import { awkwardName, awkwardText, foreignJson, testNatsUrl, uniqueName } from '@cairn/testing';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { parsePolicy, policyVersion } from '@cairn/policy';
 import { formatVerifierKey, generateSigner } from '@cairn/transparency';
 import { chromium } from 'playwright-core';
@@ -354,6 +357,44 @@ describe('the admin dashboard in Chromium', () => {
     }
     await page.reload();
     await expect.poll(() => page.locator('[data-chain]').getAttribute('data-chain'), SOON).toBe('verified');
+  });
+
+  it('shows a chain that records its own break as broken at that seq, never verified: live as a poison message stops the run, and stored once sealed', async () => {
+    const runId = await stack.submit(submitter, { name: 'dashboard: a poison message mid-run', image: 'cairn/sandbox-busybox:1', steps: [{ argv: ['sleep', '5'] }, { argv: ['echo', 'never'] }], caps: SMALL, network: 'none' });
+    await page.goto(dashboard(`runs/${runId}`));
+    const badge = page.locator('[data-chain]');
+    await expect.poll(async () => (await stack.receipts(submitter, runId)).some((r) => r.type === 'step.started'), { timeout: 60_000, interval: 200 }).toBe(true);
+    await expect.poll(() => page.locator('[data-opened-unsealed]').getAttribute('data-opened-unsealed'), SOON).toBe('true');
+    await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('verified');
+
+    // A message on the run's chain that is no receipt (ADR 0033), from a client that may publish there:
+    // the services record the break on the chain, whose receipts all still verify.
+    const nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
+    let streamSeq: number;
+    try {
+      streamSeq = (await jetstream(nc).publish(`${isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX}.${runId}.step.completed`, '{"type":"step.completed", not json')).seq;
+    } finally {
+      await nc.close();
+    }
+    // Live: the alert arrives over the stream and the badge turns red on it.
+    await expect.poll(() => badge.getAttribute('data-chain'), { timeout: 60_000, interval: 100 }).toBe('break-recorded');
+    await stack.waitForRun(submitter, runId, (run) => run.sealed);
+    const alert = (await stack.receipts(submitter, runId)).find((r) => r.type === 'alert.raised');
+    expect(alert).toMatchObject({ severity: 'critical', error_code: 'E_CHAIN_BROKEN', message: expect.stringContaining(`stream seq ${streamSeq}`) as string });
+    await expect.poll(() => page.locator('[data-live]').getAttribute('data-live'), { timeout: 60_000 }).toBe('ended');
+    expect(await badge.getAttribute('data-chain')).toBe('break-recorded');
+    expect(await badge.getAttribute('data-break-seq')).toBe(String(alert!.seq));
+    expect(await badge.textContent()).toContain(`the receipts verify, but receipt #${alert!.seq} records that the chain was broken — ${String(alert!.message)}`);
+
+    // Stored: the sealed chain loaded whole, and its proof panel's chain line says the same.
+    await page.reload();
+    await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('break-recorded');
+    expect(await page.locator('[data-opened-unsealed]').getAttribute('data-opened-unsealed')).toBe('false');
+    expect(await badge.getAttribute('data-break-seq')).toBe(String(alert!.seq));
+    await expect.poll(() => page.locator('[data-proof]').getAttribute('data-proof'), { timeout: 45_000, interval: 200 }).toBe('failed');
+    const chainLine = page.locator('[data-proof-line="chain"]');
+    expect(await chainLine.getAttribute('data-reason')).toBe('break_recorded');
+    expect(await chainLine.textContent()).toContain(`receipt #${alert!.seq} records that the chain was broken`);
   });
 
   it('verifies in the browser a run whose strings hold U+2028, U+2029 and control characters: live and stored, raw or escaped', async () => {

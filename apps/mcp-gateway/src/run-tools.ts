@@ -1,5 +1,5 @@
 import { ArtifactPathParamSchema, CairnError, formatIssuePath, parseRunSpec, RunIdSchema, RunSpecSchema, StepIndexSchema } from '@cairn/contracts';
-import { verifyChain } from '@cairn/evidence';
+import { recordedBreaksOf, verifyChain } from '@cairn/evidence';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Bundle, CairnRuns } from './cairn-rest.client.js';
@@ -79,7 +79,10 @@ export async function verifyRun(runs: CairnRuns, runId: string): Promise<Record<
 
 /**
  * Verifies a chain's proof bundle (a run's or a sandbox session's) here, not trusting the
- * server: every hash from genesis, the chain id, and the head the bundle names.
+ * server: every hash from genesis, the chain id, and the head the bundle names. A chain whose
+ * receipts verify but which records that it was broken (a critical `alert.raised`
+ * E_CHAIN_BROKEN: a message on it was no receipt, ADR 0033) is E_CHAIN_BROKEN `break_recorded`
+ * at the alert's seq, as `cairn verify` answers it — never ok.
  */
 export function verifyBundle(bundle: Bundle, runId: string): Record<string, unknown> {
   const result = verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: runId });
@@ -89,6 +92,15 @@ export function verifyBundle(bundle: Bundle, runId: string): Record<string, unkn
       firstBadSeq: result.firstBadSeq,
       reason: result.reason,
       verified: result.verified,
+    });
+  }
+  const recorded = recordedBreaksOf(bundle.receipts)[0];
+  if (recorded !== undefined) {
+    throw new CairnError('E_CHAIN_BROKEN', `the receipts of ${runId} verify, but the chain records at seq ${recorded.seq} that it was broken: ${recorded.message}`, {
+      runId,
+      firstBadSeq: recorded.seq,
+      reason: 'break_recorded',
+      verified: result.count,
     });
   }
   if (bundle.runId !== runId) {
@@ -186,7 +198,8 @@ export const RUN_TOOLS: readonly RunTool[] = [
       title: 'Verify a run',
       description:
         "Fetch the run's proof bundle and verify it here, not trusting the server: recompute every receipt hash from genesis and " +
-        'check the head. Returns ok with the count and head hash; a broken chain is the tool error E_CHAIN_BROKEN naming the first bad seq.',
+        'check the head. Returns ok with the count and head hash; a broken chain is the tool error E_CHAIN_BROKEN naming the first bad seq ' +
+        '(reason break_recorded when the receipts verify but the chain records that it was broken, at the seq of that record).',
       inputSchema: inputSchemaOf(RunArgsSchema),
       annotations: { title: 'Verify a run', readOnlyHint: true, openWorldHint: false },
     },

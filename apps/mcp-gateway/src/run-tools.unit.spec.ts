@@ -11,12 +11,13 @@ import { MCP_ERROR_HINTS, toolError } from './tool-errors.js';
 const RUN = 'run_abc123';
 const SPEC = { name: 'echo', image: 'cairn/sandbox-busybox:1', steps: [{ argv: ['echo', 'hello'] }] };
 
-function chain(length: number): Record<string, unknown>[] {
+/** A valid chain of `length` receipts; `fields[seq]` is merged into that one (before it is hashed). */
+function chain(length: number, fields: Record<number, Record<string, unknown>> = {}): Record<string, unknown>[] {
   const receipts: Record<string, unknown>[] = [];
   let prev = '0'.repeat(64);
   for (let seq = 1; seq <= length; seq += 1) {
     const type = seq === 1 ? 'run.submitted' : seq === length ? 'run.sealed' : 'step.completed';
-    const receipt = sealReceipt(prev, { v: 1, seq, run_id: RUN, tenant: 'default', type, actor: 'intake', ts: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(), causation: null });
+    const receipt = sealReceipt(prev, { v: 1, seq, run_id: RUN, tenant: 'default', type, actor: 'intake', ts: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(), causation: null, ...fields[seq] });
     receipts.push(receipt);
     prev = receipt.hash;
   }
@@ -158,6 +159,27 @@ describe('the run tools', () => {
     const empty = new FakeRuns();
     empty.receipts = [];
     await expect(verifyRun(empty, RUN)).rejects.toMatchObject({ code: 'E_CHAIN_BROKEN', details: { reason: 'empty' } });
+  });
+
+  it('verify never answers ok for a chain that records its own break (ADR 0033): E_CHAIN_BROKEN break_recorded at the alert, quoting it', async () => {
+    const message = 'the message at stream seq 12 on cairn.evidence.run_abc123.step.completed, after seq 2, is not a receipt (not JSON); it is no part of the hash chain';
+    const alert = (severity: string) => ({ type: 'alert.raised', actor: 'runtime', severity, error_code: 'E_CHAIN_BROKEN', message });
+    const runs = new FakeRuns();
+    runs.receipts = chain(5, { 3: alert('critical'), 4: { type: 'run.failed', actor: 'runtime', error_code: 'E_CHAIN_BROKEN', message } });
+    const broken = await callRunTool(tool('run_verify'), runs, { runId: RUN });
+    expect(broken).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'E_CHAIN_BROKEN', message: expect.stringContaining(`records at seq 3 that it was broken: ${message}`) as string, details: { runId: RUN, firstBadSeq: 3, reason: 'break_recorded', verified: 5 } } },
+    });
+    expect(broken.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^E_CHAIN_BROKEN: the receipts of run_abc123 verify, but the chain records at seq 3/) as string });
+
+    // A warning, or an alert about something else, is no recorded break: the chain verifies.
+    const warned = new FakeRuns();
+    warned.receipts = chain(5, { 3: alert('warning') });
+    expect(await verifyRun(warned, RUN)).toMatchObject({ ok: true, count: 5 });
+    const leaked = new FakeRuns();
+    leaked.receipts = chain(5, { 3: { ...alert('critical'), error_code: 'E_SECRET_SEEN' } });
+    expect(await verifyRun(leaked, RUN)).toMatchObject({ ok: true, count: 5 });
   });
 
   it("outputs: each step's streams as text or base64, read against the listing's sha256; a file by its path; unknown ones E_NOT_FOUND", async () => {

@@ -211,7 +211,8 @@ export const SANDBOX_TOOLS: readonly SandboxTool[] = [
       description:
         "Fetch the sandbox's proof bundle and verify it here, not trusting the server: recompute every receipt hash from genesis " +
         '(sandbox.requested … each exec and file … sandbox.destroyed, run.sealed) and check the head. Returns ok with the count, head hash ' +
-        'and sealed (true once destroyed); a broken chain is the tool error E_CHAIN_BROKEN naming the first bad seq.',
+        'and sealed (true once destroyed); a broken chain is the tool error E_CHAIN_BROKEN naming the first bad seq ' +
+        '(reason break_recorded when the receipts verify but the chain records that it was broken, at the seq of that record).',
       inputSchema: inputSchemaOf(SandboxArgsSchema),
       annotations: { title: 'Verify a sandbox’s chain', readOnlyHint: true, openWorldHint: false },
     },

@@ -279,4 +279,23 @@ describe('sandbox_verify', () => {
     expect(broken).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_CHAIN_BROKEN', details: { firstBadSeq: 5, reason: 'hash_mismatch' } } } });
     await client.close();
   });
+
+  it('a sandbox chain that records its own break (ADR 0033) is E_CHAIN_BROKEN break_recorded at the alert, though its receipts verify', async () => {
+    const cairn = new FakeCairn();
+    cairn.receipts = chain(['sandbox.requested', 'policy.decided', 'run.scheduled', 'sandbox.created', 'alert.raised', 'sandbox.destroyed', 'run.sealed']);
+    // Re-hashed from the alert on, so every receipt still verifies.
+    let prev = cairn.receipts[3]!.hash as string;
+    for (let i = 4; i < cairn.receipts.length; i++) {
+      const { prev_hash: _p, hash: _h, ...body } = cairn.receipts[i]!;
+      cairn.receipts[i] = sealReceipt(prev, i === 4 ? { ...body, severity: 'critical', error_code: 'E_CHAIN_BROKEN', message: 'the message at stream seq 8 is not a receipt' } : body);
+      prev = cairn.receipts[i]!.hash as string;
+    }
+    const { client, call } = await connected(cairn);
+    const broken = await call('sandbox_verify', { sandboxId: SBX });
+    expect(broken).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'E_CHAIN_BROKEN', message: expect.stringContaining('seq 5 that it was broken: the message at stream seq 8 is not a receipt') as string, details: { runId: SBX, firstBadSeq: 5, reason: 'break_recorded', verified: 7 } } },
+    });
+    await client.close();
+  });
 });

@@ -2,7 +2,8 @@ import { useEffect, useRef, useState } from 'react';
 import { allReceipts } from '../api/cairn.js';
 import type { Receipt } from '../api/api-types.js';
 import { followReceipts } from '../api/receipt-stream.js';
-import type { BadgeState } from '../components/chain-badge.js';
+import { checkedBadge } from './badge-view.js';
+import type { BadgeState } from './badge-view.js';
 import { verifyChain, webCryptoAvailable } from './verify-chain.js';
 
 export type LiveStatus = 'loading' | 'live' | 'reconnecting' | 'ended' | 'idle';
@@ -31,7 +32,8 @@ const sealedIn = (receipts: readonly Receipt[]) => receipts.some((receipt) => re
 
 /**
  * A chain loaded from `<chain>/events`, then followed live over SSE until `run.sealed`, and
- * re-verified in this browser after every receipt (the chain badge's state).
+ * re-verified in this browser after every receipt, its recorded breaks read again with it (the
+ * chain badge's state).
  */
 export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
   const { chain, loadHead, serverHead } = source;
@@ -104,9 +106,8 @@ export function useLiveChain<H>(source: LiveChainSource<H>): LiveChain<H> {
     let stale = false;
     verifyChain(receipts, chain).then(
       (check) => {
-        const server = head === null ? null : serverHead(head);
-        // The server's head is compared only when its projection holds exactly these receipts.
-        if (!stale) setBadge({ kind: 'checked', check, serverHeadHash: server !== null && server.count === receipts.length ? server.hash : null });
+        // The server's head only when its projection holds these receipts; a break the chain records of itself with them.
+        if (!stale) setBadge(checkedBadge(check, receipts, head === null ? null : serverHead(head)));
       },
       () => !stale && setBadge({ kind: 'unavailable' }),
     );

@@ -1,13 +1,15 @@
+import { recordedBreaksOf } from '@cairn/evidence/recorded-breaks';
 import { checkSealProofs, parseVerifierKey } from '@cairn/transparency';
 import type { NoteVerifier, ProofLine } from '@cairn/transparency';
 import { verifyChain } from '../chain/verify-chain.js';
 
 /*
  * What the proof panel and the "Verify a bundle" page check, in this browser with WebCrypto: a
- * proof bundle's chain (every hash recomputed from genesis, its claims agreeing with it), then for
- * a cairn.bundle/v2 the seal's signature, the checkpoint's signature, that the log's leaf is this
- * chain's head, and the RFC 6962 inclusion path to the checkpoint's root — with @cairn/transparency's
- * checkSealProofs, the very steps `cairn verify` runs. Each line says verified, or why not.
+ * proof bundle's chain (every hash recomputed from genesis, no break recorded on it, its claims
+ * agreeing with it), then for a cairn.bundle/v2 the seal's signature, the checkpoint's signature,
+ * that the log's leaf is this chain's head, and the RFC 6962 inclusion path to the checkpoint's
+ * root — with @cairn/transparency's checkSealProofs, the very steps `cairn verify` runs. Each line
+ * says verified, or why not.
  */
 
 export const BUNDLE_V1_FORMAT = 'cairn.bundle/v1';
@@ -96,6 +98,9 @@ export async function checkBundle(document: Record<string, unknown>, trusted: re
   if (receipts.length === 0 || chainId === null) return broken('malformed', 'a proof bundle holds at least one receipt, the first naming its chain');
   const chain = await verifyChain(receipts, chainId);
   if (!chain.ok) return broken(chain.reason, `receipt #${chain.firstBadSeq}: ${chain.message}`);
+  // Receipts that verify, on a chain that records it was broken (ADR 0033): `cairn verify`'s break_recorded.
+  const recorded = recordedBreaksOf(receipts)[0];
+  if (recorded !== undefined) return broken('break_recorded', `the receipts verify, but receipt #${recorded.seq} records that the chain was broken: ${recorded.message}`);
   if (typeof document.runId === 'string' && document.runId !== chainId) return broken('run_id_mismatch', `the bundle names ${document.runId}, its receipts are the chain of ${chainId}`);
   if (typeof document.headHash === 'string' && document.headHash !== chain.headHash) return broken('head_mismatch', `the bundle names head ${document.headHash.slice(0, 12)}…, its receipts recompute to ${chain.headHash.slice(0, 12)}…`);
   const chainLine: BundleLine = { status: 'verified', message: `${chain.count} receipts from genesis, head ${chain.headHash.slice(0, 12)}…` };

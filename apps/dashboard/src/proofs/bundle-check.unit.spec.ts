@@ -21,7 +21,8 @@ const PATH_6_OF_8 = ['bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88
 
 const CHAIN = 'run_01jbrowsercheck0000000000';
 
-async function sealedChain(signer: NoteSigner): Promise<{ receipts: Record<string, unknown>[]; statement: SealStatement }> {
+/** `between`: receipt bodies added after the step, before the seal. */
+async function sealedChain(signer: NoteSigner, between: readonly Record<string, unknown>[] = []): Promise<{ receipts: Record<string, unknown>[]; statement: SealStatement }> {
   const receipts: Record<string, unknown>[] = [];
   let prev = '0'.repeat(64);
   const add = (body: Record<string, unknown>) => {
@@ -31,14 +32,15 @@ async function sealedChain(signer: NoteSigner): Promise<{ receipts: Record<strin
   };
   add({ type: 'run.submitted', name: 'browser check' });
   add({ type: 'step.completed', index: 0, exit_code: 0 });
-  const statement: SealStatement = { chainId: CHAIN, headSeq: 2, headHash: prev, evidenceDigest: 'e'.repeat(64), finalState: 'SEALED' };
+  for (const body of between) add(body);
+  const statement: SealStatement = { chainId: CHAIN, headSeq: receipts.length, headHash: prev, evidenceDigest: 'e'.repeat(64), finalState: 'SEALED' };
   add({ type: 'run.sealed', final_state: 'SEALED', evidence_digest: statement.evidenceDigest, signature: await signSealStatement(statement, signer) });
   return { receipts, statement };
 }
 
 /** A v2 bundle whose seal is leaf 2 of a log of 5, as the gateway's parts make it. */
-async function bundleV2(signer: NoteSigner): Promise<Record<string, unknown>> {
-  const { receipts, statement } = await sealedChain(signer);
+async function bundleV2(signer: NoteSigner, between: readonly Record<string, unknown>[] = []): Promise<Record<string, unknown>> {
+  const { receipts, statement } = await sealedChain(signer, between);
   const tree = new MerkleTree();
   for (let i = 0; i < 5; i++) {
     await tree.append(i === 2 ? await sealLeafHash(statement) : await leafHash(new TextEncoder().encode(`another seal ${i}`)));
@@ -112,6 +114,21 @@ describe('a proof bundle checked in the browser', () => {
     expect((await run({ headHash: 'f'.repeat(64) })).chain).toBe('head_mismatch');
     expect((await run({ runId: 'run_01jsomeoneelse000000000000' })).chain).toBe('run_id_mismatch');
     expect((await run({ receipts: [] })).chain).toBe('malformed');
+  });
+
+  it('fails the chain line of a bundle whose receipts verify but record that the chain was broken (ADR 0033), as cairn verify does', async () => {
+    const signer = await parseSignerKey(PETER_SIGNER);
+    const { verifiers } = await parseTrustedKeys([PETER]);
+    const message = 'the message at stream seq 7 on cairn.evidence.run_01jbrowsercheck0000000000.step.completed, after seq 2, is not a receipt (not JSON)';
+    const alert = { type: 'alert.raised', severity: 'critical', error_code: 'E_CHAIN_BROKEN', message };
+    const document = await bundleV2(signer, [alert, { type: 'run.failed', error_code: 'E_CHAIN_BROKEN', message }]);
+    expect(evidence.verifyChain(document.receipts as unknown[])).toMatchObject({ ok: true, count: 5 });
+    const check = await checkBundle(document, verifiers);
+    expect(check.ok).toBe(false);
+    expect(statuses(check)).toEqual({ chain: 'break_recorded', signature: 'skipped', checkpoint: 'skipped', leaf: 'skipped', inclusion: 'skipped' });
+    expect(check.lines.chain.message).toBe(`the receipts verify, but receipt #3 records that the chain was broken: ${message}`);
+    // A warning alert is no recorded break: every line verifies.
+    expect((await checkBundle(await bundleV2(signer, [{ ...alert, severity: 'warning' }]), verifiers)).ok).toBe(true);
   });
 
   it('checks a v1 bundle as far as it goes, and says it carries no log proof', async () => {
