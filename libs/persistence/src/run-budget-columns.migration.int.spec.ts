@@ -36,7 +36,7 @@ describe('the run budget columns', () => {
         const chain = new FixtureChain(runId);
         for (const event of runOfJob(runId, job)) {
           const data = encodeReceipt(chain.next(event));
-          messages.push({ streamSeq: messages.length + 1, subject: typedSubject(`${PREFIX}.${runId}`, data), data });
+          messages.push({ streamSeq: messages.length + 1, subject: typedSubject(`${PREFIX}.${runId}`, data), data, traceparent: null });
         }
       }
       await new ProjectionWriter(ds, { stream: 'BUDGET_COLS', subjectPrefix: PREFIX }).applyBatch(messages);
