@@ -154,6 +154,8 @@ export function formatRunDetails(run: Run): string {
     ['events', `${run.eventCount}  head ${run.headHash ?? '-'}`],
     ['created', run.createdAt],
     ['updated', run.updatedAt],
+    // The id to look the run up by in a tracing backend (ADR 0031); no line for a run submitted untraced.
+    ...(run.traceId === undefined ? [] : ([['trace', run.traceId]] as [string, string][])),
   ];
   return rows.map(([key, value]) => `${key.padEnd(9)}${value}`).join('\n');
 }

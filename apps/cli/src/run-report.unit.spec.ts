@@ -3,7 +3,7 @@ import { sealReceipt } from '@cairn/evidence';
 import type { RunView } from '@cairn/lifecycle';
 import { describe, expect, it } from 'vitest';
 import type { Receipt, Run } from '@cairn/contracts';
-import { foldReceipt, formatArgv, formatEventLine, formatOutcome, formatRunTable, formatScore, formatTable, isUnsuccessful, outcomeOf, receiptProgressLine } from './run-report.js';
+import { foldReceipt, formatArgv, formatEventLine, formatOutcome, formatRunDetails, formatRunTable, formatScore, formatTable, isUnsuccessful, outcomeOf, receiptProgressLine } from './run-report.js';
 
 const SHA = (c: string) => c.repeat(64);
 const STEP = { step_index: 0, stage: 'step', tool: 'sh', argv: ['sh', '-c', "echo 'hi'"] };
@@ -120,5 +120,29 @@ describe('formatting', () => {
     };
     expect(formatRunTable([run]).split('\n')[1]).toBe('run_a  SEALED  -      SUPPORTS  1/1    t1       n');
     expect(formatRunTable([])).toBe('no runs yet');
+  });
+
+  it("shows a run's trace id on a line of its own, and no such line for a run submitted untraced", () => {
+    const run: Run = {
+      runId: 'run_a',
+      tenant: 'default',
+      name: null,
+      state: 'RUNNING',
+      errorCode: null,
+      verdict: null,
+      score: null,
+      maxScore: null,
+      upperBound: null,
+      createdAt: 't0',
+      updatedAt: 't1',
+      eventCount: 5,
+      headHash: SHA('a'),
+      sealed: false,
+    };
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const traced = formatRunDetails({ ...run, traceId }).split('\n');
+    expect(traced.filter((line) => line.startsWith('trace'))).toEqual([`trace    ${traceId}`]);
+    expect(traced.slice(0, -1)).toEqual(formatRunDetails(run).split('\n'));
+    expect(formatRunDetails(run)).not.toMatch(/^trace/m);
   });
 });

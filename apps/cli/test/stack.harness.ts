@@ -33,6 +33,8 @@ export interface RunView extends RunOutcome {
   eventCount: number;
   headHash: string;
   name: string | null;
+  /** The trace the run was submitted in; absent when it was submitted untraced. */
+  traceId?: string;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

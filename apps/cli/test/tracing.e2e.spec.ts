@@ -11,7 +11,8 @@ import type { RunOutcome } from './stack.harness.js';
  * One run is one trace (ADR 0031): a stack whose every process exports OTLP/HTTP (JSON) to a
  * receiver of this test's own on loopback, one `cairn run --wait`, and the trace that `cairn run`
  * began holds spans of every service that handled the run — correctly parented, one root — while
- * no receipt holds the trace context and the chain verifies.
+ * no receipt holds the trace context and the chain verifies; the trace id REST and `cairn status`
+ * show for the run is that trace's.
  */
 
 interface ReceivedSpan {
@@ -166,5 +167,16 @@ describe('one trace per run', () => {
     expect(chain).not.toContain(traceId);
     expect(chain.toLowerCase()).not.toContain('traceparent');
     expect(chain).not.toContain(appendSubmitted.spanId);
+
+    // The run's trace id as the projection keeps it is the trace of those spans: REST, the list, `cairn status`.
+    expect((await stack.getRun(runId)).traceId).toBe(traceId);
+    const list = (await (await stack.api('/v1/runs?limit=50')).json()) as { items: { runId: string; traceId?: string }[] };
+    expect(list.items.find((item) => item.runId === runId)?.traceId).toBe(traceId);
+    const status = await stack.cairn(['status', runId, '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ ok: true, runId, traceId });
+    const text = await stack.cairn(['status', runId]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.split('\n').filter((line) => line.startsWith('trace'))).toEqual([`trace    ${traceId}`]);
   }, 180_000);
 });

@@ -153,6 +153,11 @@ describe('the admin dashboard in Chromium', () => {
     await expect.poll(() => badge.getAttribute('data-chain'), SOON).toBe('verified');
     expect(await badge.getAttribute('title')).toBe(`head ${run.headHash}`);
     expect(await badge.textContent()).toContain(`${run.eventCount} receipts`);
+    // This stack runs with tracing off: the run was submitted in no trace, and the Trace card says so.
+    expect(run).not.toHaveProperty('traceId');
+    const trace = page.locator('[data-trace-id]');
+    expect(await trace.getAttribute('data-trace-id')).toBe('');
+    expect(await trace.textContent()).toBe('not traced');
     liveRunId = runId;
     await screenshot('run', true);
   });

@@ -49,7 +49,7 @@ interface World {
 async function projectOnce(world: World, writer: ProjectionWriter): Promise<void> {
   const position = await writer.position();
   const batch: RawEvidenceMessage[] = [];
-  for await (const m of world.log.readAll({ fromStreamSeq: position + 1 })) batch.push({ streamSeq: m.streamSeq, subject: m.subject, data: m.data });
+  for await (const m of world.log.readAll({ fromStreamSeq: position + 1 })) batch.push({ streamSeq: m.streamSeq, subject: m.subject, data: m.data, traceparent: m.traceparent });
   if (batch.length > 0) await writer.applyBatch(batch);
 }
 

@@ -8,6 +8,7 @@ import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { DeliveryQueue } from './delivery.queue.js';
+import { rawMessageOf } from './raw-message.js';
 import { EVIDENCE_CONSUMER, EVIDENCE_SOURCE } from './projector.tokens.js';
 import { PROJECTOR_CONFIG } from './projector.config.js';
 import type { ProjectorConfig } from './projector.config.js';
@@ -147,7 +148,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   private async flushBatch(batch: JsMsg[]): Promise<void> {
     let result: BatchResult;
     try {
-      const messages = batch.map((m) => ({ streamSeq: m.seq, subject: m.subject, data: m.data }));
+      const messages = batch.map(rawMessageOf);
       result = await this.writer.applyBatch(messages);
       if (result.deferred.length === 0) this.gap = null;
       else if (await this.gapIsLost(result.position)) {

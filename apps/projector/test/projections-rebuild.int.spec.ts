@@ -61,6 +61,12 @@ describe('projections rebuilt from the stream (I-10)', () => {
     expect(live.sandboxes).toHaveLength(130);
     const sessions = (live.sandboxes ?? []) as { state: string; operations: number }[];
     expect(sessions.every((row) => row.state === 'DESTROYED' && row.operations === 3)).toBe(true);
+    // Each run's trace id is its run.submitted's traceparent header (none for the runs appended untraced).
+    const traceIds = Object.fromEntries(((live.runs ?? []) as { run_id: string; trace_id: string | null }[]).map((row) => [row.run_id, row.trace_id]));
+    const runChains = chains.filter((chain) => chain.id.startsWith('run_'));
+    expect(traceIds).toEqual(Object.fromEntries(runChains.map((chain) => [chain.id, chain.traceId ?? null])));
+    expect(Object.values(traceIds).filter((id) => id !== null).length).toBeGreaterThan(100);
+    expect(Object.values(traceIds)).toContain(null);
 
     // Into a fresh database, by URL (it migrates itself).
     const fresh = await createTestDatabase('cairn_rebuild_fresh');

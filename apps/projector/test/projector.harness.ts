@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { createDataSource } from '@cairn/persistence';
 import { runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
@@ -107,15 +108,17 @@ export async function createProjectorWorld(label: string, overrides: Partial<Pro
  */
 export async function appendChains(
   log: EvidenceLog,
-  chains: { id: string; events: FixtureEvent[] }[],
+  chains: FixtureChainOfEvents[],
   tenant = 'acme',
   pauseMs = 0,
 ): Promise<number> {
   let appended = 0;
   await Promise.all(
-    chains.map(async ({ id, events }) => {
+    chains.map(async ({ id, events, traceId }) => {
       for (const [i, event] of events.entries()) {
-        await log.append(id, { type: event.type, actor: event.actor, tenant, causation: i === 0 ? null : `${id}:${i}`, key: String(i), fields: event.fields });
+        // Each receipt carries a span of the chain's trace in its headers, as a traced service's appends do.
+        const trace = traceId === undefined ? {} : { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+        await log.append(id, { type: event.type, actor: event.actor, tenant, causation: i === 0 ? null : `${id}:${i}`, key: String(i), fields: event.fields, ...trace });
         appended += 1;
         if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       }
@@ -124,13 +127,24 @@ export async function appendChains(
   return appended;
 }
 
-/** `runs` run chains and `sandboxes` sandbox chains, named uniquely. */
-export function mixedChains(runs: number, sandboxes: number, steps = 2): { id: string; events: FixtureEvent[] }[] {
+/** A chain's events to append, and the trace its messages carry (none: appended untraced). */
+export interface FixtureChainOfEvents {
+  id: string;
+  events: FixtureEvent[];
+  traceId?: string;
+}
+
+/**
+ * `runs` run chains and `sandboxes` sandbox chains, named uniquely. Two runs in three, and every
+ * sandbox, are appended traced (each its own trace id); the third run is appended untraced.
+ */
+export function mixedChains(runs: number, sandboxes: number, steps = 2): FixtureChainOfEvents[] {
   const run = Array.from({ length: runs }, () => uniqueName('run'));
   const sbx = Array.from({ length: sandboxes }, () => uniqueName('sbx'));
+  const traced = (i: number) => (i % 3 === 2 ? {} : { traceId: randomBytes(16).toString('hex') });
   return [
-    ...run.map((id, i) => ({ id, events: runLifecycleEvents(id, steps, i % 6).slice(0, 6 + (i % 9)) })),
-    ...sbx.map((id) => ({ id, events: sandboxSessionEvents(id) })),
+    ...run.map((id, i) => ({ id, events: runLifecycleEvents(id, steps, i % 6).slice(0, 6 + (i % 9)), ...traced(i) })),
+    ...sbx.map((id) => ({ id, events: sandboxSessionEvents(id), traceId: randomBytes(16).toString('hex') })),
   ];
 }
 

@@ -4,9 +4,9 @@ import type { ReceiptEnvelope } from '@cairn/contracts';
 import { AckPolicy, DeliverPolicy, jetstreamManager, JetStreamApiCodes, JetStreamApiError, PubHeaders } from '@nats-io/jetstream';
 import type { JetStreamManager, StoredMsg, StreamInfo } from '@nats-io/jetstream';
 import { delay, headers, nanos } from '@nats-io/transport-node';
-import { injectTraceHeaders, inSpan } from '@cairn/tracing';
+import { injectTraceHeaders, inSpan, traceparentOf } from '@cairn/tracing';
 import { assertSupportedNatsServer, connectNats, inboxOf } from './nats-connection.js';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { GENESIS_HEAD, prepareAppend, sealOnto } from './append-body.builder.js';
 import type { AppendInput, ChainHead, PreparedAppend } from './append-body.builder.js';
 import { ChainHeadCache } from './chain-head.cache.js';
@@ -64,6 +64,8 @@ export interface RawStoredMessage {
   data: Uint8Array;
   /** When the server stored it, RFC 3339 UTC with milliseconds. */
   time: string;
+  /** Its `traceparent` header as stored (null without one): the projections read a run's trace id from it (ADR 0031). */
+  traceparent: string | null;
 }
 
 export interface ReadAllOptions {
@@ -837,7 +839,7 @@ export class EvidenceLog {
           return signal();
         }
         reached = delivery.streamSeq;
-        queue.push(new PulledMessage(delivery.streamSeq, m.subject, m.data, delivery.timestampNanos));
+        queue.push(new PulledMessage(delivery.streamSeq, m.subject, m.data, delivery.timestampNanos, m));
         // pending 0: nothing after this one matches, even if `to` was never stored under the filter.
         if (reached >= to || delivery.pending === 0) ended = true;
         pullIfLow();
@@ -927,17 +929,25 @@ export class EvidenceLog {
   }
 }
 
-/** A message of a bulk read; `time` is worked out only when asked for. */
+/**
+ * A message of a bulk read; `time` and `traceparent` are worked out only when asked for: a rebuild
+ * asks one message per run for its header, and decoding every message's headers would cost it.
+ */
 class PulledMessage implements RawStoredMessage {
   constructor(
     readonly streamSeq: number,
     readonly subject: string,
     readonly data: Uint8Array,
     private readonly timestampNanos: string,
+    private readonly carried: { readonly headers?: MsgHdrs | undefined },
   ) {}
 
   get time(): string {
     return new Date(Math.floor(Number(this.timestampNanos) / 1e6)).toISOString();
+  }
+
+  get traceparent(): string | null {
+    return traceparentOf(this.carried.headers);
   }
 }
 

@@ -10,9 +10,16 @@ import { EvidenceProjections1796004095823 } from './migrations/1796004095823-evi
 import { ReceiptAsJson1796007606211 } from './migrations/1796007606211-receipt-as-json.migration.js';
 import { RunBudgetColumns1796300000000 } from './migrations/1796300000000-run-budget-columns.migration.js';
 import { SandboxesProjection1796400000000 } from './migrations/1796400000000-sandboxes-projection.migration.js';
+import { RunTraceId1796600000000 } from './migrations/1796600000000-run-trace-id.migration.js';
 
 export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, SandboxEntity, PoisonEventEntity, ProjectionPositionEntity];
-export const PERSISTENCE_MIGRATIONS = [EvidenceProjections1796004095823, ReceiptAsJson1796007606211, RunBudgetColumns1796300000000, SandboxesProjection1796400000000];
+export const PERSISTENCE_MIGRATIONS = [
+  EvidenceProjections1796004095823,
+  ReceiptAsJson1796007606211,
+  RunBudgetColumns1796300000000,
+  SandboxesProjection1796400000000,
+  RunTraceId1796600000000,
+];
 export const MIGRATIONS_TABLE = 'cairn_migrations';
 
 export interface DataSourceOptions {

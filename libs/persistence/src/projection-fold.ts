@@ -1,6 +1,7 @@
 import { GENESIS_HASH } from '@cairn/contracts';
 import { evolveRun, evolveSandbox } from '@cairn/lifecycle';
 import type { RunView } from '@cairn/lifecycle';
+import { traceIdOf } from '@cairn/tracing';
 import { POISON_RAW_LIMIT } from './poison-reason.constants.js';
 import type { PoisonReason } from './poison-reason.constants.js';
 import { checkReceipt } from './receipt-check.js';
@@ -11,6 +12,12 @@ export interface RawEvidenceMessage {
   readonly streamSeq: number;
   readonly subject: string;
   readonly data: Uint8Array;
+  /**
+   * The message's `traceparent` header as carried (null without one): no part of the receipt, but
+   * stored with it on the stream, so a rebuild reads the same one the live projector did (ADR 0031).
+   * Only a run's first message is asked for it, so a source may read it lazily.
+   */
+  readonly traceparent: string | null;
 }
 
 /** The last projected receipt of a chain: what the next one must link to. */
@@ -50,6 +57,8 @@ export interface PoisonRow {
 export interface RunRow {
   readonly view: RunView;
   readonly lastStreamSeq: number;
+  /** The trace id of the run's `run.submitted` message's `traceparent`; null when it carried none. */
+  readonly traceId: string | null;
 }
 
 export type FoldOutcome =
@@ -124,8 +133,9 @@ export class ProjectionFold {
     }
     let run: RunRow | null = null;
     if (chainId.startsWith('run_')) {
+      const previous = this.runs.get(chainId);
       try {
-        run = { view: evolveRun(this.runs.get(chainId)?.view ?? null, receipt), lastStreamSeq: message.streamSeq };
+        run = { view: evolveRun(previous?.view ?? null, receipt), lastStreamSeq: message.streamSeq, traceId: previous === undefined ? submissionTraceId(receipt.type, message) : previous.traceId };
       } catch (error) {
         return poison(message, chainId, 'lifecycle_error', error instanceof Error ? error.message : String(error));
       }
@@ -156,6 +166,15 @@ export class ProjectionFold {
     };
     return { kind: 'event', event, run, sandbox };
   }
+}
+
+/**
+ * The trace a run belongs to is the one its submission was made in: the `traceparent` of the
+ * `run.submitted` message that starts its chain. Every later receipt carries a span of that same
+ * trace, or none (a service with tracing off), and changes nothing. A malformed header is no trace id.
+ */
+export function submissionTraceId(type: string, message: Pick<RawEvidenceMessage, 'traceparent'>): string | null {
+  return type === 'run.submitted' ? traceIdOf(message.traceparent) : null;
 }
 
 function poison(message: RawEvidenceMessage, chainId: string | null, reason: PoisonReason, detail: string): FoldOutcome {

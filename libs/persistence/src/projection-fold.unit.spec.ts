@@ -3,7 +3,7 @@ import { canonicalJson, sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
 import { POISON_RAW_LIMIT } from './poison-reason.constants.js';
 import { MAX_JSON_DEPTH } from './receipt-check.js';
-import { ProjectionFold } from './projection-fold.js';
+import { ProjectionFold, submissionTraceId } from './projection-fold.js';
 import type { FoldOutcome, RawEvidenceMessage } from './projection-fold.js';
 import { SANDBOX_COLUMNS, sandboxRowFromDb, sandboxValues } from './sandbox-row.mapper.js';
 import type { SandboxDbRow } from './sandbox-row.mapper.js';
@@ -11,14 +11,17 @@ import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, 
 
 const PREFIX = 'cairn.evidence';
 const encoder = new TextEncoder();
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const OTHER_TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const traceparent = (traceId: string) => `00-${traceId}-00f067aa0ba902b7-01`;
 
 /** Feeds messages in stream order; a chain's subject (`<prefix>.<chain id>`) gets the type the log would add, unless `raw`. */
 function feeder(fold: ProjectionFold, raw = false) {
   let streamSeq = 0;
-  return (subject: string, data: Uint8Array | string): FoldOutcome => {
+  return (subject: string, data: Uint8Array | string, traceparent: string | null = null): FoldOutcome => {
     streamSeq += 1;
     const chainSubject = !raw && subject.startsWith(`${PREFIX}.`) && !subject.slice(PREFIX.length + 1).includes('.');
-    const message: RawEvidenceMessage = { streamSeq, subject: chainSubject ? typedSubject(subject, data) : subject, data: typeof data === 'string' ? encoder.encode(data) : data };
+    const message: RawEvidenceMessage = { streamSeq, subject: chainSubject ? typedSubject(subject, data) : subject, data: typeof data === 'string' ? encoder.encode(data) : data, traceparent };
     return fold.apply(message);
   };
 }
@@ -95,7 +98,7 @@ describe('ProjectionFold', () => {
     const parsed: unknown[] = [JSON.parse(String(row.caps)), JSON.parse(String(row.network))];
     resumed.seedSandbox(sandboxRowFromDb({ ...row, caps: parsed[0], network: parsed[1] } as unknown as SandboxDbRow));
     let streamSeq = 4;
-    const rest = receipts.slice(4).map((data) => resumed.apply({ streamSeq: ++streamSeq, subject: typedSubject(`${PREFIX}.sbx_s2`, data), data }));
+    const rest = receipts.slice(4).map((data) => resumed.apply({ streamSeq: ++streamSeq, subject: typedSubject(`${PREFIX}.sbx_s2`, data), data, traceparent: null }));
     const [a, b] = [all.at(-1), rest.at(-1)];
     expect(a?.kind === 'event' && b?.kind === 'event' ? b.sandbox : 'poison').toEqual(a?.kind === 'event' ? a.sandbox : null);
   });
@@ -201,8 +204,57 @@ describe('ProjectionFold', () => {
     resumed.seedHead('run_s1', { seq: last.event.seq, hash: last.event.hash, tenant: last.event.tenant });
     resumed.seedRun(last.run);
     const data = encodeReceipt(chain.next(events[3]!));
-    const next = resumed.apply({ streamSeq: 10, subject: typedSubject(`${PREFIX}.run_s1`, data), data });
+    const next = resumed.apply({ streamSeq: 10, subject: typedSubject(`${PREFIX}.run_s1`, data), data, traceparent: null });
     expect(next.kind === 'event' ? next.run?.view : null).toMatchObject({ state: 'RUNNING', lastSeq: 4, eventCount: 4 });
+  });
+
+  it("takes the run's trace id from its run.submitted's traceparent, and keeps it whatever later messages carry", () => {
+    const fold = new ProjectionFold(PREFIX);
+    const feed = feeder(fold);
+    const chain = new FixtureChain('run_tr1');
+    const outcomes = runLifecycleEvents('run_tr1').map((e, i) =>
+      // Later receipts carry spans of the same trace, another trace, or nothing at all.
+      feed(`${PREFIX}.run_tr1`, encodeReceipt(chain.next(e)), i === 0 ? traceparent(TRACE_ID) : i % 3 === 1 ? traceparent(OTHER_TRACE_ID) : i % 3 === 2 ? null : 'abc'),
+    );
+    expect(outcomes.map((o) => (o.kind === 'event' ? o.run?.traceId : 'poison'))).toEqual(outcomes.map(() => TRACE_ID));
+    expect([...fold.allRuns()].map((r) => r.traceId)).toEqual([TRACE_ID]);
+  });
+
+  it('gives a run submitted without a traceparent, or with a malformed one, no trace id, and a later traceparent none either', () => {
+    const fold = new ProjectionFold(PREFIX);
+    const feed = feeder(fold);
+    for (const [id, header] of [['run_tr2', null], ['run_tr3', 'abc'], ['run_tr4', `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`]] as const) {
+      const chain = new FixtureChain(id);
+      const outcomes = runLifecycleEvents(id).map((e, i) => feed(`${PREFIX}.${id}`, encodeReceipt(chain.next(e)), i === 0 ? header : traceparent(TRACE_ID)));
+      expect(outcomes.map((o) => (o.kind === 'event' ? o.run?.traceId : 'poison'))).toEqual(outcomes.map(() => null));
+    }
+  });
+
+  it('keeps a seeded run\'s trace id, as the live writer seeds it from its row', () => {
+    const chain = new FixtureChain('run_tr5');
+    const events = runLifecycleEvents('run_tr5');
+    const first = feeder(new ProjectionFold(PREFIX))(`${PREFIX}.run_tr5`, encodeReceipt(chain.next(events[0]!)), traceparent(TRACE_ID));
+    if (first.kind !== 'event' || first.run === null) throw new Error('expected a projected run receipt');
+    const resumed = new ProjectionFold(PREFIX);
+    resumed.seedHead('run_tr5', { seq: first.event.seq, hash: first.event.hash, tenant: first.event.tenant });
+    resumed.seedRun(first.run);
+    const data = encodeReceipt(chain.next(events[1]!));
+    const next = resumed.apply({ streamSeq: 2, subject: typedSubject(`${PREFIX}.run_tr5`, data), data, traceparent: traceparent(OTHER_TRACE_ID) });
+    expect(next.kind === 'event' ? next.run?.traceId : 'poison').toBe(TRACE_ID);
+  });
+
+  it('reads a traceparent only for a run.submitted', () => {
+    let reads = 0;
+    const message = {
+      get traceparent() {
+        reads += 1;
+        return traceparent(TRACE_ID);
+      },
+    };
+    expect(submissionTraceId('policy.decided', message)).toBeNull();
+    expect(reads).toBe(0);
+    expect(submissionTraceId('run.submitted', message)).toBe(TRACE_ID);
+    expect(reads).toBe(1);
   });
 
   it('keeps at most POISON_RAW_LIMIT bytes of a poison message, and its full length', () => {

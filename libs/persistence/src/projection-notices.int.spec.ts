@@ -39,7 +39,7 @@ function messages(chainId: string, count: number, from: number) {
     .slice(0, count)
     .map((event, i) => {
       const data = encodeReceipt(chain.next(event));
-      return { streamSeq: from + i, subject: typedSubject(`${PREFIX}.${chainId}`, data), data };
+      return { streamSeq: from + i, subject: typedSubject(`${PREFIX}.${chainId}`, data), data, traceparent: null };
     });
 }
 

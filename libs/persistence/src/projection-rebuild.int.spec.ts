@@ -35,6 +35,11 @@ afterAll(async () => {
   await Promise.all([live?.drop(), rebuilt?.drop()]);
 });
 
+const RUN_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const OTHER_TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const SANDBOX_TRACE_ID = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
+const traceparent = (traceId: string) => `00-${traceId}-00f067aa0ba902b7-01`;
+
 /** A stream in memory: what `EvidenceLog` is to the rebuild, without a broker. */
 function memorySource(messages: RawEvidenceMessage[]): ProjectionSource {
   return {
@@ -77,7 +82,10 @@ function awkwardStream(): RawEvidenceMessage[] {
   // A receipt stored with a byte order mark, and one from year 0001: both valid receipts.
   const far = sealReceipt(GENESIS_HASH, { v: 1, seq: 1, run_id: 'sbx_k2', tenant: 'acme', type: 'sandbox.expired', actor: 'runtime', ts: '0001-01-01T00:00:00.000Z', causation: null, ttl_seconds: 1, expires_at: '9999-12-31T23:59:59.999Z' });
   bodies.push(['sbx_k2', new Uint8Array([0xef, 0xbb, 0xbf, ...encoder.encode(canonicalJson(far))])]);
-  return bodies.map(([chain, data], i) => ({ streamSeq: i + 1, subject: typedSubject(`${PREFIX}.${chain}`, data), data }));
+  // Headers travel beside the bodies: the run's first message names its trace, later ones another, sandboxes a third.
+  let runMessages = 0;
+  const traceparentOf = (chain: string) => (chain === 'run_k1' ? traceparent(runMessages++ === 0 ? RUN_TRACE_ID : OTHER_TRACE_ID) : traceparent(SANDBOX_TRACE_ID));
+  return bodies.map(([chain, data], i) => ({ streamSeq: i + 1, subject: typedSubject(`${PREFIX}.${chain}`, data), data, traceparent: traceparentOf(chain) }));
 }
 
 async function dump(dataSource: DataSource): Promise<Record<string, unknown[]>> {
@@ -102,6 +110,8 @@ describe('rebuildProjections', () => {
 
     const expected = await dump(liveSource);
     expect(await dump(rebuiltSource)).toEqual(expected);
+    // The run's trace id is its first message's header: no receipt holds it, and the rebuild read it again.
+    expect(await rebuiltSource.query<unknown[]>('SELECT run_id, trace_id FROM runs')).toEqual([{ run_id: 'run_k1', trace_id: RUN_TRACE_ID }]);
     // json keeps the stream's text: the BOM-less bytes of every projected message.
     const texts = await rebuiltSource.query<{ stream_seq: string; receipt: string }[]>('SELECT stream_seq, receipt::text AS receipt FROM evidence_events ORDER BY stream_seq');
     const decoder = new TextDecoder();

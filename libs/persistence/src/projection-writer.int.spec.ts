@@ -41,7 +41,7 @@ function streamOf(chains: { id: string; events: ReturnType<typeof runLifecycleEv
       if (event === undefined) continue;
       const receipt = sealers.get(chain.id)!.next(event);
       const data = encodeReceipt(receipt);
-      messages.push({ streamSeq: from + messages.length, subject: typedSubject(`${PREFIX}.${chain.id}`, data), data });
+      messages.push({ streamSeq: from + messages.length, subject: typedSubject(`${PREFIX}.${chain.id}`, data), data, traceparent: null });
     }
   }
   return messages;
@@ -64,7 +64,7 @@ describe('migrations', () => {
     const ds = createDataSource(scratch.url, { poolSize: 2 });
     try {
       await ds.initialize();
-      const all = ['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000'];
+      const all = ['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000'];
       expect(await runMigrations(ds)).toEqual(all);
       expect(await runMigrations(ds)).toEqual([]);
       for (let i = 0; i < all.length; i++) await ds.undoLastMigration();
@@ -146,10 +146,10 @@ describe('ProjectionWriter', () => {
     const good1 = chain.next(events[0]!);
     const good2 = chain.next(events[1]!);
     const batch: RawEvidenceMessage[] = [
-      { streamSeq: position + 1, subject: `${PREFIX}.run_p1.not.typed`, data: new TextEncoder().encode('garbage\u0000') },
-      { streamSeq: position + 2, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good1)), data: encodeReceipt(good1) },
-      { streamSeq: position + 3, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good1)), data: encodeReceipt(good1) },
-      { streamSeq: position + 4, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good2)), data: encodeReceipt(good2) },
+      { streamSeq: position + 1, subject: `${PREFIX}.run_p1.not.typed`, data: new TextEncoder().encode('garbage\u0000'), traceparent: null },
+      { streamSeq: position + 2, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good1)), data: encodeReceipt(good1), traceparent: null },
+      { streamSeq: position + 3, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good1)), data: encodeReceipt(good1), traceparent: null },
+      { streamSeq: position + 4, subject: typedSubject(`${PREFIX}.run_p1`, encodeReceipt(good2)), data: encodeReceipt(good2), traceparent: null },
     ];
     expect(await writer().applyBatch(batch)).toEqual({ projected: 2, poison: 2, skipped: 0, deferred: [], position: position + 4 });
     const poison = await dataSource.query<{ stream_seq: string; reason: string; raw_length: number; detail: string }[]>(
@@ -173,7 +173,7 @@ describe('ProjectionWriter', () => {
     const before = { position: await writer().position(), events: await count('evidence_events') };
     const chain = new FixtureChain('run_f1');
     const receipt = chain.next(runLifecycleEvents('run_f1')[0]!);
-    const batch: RawEvidenceMessage[] = [{ streamSeq: before.position + 1, subject: typedSubject(`${PREFIX}.run_f1`, encodeReceipt(receipt)), data: encodeReceipt(receipt) }];
+    const batch: RawEvidenceMessage[] = [{ streamSeq: before.position + 1, subject: typedSubject(`${PREFIX}.run_f1`, encodeReceipt(receipt)), data: encodeReceipt(receipt), traceparent: null }];
     // Hold a lock the batch needs, and give the writer's connections a short lock timeout.
     const impatient = createDataSource(`${db.url}?options=${encodeURIComponent('-c lock_timeout=200')}`, { poolSize: 1 });
     await impatient.initialize();

@@ -8,6 +8,8 @@ import { encodeReceipt, FixtureChain, runLifecycleEvents, typedSubject } from '.
 import type { FixtureEvent } from './testing/evidence.fixture.js';
 
 const PREFIX = 'cairn.budgetcols';
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
 const scratch = await createTestDatabase('cairn_budget_cols');
 afterAll(async () => scratch.drop());
 
@@ -36,7 +38,7 @@ describe('the run budget columns', () => {
         const chain = new FixtureChain(runId);
         for (const event of runOfJob(runId, job)) {
           const data = encodeReceipt(chain.next(event));
-          messages.push({ streamSeq: messages.length + 1, subject: typedSubject(`${PREFIX}.${runId}`, data), data });
+          messages.push({ streamSeq: messages.length + 1, subject: typedSubject(`${PREFIX}.${runId}`, data), data, traceparent: TRACEPARENT });
         }
       }
       await new ProjectionWriter(ds, { stream: 'BUDGET_COLS', subjectPrefix: PREFIX }).applyBatch(messages);
@@ -51,11 +53,17 @@ describe('the run budget columns', () => {
         ['run_bc2', null, 0.5, '2026-01-01T00:00:04.000Z', '2026-01-01T00:00:07.000Z'],
       ]);
 
-      // Down (past the sandboxes projection, which came after) drops the columns; up adds them and backfills from evidence_events.
+      const traceIds = () => ds.query<{ trace_id: string | null }[]>('SELECT trace_id FROM runs ORDER BY run_id');
+      expect(await traceIds()).toEqual([{ trace_id: TRACE_ID }, { trace_id: TRACE_ID }]);
+
+      // Down (past the sandboxes projection and the trace id, which came after) drops the columns; up adds them and backfills from evidence_events.
       await ds.undoLastMigration();
       await ds.undoLastMigration();
-      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000']);
+      await ds.undoLastMigration();
+      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000']);
       expect(await read()).toEqual(projected);
+      // The trace id is a header evidence_events does not keep: only a rebuild from the stream fills it in again.
+      expect(await traceIds()).toEqual([{ trace_id: null }, { trace_id: null }]);
     } finally {
       await ds.destroy();
     }

@@ -23,6 +23,7 @@ export interface RunDbRow {
   cpus: number | null;
   started_at: string | null;
   ended_at: string | null;
+  trace_id: string | null;
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -49,6 +50,7 @@ export const RUN_SELECT_COLUMNS = [
   'cpus',
   `to_char(started_at AT TIME ZONE 'UTC', ${ISO}) AS started_at`,
   `to_char(ended_at AT TIME ZONE 'UTC', ${ISO}) AS ended_at`,
+  'trace_id',
 ].join(', ');
 
 /** The run view back from its row; a value the lifecycle does not know fails loudly. */
@@ -76,6 +78,7 @@ export function runRowFromDb(row: RunDbRow): RunRow {
       endedAt: row.ended_at,
     },
     lastStreamSeq: row.last_stream_seq,
+    traceId: row.trace_id,
   };
 }
 
@@ -101,6 +104,7 @@ export const RUN_COLUMNS = [
   'cpus',
   'started_at',
   'ended_at',
+  'trace_id',
 ] as const;
 export type RunColumn = (typeof RUN_COLUMNS)[number];
 
@@ -126,6 +130,7 @@ export const RUN_COLUMN_TYPES: Readonly<Record<RunColumn, string>> = {
   cpus: 'float8',
   started_at: 'timestamptz',
   ended_at: 'timestamptz',
+  trace_id: 'text',
 };
 
 export type RunValues = [
@@ -149,9 +154,10 @@ export type RunValues = [
   number | null,
   string | null,
   string | null,
+  string | null,
 ];
 
-export function runValues({ view, lastStreamSeq }: RunRow): RunValues {
+export function runValues({ view, lastStreamSeq, traceId }: RunRow): RunValues {
   return [
     view.runId,
     view.tenant,
@@ -173,5 +179,6 @@ export function runValues({ view, lastStreamSeq }: RunRow): RunValues {
     view.cpus,
     view.startedAt,
     view.endedAt,
+    traceId,
   ];
 }

@@ -26,6 +26,7 @@ const row: RunRow = {
     endedAt: null,
   },
   lastStreamSeq: 42,
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
 };
 
 describe('run row mapping', () => {
@@ -33,6 +34,14 @@ describe('run row mapping', () => {
     const values = runValues(row);
     const db = Object.fromEntries(RUN_COLUMNS.map((column, i) => [column, values[i]])) as unknown as RunDbRow;
     expect(runRowFromDb(db)).toEqual(row);
+    expect(db.trace_id).toBe(row.traceId);
+  });
+
+  it('round-trips a run submitted untraced, its trace id null', () => {
+    const untraced: RunRow = { ...row, traceId: null };
+    const values = runValues(untraced);
+    const db = Object.fromEntries(RUN_COLUMNS.map((column, i) => [column, values[i]])) as unknown as RunDbRow;
+    expect(runRowFromDb(db)).toEqual(untraced);
   });
 
   it('gives every column a type', () => {

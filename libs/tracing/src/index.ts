@@ -11,5 +11,5 @@ export {
   tracingActive,
 } from './tracing.js';
 export type { SpanOptions, TracingHandle } from './tracing.js';
-export { contextFromHeaders, MAX_TRACESTATE_LENGTH, TRACE_HEADERS, traceHeadersOf, traceIdOf } from './trace-headers.js';
+export { contextFromHeaders, MAX_TRACESTATE_LENGTH, TRACE_HEADERS, traceHeadersOf, traceIdOf, traceparentOf } from './trace-headers.js';
 export type { HeaderSource } from './trace-headers.js';

@@ -46,6 +46,16 @@ export function contextFromHeaders(source: HeaderSource | undefined, propagator:
   return propagator.extract(base, source, getter);
 }
 
+/**
+ * A message's `traceparent` header as it was carried, or null when it has none: NATS answers a
+ * missing header with an empty string. Kept raw, so whoever reads the trace id from it
+ * (`traceIdOf`) decides what a malformed one means.
+ */
+export function traceparentOf(source: HeaderSource | undefined): string | null {
+  const value = source?.get('traceparent');
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
 /** The trace id in a `traceparent` header (lower-case hex), or null when it is absent or malformed. */
 export function traceIdOf(traceparent: string | null | undefined): string | null {
   if (typeof traceparent !== 'string') return null;

@@ -2,7 +2,7 @@ import { ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import type { TextMapGetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { describe, expect, it } from 'vitest';
-import { contextFromHeaders, MAX_TRACESTATE_LENGTH, traceHeadersOf, traceIdOf } from './trace-headers.js';
+import { contextFromHeaders, MAX_TRACESTATE_LENGTH, traceHeadersOf, traceIdOf, traceparentOf } from './trace-headers.js';
 
 const propagator = new W3CTraceContextPropagator();
 const recordGetter: TextMapGetter<Record<string, string>> = { get: (carrier, key) => carrier[key], keys: (carrier) => Object.keys(carrier) };
@@ -61,4 +61,18 @@ describe('traceIdOf', () => {
       expect(traceIdOf(value)).toBeNull();
     },
   );
+});
+
+describe('traceparentOf', () => {
+  it('returns the header as carried', () => {
+    expect(traceparentOf(headers({ traceparent: `00-${TRACE_ID}-${SPAN_ID}-01` }))).toBe(`00-${TRACE_ID}-${SPAN_ID}-01`);
+    expect(traceparentOf(headers({ traceparent: 'abc' }))).toBe('abc');
+  });
+
+  it('is null without headers, without the header, or for the empty string NATS answers a missing one with', () => {
+    expect(traceparentOf(undefined)).toBeNull();
+    expect(traceparentOf(headers({}))).toBeNull();
+    expect(traceparentOf({ get: () => '' })).toBeNull();
+    expect(traceparentOf({ get: () => null })).toBeNull();
+  });
 });

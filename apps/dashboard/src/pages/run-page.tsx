@@ -105,6 +105,18 @@ export function RunPage({ runId }: { runId: string }) {
           )}
           <Card label="Receipts">{receipts.length}</Card>
           <Card label="Tenant">{run.tenant}</Card>
+          <Card label="Trace">
+            {/* The id to search the tracing backend for (ADR 0031); a run submitted untraced has none. */}
+            {run.traceId === undefined ? (
+              <span className="muted" data-trace-id="">
+                not traced
+              </span>
+            ) : (
+              <code className="trace-id" data-trace-id={run.traceId} title="W3C trace id: search your tracing backend for it">
+                {run.traceId}
+              </code>
+            )}
+          </Card>
           <Card label="Created">
             <Time iso={run.createdAt} />
           </Card>

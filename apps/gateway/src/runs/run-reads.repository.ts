@@ -1,4 +1,4 @@
-import { CairnError, ErrorCodeSchema, RunStateSchema, VerdictSchema } from '@cairn/contracts';
+import { CairnError, ErrorCodeSchema, RunStateSchema, TraceIdSchema, VerdictSchema } from '@cairn/contracts';
 import type { EventPage, Receipt, Run, RunList, RunState } from '@cairn/contracts';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -19,6 +19,7 @@ interface RunDbRow {
   event_count: number;
   head_hash: string;
   sealed: boolean;
+  trace_id: string | null;
 }
 
 /** A receipt row: its seq and type for the stream's bookkeeping, and the receipt as stored. */
@@ -33,7 +34,7 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 const RUN_COLUMNS = `run_id, tenant, name, state, error_code, verdict, score, max_score, upper_bound,
   to_char(created_at AT TIME ZONE 'UTC', ${ISO}) AS created_at,
   to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS updated_at,
-  event_count, head_hash, sealed`;
+  event_count, head_hash, sealed, trace_id`;
 
 /** PostgreSQL's "undefined table": the projections have not been migrated into this database. */
 const UNDEFINED_TABLE = '42P01';
@@ -65,6 +66,8 @@ function toRun(row: RunDbRow): Run {
     eventCount: row.event_count,
     headHash: row.head_hash,
     sealed: row.sealed,
+    // Absent, not null, for a run submitted untraced: the field names a trace only when there is one.
+    ...(row.trace_id === null ? {} : { traceId: TraceIdSchema.parse(row.trace_id) }),
   };
 }
 

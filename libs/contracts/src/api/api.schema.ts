@@ -24,6 +24,17 @@ export const QueueSpotSchema = z.strictObject({
 });
 export type QueueSpot = z.infer<typeof QueueSpotSchema>;
 
+/**
+ * A W3C trace id (ADR 0031): 32 lower-case hex digits, never all zeros (the invalid trace id).
+ * What an operator searches their tracing backend for to see where a run waited.
+ */
+export const TraceIdSchema = z
+  .string()
+  .regex(/^[0-9a-f]{32}$/, 'a W3C trace id: 32 lower-case hex digits')
+  // Not in the pattern: a look-ahead is not a regular expression every JSON Schema validator runs.
+  .refine((id) => !/^0+$/.test(id), 'the all-zero trace id is the invalid one');
+export type TraceId = z.infer<typeof TraceIdSchema>;
+
 export const RunSchema = z.strictObject({
   runId: RunIdSchema,
   tenant: TenantIdSchema,
@@ -41,6 +52,8 @@ export const RunSchema = z.strictObject({
   sealed: z.boolean(),
   /** Present while the run waits in the placement queue. */
   queue: QueueSpotSchema.optional(),
+  /** The trace the run was submitted in (its `run.submitted` message's `traceparent`); absent when it was submitted untraced. */
+  traceId: TraceIdSchema.optional(),
 });
 export type Run = z.infer<typeof RunSchema>;
 

@@ -3,8 +3,8 @@ import { bigintAsNumber } from './column-transformers.js';
 
 /**
  * The runs projection: one row per `run_…` chain, the `RunView` that `evolveRun` folds from the
- * chain's receipts. Every column comes from the receipts (times are receipt `ts`, not wall clock),
- * so a rebuild reproduces each row exactly.
+ * chain's receipts. Every column comes from the stream (times are receipt `ts`, not wall clock;
+ * `trace_id` is the header of the first message), so a rebuild reproduces each row exactly.
  */
 @Entity({ name: 'runs' })
 @Index('ix_runs_tenant_created', ['tenant', 'createdAt', 'runId'])
@@ -72,4 +72,12 @@ export class RunEntity {
 
   @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })
   endedAt!: Date | null;
+
+  /**
+   * The W3C trace id of the run's trace (ADR 0031), from the `traceparent` header of its
+   * `run.submitted` message: a header, not the receipt, and still from the stream, so a rebuild
+   * gives it back. Null when the run was submitted untraced.
+   */
+  @Column({ name: 'trace_id', type: 'text', nullable: true })
+  traceId!: string | null;
 }

@@ -101,6 +101,8 @@ class Run(Model):
     sealed: bool
     # Absent on the wire unless it waits in the placement queue (None here then).
     queue: QueueSpot | SkipJsonSchema[None] = None
+    # The W3C trace id the run was submitted in (32 lower-case hex); absent when it was submitted untraced.
+    trace_id: str | SkipJsonSchema[None] = None
 
     @property
     def final(self) -> bool:
