@@ -127,3 +127,47 @@ describe('cairn projections rebuild', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE', details: { server: 'NATS', variable: 'CAIRN_NATS_URL' } } });
   });
 });
+
+describe('cairn projections check', () => {
+  it('agrees with the log once rebuilt, and says so as JSON too', async () => {
+    expect((await runCairn(['projections', 'rebuild'], env)).code).toBe(0);
+    const run = await runCairn(['projections', 'check'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^OK {2}the projections are the log's fold: 4 events, 1 poison, 2 runs, 0 sandboxes up to stream seq 5 {2}\(\d+\.\d\d s\)\n$/);
+    const json = await runCairn(['projections', 'check', '--json'], env);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, lastStreamSeq: 5, events: 4, runs: 2, driftCount: 0 });
+  });
+
+  it('names a row edited in PostgreSQL, exits 1 E_CONFLICT, changes nothing; a rebuild puts the log back', async () => {
+    await rows(`UPDATE runs SET state = 'SEALED', error_code = NULL WHERE run_id = '${deniedRun}'`);
+    const run = await runCairn(['projections', 'check'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`  runs ${deniedRun}: edited — error_code: projections null, log "E_POLICY_DENIED"; state: projections "SEALED", log "REJECTED"\n`);
+    expect(run.stderr).toMatch(/error E_CONFLICT: the projections disagree with the log in 1 row \(compared up to stream seq 5\); the log is the truth: `cairn projections rebuild` replaces them/);
+    const json = await runCairn(['projections', 'check', '--json'], env);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'E_CONFLICT', details: { driftCount: 1, drift: [{ table: 'runs', key: deniedRun, kind: 'edited', columns: ['error_code', 'state'] }] } },
+    });
+    // The check wrote nothing: the edit is still there until a rebuild replaces it.
+    expect(await rows<{ state: string }>(`SELECT state FROM runs WHERE run_id = '${deniedRun}'`)).toEqual([{ state: 'SEALED' }]);
+    expect((await runCairn(['projections', 'rebuild'], env)).code).toBe(0);
+    expect((await runCairn(['projections', 'check'], env)).code).toBe(0);
+  });
+
+  it('refuses a --limit that is not a positive whole number as E_INPUT', async () => {
+    const run = await runCairn(['projections', 'check', '--limit', '0'], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('error E_INPUT: --limit takes a whole number from 1 to 999999, not "0"');
+  });
+
+  it('reports PostgreSQL unreachable as E_UNAVAILABLE naming CAIRN_DATABASE_URL', async () => {
+    const port = await closedLoopbackPort();
+    const run = await runCairn(['projections', 'check', '--json'], { ...env, CAIRN_DATABASE_URL: `postgres://cairn:s3cret@127.0.0.1:${port}/cairn` });
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE', details: { server: 'PostgreSQL', variable: 'CAIRN_DATABASE_URL' } } });
+    expect(run.stdout).not.toContain('s3cret');
+  });
+});

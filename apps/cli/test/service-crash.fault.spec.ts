@@ -5,6 +5,7 @@ import { isolatedNames } from '@cairn/config';
 import { formatReport, scenarioClock } from '@cairn/fault-testing';
 import { testNatsUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultScenario, sealed, sleep, TWO_STEPS } from './fault-stack.harness.js';
@@ -30,6 +31,8 @@ const delivered: { type: string; chainId: string; eventId: string }[] = [];
 const clock = scenarioClock();
 /** The receipt types, sorted, of a run with no crash: what every crashed run but the runtime's must record. */
 let reference: string[] = [];
+/** The run with no crash: sealed SUPPORTS before any fault. */
+let referenceRun = '';
 
 /** SIGKILL, as a crash would; resolves once the process is gone. */
 async function crash(service: string): Promise<void> {
@@ -82,6 +85,7 @@ beforeAll(async () => {
   const runId = await scenario.submit('no crash');
   await stack.waitForRun(runId, sealed, 60_000);
   reference = (await stack.types(runId)).sort();
+  referenceRun = runId;
 }, 180_000);
 
 afterAll(async () => {
@@ -370,3 +374,58 @@ describe('fault: a poison message — not a receipt at all — on a running run\
   }
 });
 
+
+describe('fault: rows edited in PostgreSQL, by someone who may write its tables', () => {
+  it('are detected and never trusted: cairn projections check names them, the proof bundle fails, a rebuild puts the log back', async () => {
+    const runId = referenceRun;
+    const db = new pg.Client({ connectionString: stack.database.url });
+    await db.connect();
+    let editedSeq = 0;
+    try {
+      await db.query(`UPDATE runs SET state = 'FAILED', error_code = 'E_TIMEOUT', verdict = NULL WHERE run_id = $1`, [runId]);
+      // evidence_events refuses UPDATE by trigger: only its owner, switching the trigger off, gets past.
+      await db.query('ALTER TABLE evidence_events DISABLE TRIGGER USER');
+      const edited = await db.query<{ stream_seq: string }>(
+        `UPDATE evidence_events SET receipt = jsonb_set(receipt::jsonb, '{exit_code}', '7')::json
+          WHERE chain_id = $1 AND type = 'step.completed' AND receipt->>'step_index' = '0' RETURNING stream_seq`,
+        [runId],
+      );
+      await db.query('ALTER TABLE evidence_events ENABLE TRIGGER USER');
+      expect(edited.rows).toHaveLength(1);
+      editedSeq = Number(edited.rows[0]!.stream_seq);
+    } finally {
+      await db.end();
+    }
+
+    // Found and named, column by column, from the log's own fold; the check changes nothing.
+    const check = await stack.cairn(['projections', 'check', '--json']);
+    expect(check.code, check.stdout + check.stderr).toBe(1);
+    const failure = JSON.parse(check.stdout) as { error: { code: string; details: { driftCount: number; drift: { table: string; key: string; kind: string; columns: string[] }[] } } };
+    expect(failure.error.code).toBe('E_CONFLICT');
+    expect(failure.error.details.driftCount).toBe(2);
+    expect(failure.error.details.drift).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ table: 'runs', key: runId, kind: 'edited', columns: ['error_code', 'state', 'verdict'] }),
+        expect.objectContaining({ table: 'evidence_events', key: String(editedSeq), kind: 'edited', columns: ['receipt'] }),
+      ]),
+    );
+    // Never trusted: the proof bundle is checked by recomputing every hash, so the edited receipt
+    // fails it where it is; the chain exported from the log itself still verifies.
+    const bundle = await stack.cairn(['verify', runId, '--json']);
+    expect(bundle.code).toBe(1);
+    expect(bundle.stdout).toContain('E_CHAIN_BROKEN');
+    const report = await scenario.check();
+    console.log(formatReport(report));
+    expect(report.invariants.P.ok).toBe(false);
+    expect(report.invariants.P.findings.some((finding) => finding.includes(runId))).toBe(true);
+
+    // The log is the truth: a rebuild puts it back, while the stack runs.
+    const rebuilt = await stack.cairn(['projections', 'rebuild']);
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect((await stack.cairn(['projections', 'check'])).code).toBe(0);
+    expect(await stack.getRun(runId)).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS', errorCode: null });
+    await stack.expectCleanAndVerifiable(runId);
+    const after = await scenario.check();
+    expect(after.invariants.P, formatReport(after)).toMatchObject({ checked: true, ok: true });
+  });
+});

@@ -23,6 +23,8 @@ export type { SandboxDbRow, SandboxRow } from './sandbox-row.mapper.js';
 export { EVIDENCE_PROJECTION } from './projection-lock.constants.js';
 export { boundedPgSettings, PG_CONNECT_TIMEOUT_MS, PG_KEEPALIVE_DELAY_MS, PG_STATEMENT_TIMEOUT_MS, pgUnavailable } from './pg-bounds.js';
 export type { PgBounds } from './pg-bounds.js';
+export { checkProjections } from './projection-check.js';
+export type { CheckedTable, CheckOptions, CheckResult, ProjectionDrift } from './projection-check.js';
 export { rebuildProjections } from './projection-rebuild.js';
 export type { ProjectionSource, RebuildOptions, RebuildProgress, RebuildResult } from './projection-rebuild.js';
 export { parseProjectionNotice, PROJECTION_NOTICE_CHANNEL, projectionNoticePayloads, ProjectionNotices } from './projection-notices.js';

@@ -94,33 +94,66 @@ function rebuildWith(dataSource: DataSource, options: RebuildOptions): Promise<R
       const lastStreamSeq = await options.log.lastStreamSeq();
       await client.query('TRUNCATE evidence_events, runs, sandboxes, poison_events, projection_positions');
 
-      const fold = new ProjectionFold(options.log.subjectPrefix);
-      const poison: PoisonRow[] = [];
-      const counts = { events: 0 };
       const indexes = await dropIndexes(client, 'evidence_events');
-      // FREEZE: the tables were truncated in this transaction, so rows can be written frozen.
-      const events = eventChunks(options, fold, lastStreamSeq, poison, counts);
-      await copyInto(client, `COPY evidence_events (${EVENT_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary, FREEZE)`, events);
-      // Built here, the unique ones still refuse duplicates: the load fails and rolls back.
-      for (const create of indexes) await client.query(create);
-      await copyInto(client, `COPY poison_events (${POISON_COLUMNS}) FROM STDIN FREEZE`, chunked(poison.map(poisonLine)));
-      await copyInto(client, `COPY runs (${RUN_COLUMNS.join(', ')}) FROM STDIN FREEZE`, chunked(mapIterable(fold.allRuns(), runLine)));
-      await copyInto(client, `COPY sandboxes (${SANDBOX_COLUMNS.join(', ')}) FROM STDIN FREEZE`, chunked(mapIterable(fold.allSandboxes(), sandboxLine)));
+      const loaded = await loadFold(client, options, lastStreamSeq, PROJECTION_TABLES, {
+        // FREEZE: the tables were truncated in this transaction, so rows can be written frozen.
+        freeze: true,
+        // Built here, the unique ones still refuse duplicates: the load fails and rolls back.
+        afterEvents: async () => {
+          for (const create of indexes) await client.query(create);
+        },
+      });
       await client.query('INSERT INTO projection_positions (name, stream, last_stream_seq) VALUES ($1, $2, $3)', [
         EVIDENCE_PROJECTION,
         options.log.streamName,
         lastStreamSeq,
       ]);
-      return {
-        events: counts.events,
-        poison: poison.length,
-        runs: fold.runCount,
-        sandboxes: fold.sandboxCount,
-        lastStreamSeq,
-        durationMs: performance.now() - started,
-      };
+      return { ...loaded, lastStreamSeq, durationMs: performance.now() - started };
     }),
   );
+}
+
+/** The tables a fold is loaded into: the projections themselves, or a check's own copies of them. */
+export interface FoldTargets {
+  readonly events: string;
+  readonly poison: string;
+  readonly runs: string;
+  readonly sandboxes: string;
+}
+
+export const PROJECTION_TABLES: FoldTargets = { events: 'evidence_events', poison: 'poison_events', runs: 'runs', sandboxes: 'sandboxes' };
+
+export interface FoldCounts {
+  events: number;
+  poison: number;
+  runs: number;
+  sandboxes: number;
+}
+
+/**
+ * Reads the stream from its first message up to `lastStreamSeq`, folds it with the same
+ * `ProjectionFold` the live writer uses and loads the rows into `targets` by COPY while it is
+ * read: receipts by binary COPY as the stream's own bytes, then poison, runs and sandboxes.
+ * The rebuild loads the projections; `checkProjections` loads copies of its own to compare.
+ */
+export async function loadFold(
+  client: pg.PoolClient,
+  options: Pick<RebuildOptions, 'log' | 'onProgress' | 'progressEvery'>,
+  lastStreamSeq: number,
+  targets: FoldTargets,
+  load: { freeze: boolean; afterEvents?: () => Promise<void> },
+): Promise<FoldCounts> {
+  const fold = new ProjectionFold(options.log.subjectPrefix);
+  const poison: PoisonRow[] = [];
+  const counts = { events: 0 };
+  const binary = load.freeze ? '(FORMAT binary, FREEZE)' : '(FORMAT binary)';
+  const text = load.freeze ? ' FREEZE' : '';
+  await copyInto(client, `COPY ${targets.events} (${EVENT_COLUMNS.join(', ')}) FROM STDIN ${binary}`, eventChunks(options, fold, lastStreamSeq, poison, counts));
+  await load.afterEvents?.();
+  await copyInto(client, `COPY ${targets.poison} (${POISON_COLUMNS}) FROM STDIN${text}`, chunked(poison.map(poisonLine)));
+  await copyInto(client, `COPY ${targets.runs} (${RUN_COLUMNS.join(', ')}) FROM STDIN${text}`, chunked(mapIterable(fold.allRuns(), runLine)));
+  await copyInto(client, `COPY ${targets.sandboxes} (${SANDBOX_COLUMNS.join(', ')}) FROM STDIN${text}`, chunked(mapIterable(fold.allSandboxes(), sandboxLine)));
+  return { events: counts.events, poison: poison.length, runs: fold.runCount, sandboxes: fold.sandboxCount };
 }
 
 /**
@@ -146,7 +179,7 @@ async function dropIndexes(client: pg.PoolClient, table: string): Promise<string
 
 /** Folds the stream into binary COPY data for `evidence_events`; poison is kept aside for its own COPY. */
 async function* eventChunks(
-  options: RebuildOptions,
+  options: Pick<RebuildOptions, 'log' | 'onProgress' | 'progressEvery'>,
   fold: ProjectionFold,
   lastStreamSeq: number,
   poison: PoisonRow[],

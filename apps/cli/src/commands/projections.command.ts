@@ -1,5 +1,7 @@
+import { CairnError } from '@cairn/contracts';
 import type { Command } from 'commander';
 import type { CommandContext } from '../command-context.js';
+import { usageError } from '../exit-codes.js';
 
 export interface RebuildSummary {
   events: number;
@@ -22,6 +24,58 @@ export function formatRebuild(summary: RebuildSummary, okMark: string): { human:
       `  (${(summary.durationMs / 1000).toFixed(2)} s, ${rate} events/s, up to stream seq ${summary.lastStreamSeq})`,
     machine: { ok: true, ...summary, durationMs: Math.round(summary.durationMs), eventsPerSecond: rate },
   };
+}
+
+/** What `cairn projections check` found, as the persistence library reports it. */
+export interface CheckSummary {
+  lastStreamSeq: number;
+  events: number;
+  poison: number;
+  runs: number;
+  sandboxes: number;
+  drift: readonly { table: string; key: string; kind: 'edited' | 'missing' | 'extra'; columns: readonly string[]; live: Readonly<Record<string, unknown>> | null; log: Readonly<Record<string, unknown>> | null }[];
+  driftCount: number;
+  durationMs: number;
+}
+
+/** Rows named in a failure's details: enough to act on, never the whole table. */
+const DRIFT_DETAILS = 20;
+
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? 'null';
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+/** One line per drifting row, for people. */
+export function formatDrift(drift: CheckSummary['drift'][number]): string {
+  const row = `${drift.table} ${drift.key}`;
+  if (drift.kind === 'missing') return `  ${row}: in the log, missing from the projections`;
+  if (drift.kind === 'extra') return `  ${row}: in the projections, not in the log`;
+  const columns = drift.columns.map((column) => `${column}: projections ${shown(drift.live?.[column])}, log ${shown(drift.log?.[column])}`);
+  return `  ${row}: edited — ${columns.join('; ')}`;
+}
+
+/**
+ * The check's answer: the OK line when the projections are the log's fold, else E_CONFLICT naming
+ * how many rows drift (details carry the first few); `lines` are the drifting rows for stderr.
+ */
+export function formatCheck(summary: CheckSummary, okMark: string): { human: string; machine: Record<string, unknown> } | { lines: string[]; error: CairnError } {
+  const counts = `${summary.events} events, ${summary.poison} poison, ${summary.runs} runs, ${summary.sandboxes} sandboxes up to stream seq ${summary.lastStreamSeq}`;
+  if (summary.driftCount === 0) {
+    return {
+      human: `${okMark}  the projections are the log's fold: ${counts}  (${(summary.durationMs / 1000).toFixed(2)} s)`,
+      machine: { ok: true, lastStreamSeq: summary.lastStreamSeq, events: summary.events, poison: summary.poison, runs: summary.runs, sandboxes: summary.sandboxes, driftCount: 0, durationMs: Math.round(summary.durationMs) },
+    };
+  }
+  const more = summary.driftCount - summary.drift.length;
+  const lines = [...summary.drift.map(formatDrift), ...(more > 0 ? [`  … and ${more} more`] : [])];
+  const rows = summary.driftCount === 1 ? '1 row' : `${summary.driftCount} rows`;
+  const error = new CairnError(
+    'E_CONFLICT',
+    `the projections disagree with the log in ${rows} (compared up to stream seq ${summary.lastStreamSeq}); the log is the truth: \`cairn projections rebuild\` replaces them`,
+    { lastStreamSeq: summary.lastStreamSeq, driftCount: summary.driftCount, drift: summary.drift.slice(0, DRIFT_DETAILS) },
+  );
+  return { lines, error };
 }
 
 /** Migrations and a rebuild on a reachable server finish well inside this; an unanswering one does not. */
@@ -84,4 +138,51 @@ export function registerProjectionsCommand(program: Command, context: CommandCon
         await evidence.close();
       }
     });
+  projections
+    .command('check')
+    .description('compare the projections with what the evidence log folds to, row by row, changing neither')
+    .option('--limit <rows>', 'name at most this many drifting rows per table', (value) => positiveInteger(value), 100)
+    .addHelpText(
+      'after',
+      '\nReads NATS (CAIRN_NATS_URL, CAIRN_EVIDENCE_STREAM, CAIRN_EVIDENCE_SUBJECT_PREFIX) and PostgreSQL (CAIRN_DATABASE_URL); writes nothing.\n' +
+        'Compared at the position the projections stand at, so a live projector need not stop. A row edited, deleted or\n' +
+        'added in PostgreSQL is named with its columns; `cairn projections rebuild` replaces the projections from the log.\n' +
+        'Exit status: 0 the projections are the log\'s fold, 1 they are not (E_CONFLICT) or a server cannot be reached (E_UNAVAILABLE).',
+    )
+    .action(async (options: { limit: number }, command: Command) => {
+      const output = context.output(command);
+      const { databaseUrl, openEvidenceLog, withPostgres } = await import('../connections.js');
+      const { withStackDefaults } = await import('../stack/stack-target.js');
+      const env = await withStackDefaults(context.env);
+      const url = databaseUrl(env);
+      const { checkProjections } = await import('@cairn/persistence');
+      const evidence = await openEvidenceLog(env);
+      try {
+        output.note(`checking the projections against ${evidence.log.streamName}…`);
+        const progress = output.progress();
+        const summary = await withPostgres(url, () =>
+          checkProjections({
+            url,
+            log: evidence.log,
+            limit: options.limit,
+            onProgress: (p) => progress.update(`stream seq ${p.streamSeq} of ${p.lastStreamSeq}: ${p.events} events`),
+            progressEvery: 1_000,
+          }),
+        );
+        progress.done();
+        const answer = formatCheck(summary, output.okMark());
+        if ('error' in answer) {
+          if (!output.json) for (const line of answer.lines) output.note(line);
+          throw answer.error;
+        }
+        output.result(answer.human, answer.machine);
+      } finally {
+        await evidence.close();
+      }
+    });
+}
+
+function positiveInteger(value: string): number {
+  if (!/^[1-9][0-9]{0,5}$/.test(value)) throw usageError(`--limit takes a whole number from 1 to 999999, not ${JSON.stringify(value)}`);
+  return Number(value);
 }
