@@ -11,5 +11,5 @@ try {
   logger.write('info', 'listening', { url: gateway.url, pid: process.pid });
   exitOnSignals(logger, () => gateway.close());
 } catch (error) {
-  exitOnStartFailure(logger, error);
+  await exitOnStartFailure(logger, error);
 }

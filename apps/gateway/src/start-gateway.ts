@@ -9,6 +9,7 @@ import { ProjectionNotices } from '@cairn/persistence';
 import { openSandboxSessions } from '@cairn/sandbox-sessions';
 import { JsonLogger } from '@cairn/service-kit';
 import { TransparencyLog } from '@cairn/tlog';
+import { nameServerSpanHook } from '@cairn/tracing';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -122,8 +123,10 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     });
     cleanups.push(() => app.close());
     const fastify = app.getHttpAdapter().getInstance();
-    // Before the routes are registered (at listen): every one of them, and the 404s, is counted.
+    // Before the routes are registered (at listen): every one of them, and the 404s, is counted, and
+    // each request's server span is named by its route (`GET /v1/runs/:id`; nothing when tracing is off).
     registerRequestMetrics(fastify, metrics);
+    fastify.addHook('onRequest', nameServerSpanHook);
     const jsonParser = fastify.getDefaultJsonParser('error', 'error');
     // Fastify's JSON parser refuses an empty body; here it is "no body", which each route judges.
     // Bad UTF-8, duplicate names and excessive depth are E_INPUT (strict-json-body.ts).

@@ -151,7 +151,8 @@ export const RUN_TOOLS: readonly RunTool[] = [
       title: 'Run status',
       description:
         "A run's state (SUBMITTED … SEALED, or FAILED / ROLLBACK / REJECTED / CANCELLED with an errorCode), verdict, score, " +
-        'event count and head hash. `sealed: true` means it is final.',
+        'event count and head hash, and traceId (the OpenTelemetry trace of the run, 32 hex) when it was submitted with tracing on. ' +
+        '`sealed: true` means it is final.',
       inputSchema: inputSchemaOf(RunArgsSchema),
       annotations: { title: 'Run status', readOnlyHint: true, openWorldHint: false },
     },

@@ -9,6 +9,7 @@ import { callRunTool, findRunTool, RUN_TOOLS, verifyRun } from './run-tools.js';
 import { MCP_ERROR_HINTS, toolError } from './tool-errors.js';
 
 const RUN = 'run_abc123';
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPEC = { name: 'echo', image: 'cairn/sandbox-busybox:1', steps: [{ argv: ['echo', 'hello'] }] };
 
 /** A valid chain of `length` receipts; `fields[seq]` is merged into that one (before it is hashed). */
@@ -50,7 +51,7 @@ class FakeRuns implements CairnRuns {
   getRun(runId: string): Promise<Run> {
     if (runId !== RUN) return Promise.reject(new CairnError('E_NOT_FOUND', `no run ${runId}`));
     const at = '2026-01-01T00:00:00.000Z';
-    return Promise.resolve({ runId, tenant: 'default', name: null, state: 'SEALED', errorCode: null, verdict: 'SUPPORTS', score: 1, maxScore: 1, upperBound: 1, eventCount: 4, headHash: 'c'.repeat(64), sealed: true, createdAt: at, updatedAt: at });
+    return Promise.resolve({ runId, tenant: 'default', name: null, state: 'SEALED', errorCode: null, verdict: 'SUPPORTS', score: 1, maxScore: 1, upperBound: 1, eventCount: 4, headHash: 'c'.repeat(64), sealed: true, createdAt: at, updatedAt: at, traceId: TRACE_ID });
   }
   events(_runId: string, after: number, limit: number): Promise<EventPage> {
     const items = this.receipts.slice(after, after + limit) as EventPage['items'];
@@ -135,6 +136,10 @@ describe('the run tools', () => {
     const runs = new FakeRuns();
     const badId = await callRunTool(tool('run_status'), runs, { runId: 'RUN NOPE' });
     expect(badId.structuredContent).toMatchObject({ error: { code: 'E_INPUT' } });
+    // A traced run's status carries its trace id, and the tool says so (an agent can find the trace).
+    const status = await callRunTool(tool('run_status'), runs, { runId: RUN });
+    expect(status.structuredContent).toMatchObject({ runId: RUN, state: 'SEALED', traceId: TRACE_ID });
+    expect(tool('run_status').definition.description).toContain('traceId');
     const missing = await callRunTool(tool('run_status'), runs, { runId: 'run_other' });
     expect(missing).toMatchObject({ isError: true, structuredContent: { error: { code: 'E_NOT_FOUND', hint: MCP_ERROR_HINTS.E_NOT_FOUND } } });
     const page = await callRunTool(tool('run_events'), runs, { runId: RUN, after: 1, limit: 2 });

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '@cairn/config';
 import { exitOnSignals, exitOnStartFailure, JsonLogger } from '@cairn/service-kit';
+import { exitWithTraces } from '@cairn/tracing';
 import { McpGatewayConfigSchema } from './mcp-gateway.config.js';
 import { MCP_GATEWAY_SERVICE, startMcpHttp } from './start-mcp-http.js';
 import { serveMcpStdio } from './start-mcp-stdio.js';
@@ -12,11 +13,11 @@ try {
   const config = loadConfig(McpGatewayConfigSchema);
   if (config.CAIRN_MCP_TRANSPORT === 'stdio') {
     await serveMcpStdio(config, logger);
-    process.exit(0);
+    await exitWithTraces(0);
   }
   const server = await startMcpHttp(config, logger);
   logger.write('info', 'listening', { url: server.url, upstream: config.CAIRN_MCP_UPSTREAM_URL, pid: process.pid });
   exitOnSignals(logger, () => server.close());
 } catch (error) {
-  exitOnStartFailure(logger, error);
+  await exitOnStartFailure(logger, error);
 }

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { JsonLogger } from '@cairn/service-kit';
+import { nameServerSpanHook } from '@cairn/tracing';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -33,6 +34,8 @@ export async function startMcpHttp(config: McpGatewayConfig, logger: JsonLogger)
     logger: new JsonLogger(MCP_GATEWAY_SERVICE, 'warn'),
     abortOnError: false,
   });
+  // Before the routes are registered (at listen): the request's server span is named `POST /mcp`.
+  app.getHttpAdapter().getInstance().addHook('onRequest', nameServerSpanHook);
   try {
     await app.listen(config.CAIRN_MCP_PORT, config.CAIRN_MCP_HOST);
   } catch (error) {

@@ -18,8 +18,6 @@ export interface RunningProjector {
 
 export interface StartProjectorOptions {
   logger?: LoggerService | LogLevel[] | false;
-  /** Close on SIGTERM / SIGINT (the process does; tests running in-process do not). */
-  shutdownHooks?: boolean;
 }
 
 /**
@@ -40,7 +38,6 @@ export async function startProjector(config: ProjectorConfig, options: StartProj
     await connections.close().catch(() => undefined);
     throw error;
   }
-  if (options.shutdownHooks === true) app.enableShutdownHooks();
   const service = app.get(ProjectorService);
   let stopped: Promise<void> | null = null;
   return {

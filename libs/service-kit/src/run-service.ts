@@ -1,6 +1,6 @@
 import { isCairnError } from '@cairn/contracts';
 import type { INestApplicationContext } from '@nestjs/common';
-import { shutdownTracing } from '@cairn/tracing';
+import { exitWithTraces } from '@cairn/tracing';
 import { NestFactory } from '@nestjs/core';
 import type { DynamicModule } from '@nestjs/common';
 import { JsonLogger } from './json-logger.js';
@@ -38,12 +38,11 @@ export async function runServiceMain(service: string, build: () => DynamicModule
     logger.write('info', 'stopping', { signal });
     try {
       await on.stop();
-      await shutdownTracing();
-      process.exit(0);
     } catch (error) {
       logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
-      process.exit(1);
+      await exitWithTraces(1);
     }
+    await exitWithTraces(0);
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signalled !== null) return;
@@ -57,14 +56,15 @@ export async function runServiceMain(service: string, build: () => DynamicModule
     logger.write('info', 'started', { pid: process.pid });
   } catch (error) {
     logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
-    process.exit(1);
+    return exitWithTraces(1);
   }
   if (signalled !== null) await shutdown(running, signalled);
 }
 
 /**
- * A server's `main.ts` tail (the gateways): on the first SIGTERM or SIGINT, `close` it, flush the
- * trace exporter (ADR 0031), and exit 0 — or 1, logged, when it does not close cleanly.
+ * A server's `main.ts` tail (the gateways, the projector): on the first SIGTERM or SIGINT, `close` it,
+ * flush the trace exporter (at most 3 s, ADR 0031), and exit 0 — or 1, logged, when it does not close
+ * cleanly (the traces are flushed then too).
  */
 export function exitOnSignals(logger: JsonLogger, close: () => Promise<void>): void {
   let stopping = false;
@@ -72,25 +72,23 @@ export function exitOnSignals(logger: JsonLogger, close: () => Promise<void>): v
     if (stopping) return;
     stopping = true;
     logger.write('info', 'stopping', { signal });
-    close()
-      .then(() => shutdownTracing())
-      .then(
-        () => {
-          logger.write('info', 'stopped', { signal });
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
-          process.exit(1);
-        },
-      );
+    void close().then(
+      () => {
+        logger.write('info', 'stopped', { signal });
+        return exitWithTraces(0);
+      },
+      (error: unknown) => {
+        logger.write('error', 'failed to stop cleanly', { error: error instanceof Error ? error.message : String(error) });
+        return exitWithTraces(1);
+      },
+    );
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }
 
-/** A server that did not start: say why (its code, never a secret), exit 1. */
-export function exitOnStartFailure(logger: JsonLogger, error: unknown): never {
+/** A server that did not start: say why (its code, never a secret), flush the traces, exit 1. */
+export function exitOnStartFailure(logger: JsonLogger, error: unknown): Promise<never> {
   logger.write('fatal', 'failed to start', { code: isCairnError(error) ? error.code : 'E_INTERNAL', error: error instanceof Error ? error.message : String(error) });
-  process.exit(1);
+  return exitWithTraces(1);
 }

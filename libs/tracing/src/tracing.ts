@@ -2,7 +2,7 @@ import { loadConfig, TracingConfigSchema, tracingEnabled } from '@cairn/config';
 import type { TracingConfig } from '@cairn/config';
 import { context, isSpanContextValid, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { getRPCMetadata, RPCType, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { contextFromHeaders, traceHeadersOf } from './trace-headers.js';
 import type { HeaderSource } from './trace-headers.js';
 
@@ -34,12 +34,46 @@ export async function startTracing(service: string, env: NodeJS.ProcessEnv = pro
   return { enabled: true, shutdown: shutdownTracing };
 }
 
-/** Flushes what is still buffered and stops the SDK; nothing when tracing is off. */
-export async function shutdownTracing(): Promise<void> {
+/**
+ * How long an exit waits for the exporter (ADR 0031): spans it has not sent by then are lost, the exit
+ * is not held up — a collector that is down or slow never keeps a service from stopping.
+ */
+export const SHUTDOWN_FLUSH_MS = 3_000;
+
+let stopping: Promise<void> | null = null;
+
+/**
+ * Flushes what is still buffered and stops the SDK, for at most `SHUTDOWN_FLUSH_MS`; nothing when
+ * tracing is off. Never rejects. Callers racing it (a signal, a fatal error) all wait for the one flush.
+ */
+export function shutdownTracing(timeoutMs: number = SHUTDOWN_FLUSH_MS): Promise<void> {
+  if (stopping !== null) return stopping;
   const sdk = started;
-  if (sdk === null) return;
+  if (sdk === null) return Promise.resolve();
   started = null;
-  await sdk.shutdown().catch(() => undefined);
+  stopping = settleWithin(sdk.shutdown(), timeoutMs).finally(() => {
+    stopping = null;
+  });
+  return stopping;
+}
+
+/** Flushes the traces (bounded, `shutdownTracing`), then exits with `code`: a process's every way out. */
+export async function exitWithTraces(code: number): Promise<never> {
+  await shutdownTracing();
+  process.exit(code);
+}
+
+/** Resolves when `work` settles or after `ms`, whichever is first; never rejects, leaves no timer behind. */
+export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([work.catch(() => undefined), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Whether this process traces. */
@@ -114,4 +148,34 @@ export function markSpanFailed(span: Span | null, error: unknown): void {
 /** The trace id of the active span, or null (tracing off, or no span). */
 export function activeTraceId(): string | null {
   return activeTraceIds()?.trace_id ?? null;
+}
+
+/** What of a served request names its span: Fastify's `request.method` and `request.routeOptions.url`. */
+export interface RoutedRequest {
+  readonly method: string;
+  readonly routeOptions: { readonly url?: string | undefined };
+}
+
+/**
+ * Names the server span of the HTTP request `ctx` belongs to by its route: `GET /v1/runs/:id` rather
+ * than `GET`, with `http.route` set (the `http` instrumentation keeps both when the response ends). A
+ * request no route matched keeps its method alone: a span name is never the raw URL. Nothing when `ctx`
+ * holds no served request (tracing off, or not inside one).
+ */
+export function nameServerSpan(ctx: Context, method: string, route: string | undefined): void {
+  if (route === undefined || route === '') return;
+  const served = getRPCMetadata(ctx);
+  if (served?.type !== RPCType.HTTP) return;
+  served.route = route;
+  served.span.updateName(`${method} ${route}`);
+  served.span.setAttribute('http.route', route);
+}
+
+/**
+ * A Fastify `onRequest` hook (both gateways add it before their routes): names the request's server
+ * span `<METHOD> <route template>` (`nameServerSpan`). Nothing when tracing is off.
+ */
+export function nameServerSpanHook(request: RoutedRequest, _reply: unknown, done: () => void): void {
+  if (started !== null) nameServerSpan(context.active(), request.method, request.routeOptions.url);
+  done();
 }

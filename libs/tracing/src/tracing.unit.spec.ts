@@ -1,6 +1,6 @@
 import { context, trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { activeTraceHeaders, activeTraceIds, injectTraceHeaders, inSpan, parentFromHeaders, startTracing, tracingActive } from './tracing.js';
+import { activeTraceHeaders, activeTraceIds, injectTraceHeaders, inSpan, parentFromHeaders, settleWithin, SHUTDOWN_FLUSH_MS, shutdownTracing, startTracing, tracingActive } from './tracing.js';
 
 // The off switch: with no exporter named, nothing of the SDK starts and nothing is added anywhere.
 describe('tracing off', () => {
@@ -45,5 +45,40 @@ describe('tracing off', () => {
     await expect(startTracing('cairn-test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:secret@127.0.0.1:4318' })).rejects.toMatchObject({ code: 'E_INPUT' });
     await expect(startTracing('cairn-test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:secret@127.0.0.1:4318' })).rejects.not.toThrow(/secret/);
     expect(tracingActive()).toBe(false);
+  });
+});
+
+// The exit's flush (ADR 0031): bounded, so a collector that never answers cannot hold a process.
+describe('the flush on exit', () => {
+  it('waits for the work when it settles first', async () => {
+    const started = Date.now();
+    let done = false;
+    await settleWithin(
+      new Promise<void>((resolve) =>
+        setTimeout(() => {
+          done = true;
+          resolve();
+        }, 20),
+      ),
+      5_000,
+    );
+    expect(done).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('gives up after the bound on work that never settles, and never rejects', async () => {
+    const started = Date.now();
+    await settleWithin(new Promise(() => undefined), 100);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(95);
+    expect(waited).toBeLessThan(1_000);
+    await expect(settleWithin(Promise.reject(new Error('exporter down')), 1_000)).resolves.toBeUndefined();
+  });
+
+  it('is 3 s, and nothing to flush when tracing is off', async () => {
+    expect(SHUTDOWN_FLUSH_MS).toBe(3_000);
+    const started = Date.now();
+    await shutdownTracing();
+    expect(Date.now() - started).toBeLessThan(100);
   });
 });
