@@ -1,5 +1,7 @@
+import { isolatedNames, queueBucketFor } from '@cairn/config';
+import { checkStack, formatReport, INVARIANTS, scenarioClock } from '@cairn/fault-testing';
 import { bucketStreamName } from '@cairn/operational';
-import { startNatsServers } from '@cairn/testing';
+import { startNatsServers, testDatabaseUrl } from '@cairn/testing';
 import type { NatsServers } from '@cairn/testing';
 import { DeliverPolicy, jetstreamManager, PubHeaders } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -86,6 +88,7 @@ describe('a stack on a three-node NATS cluster', () => {
       steps: [{ argv: ['sleep', '8'] }, { argv: ['echo', `one ${i}`] }, { argv: ['sleep', '3'] }, { argv: ['echo', `two ${i}`] }],
       checks: [{ id: 'says-two', source: 'steps[3].stdout', op: 'contains', value: `two ${i}`, weight: 1 }],
     });
+    const clock = scenarioClock();
     // Submitted together, so all four are in their steps at once.
     const runIds = await Promise.all(
       Array.from({ length: RUNS }, async (_, i) => {
@@ -145,6 +148,33 @@ describe('a stack on a three-node NATS cluster', () => {
       expect(types.filter((t) => t === 'run.sealed')).toHaveLength(1);
       expect((await stack.getRun(runId)).eventCount).toBe(chain.length);
       await stack.expectCleanAndVerifiable(runId);
+    }
+
+    // The fault suite's checker over everything the stack holds (docs/testing.md, the fault matrix).
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      const names = stack.names;
+      const report = await checkStack(
+        {
+          nc,
+          natsUrl: cluster.urls,
+          replicas: 3,
+          evidenceStream: stream,
+          subjectPrefix: isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX,
+          workerIds: [names.workerId],
+          warmPoolLive: true,
+          leasesBucket: names.leasesBucket,
+          queueBucket: queueBucketFor(names.leasesBucket),
+          databaseUrl: stack.database.url,
+          databaseServerUrl: testDatabaseUrl(),
+        },
+        { acknowledged: runIds, mustEnd: runIds },
+        clock,
+      );
+      console.log(formatReport(report));
+      for (const invariant of INVARIANTS) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
+    } finally {
+      await nc.close();
     }
   });
 });

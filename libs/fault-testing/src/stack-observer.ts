@@ -13,6 +13,8 @@ import type { InvariantInput, InvariantReport, Leftovers } from './invariants.js
 export interface FaultStack {
   nc: NatsConnection;
   natsUrl: string;
+  /** The stack's CAIRN_NATS_REPLICAS (default 1): its streams and buckets are opened as they were made. */
+  replicas?: number;
   evidenceStream: string;
   subjectPrefix: string;
   /** Worker ids whose containers and networks (`io.cairn.worker`) belong to the test. */
@@ -50,7 +52,12 @@ export async function checkStack(stack: FaultStack, runs: ScenarioRuns, clock: {
 }
 
 export async function observeStack(stack: FaultStack, runs: ScenarioRuns, clock: { startedAt: number }): Promise<InvariantInput> {
-  const log = await EvidenceLog.fromConnection(stack.nc, { servers: stack.natsUrl, stream: stack.evidenceStream, subjectPrefix: stack.subjectPrefix });
+  const log = await EvidenceLog.fromConnection(stack.nc, {
+    servers: stack.natsUrl,
+    stream: stack.evidenceStream,
+    subjectPrefix: stack.subjectPrefix,
+    ...(stack.replicas === undefined ? {} : { replicas: stack.replicas }),
+  });
   try {
     const chains = await readChains(log, stack.subjectPrefix);
     const input: InvariantInput = {
@@ -132,9 +139,13 @@ async function leftovers(stack: FaultStack): Promise<Leftovers> {
     }
     for (const n of await docker.listNetworks({ filters: { label } })) networks.push(n.Name);
   }
-  const leases = stack.leasesBucket === undefined ? [] : (await (await LeaseStore.open(stack.nc, { bucket: stack.leasesBucket })).list()).map((l) => `${l.run_id} (${l.lease_id}, ${l.worker_id})`);
-  const queueEntries = stack.queueBucket === undefined ? [] : (await (await PlacementQueue.open(stack.nc, { bucket: stack.queueBucket })).list()).map((e) => e.chain_id);
+  const leases = stack.leasesBucket === undefined ? [] : (await (await LeaseStore.open(stack.nc, { bucket: stack.leasesBucket, ...replicasOf(stack) })).list()).map((l) => `${l.run_id} (${l.lease_id}, ${l.worker_id})`);
+  const queueEntries = stack.queueBucket === undefined ? [] : (await (await PlacementQueue.open(stack.nc, { bucket: stack.queueBucket, ...replicasOf(stack) })).list()).map((e) => e.chain_id);
   return { containers, networks, leases, queueEntries };
+}
+
+function replicasOf(stack: FaultStack): { replicas?: number } {
+  return stack.replicas === undefined ? {} : { replicas: stack.replicas };
 }
 
 /** Waits (bounded) for the live projections to reach the stream's end, then rebuilds into a database of its own and dumps both. */
