@@ -52,9 +52,9 @@ export async function startWebhooksFor(config: {
     CAIRN_SECRETS_KEY_FILE: config.CAIRN_SECRETS_KEY_FILE,
   });
   try {
-    await waitFor('the webhooks service to serve its commands', async () => {
-      if (service.child.exitCode !== null) throw new Error(`the webhooks service exited: ${service.output().slice(-2000)}`);
-      return service.output().includes('"webhook_register"');
+    await waitFor('the webhooks service to serve its commands', () => {
+      if (service.child.exitCode !== null) return Promise.reject(new Error(`the webhooks service exited: ${service.output().slice(-2000)}`));
+      return Promise.resolve(service.output().includes('"webhook_register"'));
     });
   } catch (error) {
     await service.stop();

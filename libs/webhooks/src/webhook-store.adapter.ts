@@ -190,7 +190,8 @@ export function checkSealedWebhookSecret(keyring: SecretKeyring, tenant: string,
     openSecret(keyring, secretRef(tenant, webhookId), sealed).fill(0);
     return null;
   } catch (error) {
-    const reason = isCairnError(error) ? String(error.details?.reason ?? 'unopenable') : 'unopenable';
+    const given = isCairnError(error) ? error.details?.reason : undefined;
+    const reason = typeof given === 'string' ? given : 'unopenable';
     if (reason === 'unknown_key') {
       return new CairnError('E_UNAVAILABLE', `the signing secret of webhook ${webhookId} is sealed under key ${keyId}, which the webhooks service's key file does not hold: the gateway and the webhooks service must share CAIRN_SECRETS_KEY_FILE`, {
         id: webhookId,
