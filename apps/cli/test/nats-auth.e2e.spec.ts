@@ -188,7 +188,7 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(JSON.parse(undrained.stdout)).toMatchObject({ ok: true, worker: { status: 'eligible', drain: null } });
   });
 
-  it("policy's user may make an ordered consumer for its usage ledger but not touch another durable; the webhooks user takes its replays and no intake command", async () => {
+  it("policy's user may make an ordered consumer for its usage ledger but not touch another durable; the webhooks user takes its replays, registrations and deletions and no intake command", async () => {
     const policy = await as('policy');
     const ev = stack.names.evidenceStream;
     const cmd = stack.names.commandStream;
@@ -200,6 +200,14 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(await attempt(webhooks, `$JS.API.CONSUMER.MSG.NEXT.${cmd}.cairn-intake-submit`, '{"batch":1,"expires":1000000000}')).toBe('refused');
     expect(await attempt(webhooks, `cairn.${stack.stackId}.cmd.submit`)).toBe('refused');
     expect(await attempt(await as('intake'), `$JS.API.CONSUMER.MSG.NEXT.${cmd}.cairn-webhooks-cmd-webhook-replay`, '{"batch":1,"expires":1000000000}')).toBe('refused');
+    // Registrations and deletions too (ADR 0027's addendum): the webhooks user takes them, intake may not, only the gateway sends them.
+    for (const verb of ['webhook_register', 'webhook_delete']) {
+      const durable = `cairn-webhooks-cmd-${verb.replace('_', '-')}`;
+      expect(await attempt(webhooks, `$JS.API.CONSUMER.INFO.${cmd}.${durable}`), verb).toBe('answered');
+      expect(await attempt(await as('intake'), `$JS.API.CONSUMER.MSG.NEXT.${cmd}.${durable}`, '{"batch":1,"expires":1000000000}'), verb).toBe('refused');
+      expect(await attempt(webhooks, `cairn.${stack.stackId}.cmd.${verb}`), verb).toBe('refused');
+      expect(await attempt(await as('intake'), `cairn.${stack.stackId}.cmd.${verb}`), verb).toBe('refused');
+    }
   });
 
   it("only the gateway's user writes the secret catalog: policy's and the workers' users read it and cannot write it; a secret set through the gateway reaches a run (ADR 0028)", async () => {

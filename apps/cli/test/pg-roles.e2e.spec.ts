@@ -106,6 +106,18 @@ describe('PostgreSQL roles per service', () => {
     expect(await attempt(gateway, 'DROP TABLE runs')).toBe('42501');
   });
 
+  it('refuses the gateway every write to the webhooks tables (registration and deletion are the webhooks service\'s commands), and lets it read them', async () => {
+    const gateway = await as('gateway');
+    expect(await attempt(gateway, 'SELECT count(*) FROM webhooks')).toBe('ok');
+    expect(await attempt(gateway, 'SELECT count(*) FROM webhook_deliveries')).toBe('ok');
+    expect(await attempt(gateway, `INSERT INTO webhooks (id, tenant, url, events, secret_sealed, key_id) VALUES ('wh_${'0'.repeat(24)}', 'default', 'https://93.184.215.14/', '{*}', '\\x00', '${'0'.repeat(16)}')`)).toBe('42501');
+    expect(await attempt(gateway, 'DELETE FROM webhooks')).toBe('42501');
+    expect(await attempt(gateway, 'UPDATE webhooks SET url = url')).toBe('42501');
+    expect(await attempt(gateway, 'SELECT * FROM webhook_deletions')).toBe('42501');
+    const webhooks = await as('webhooks');
+    expect(await attempt(webhooks, 'SELECT count(*) FROM webhook_deletions')).toBe('ok');
+  });
+
   it('refuses the projector intake’s idempotency table, the gateway’s keys and the webhooks’ queue', async () => {
     const projector = await as('projector');
     expect(await attempt(projector, 'SELECT * FROM intake_idempotency')).toBe('42501');

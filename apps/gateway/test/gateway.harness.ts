@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 /** The built services the gateway talks to, run as the processes they are (`npm run build` first). */
 export const INTAKE_MAIN = fileURLToPath(new URL('../../intake/dist/main.js', import.meta.url));
 export const PROJECTOR_MAIN = fileURLToPath(new URL('../../projector/dist/main.js', import.meta.url));
+export const WEBHOOKS_MAIN = fileURLToPath(new URL('../../webhooks/dist/main.js', import.meta.url));
 
 /** An intake process on the streams and database `config` names: what records the keys a test mints through the API. */
 export function startIntakeFor(config: {
@@ -24,6 +25,42 @@ export function startIntakeFor(config: {
     CAIRN_COMMAND_STREAM: config.CAIRN_COMMAND_STREAM,
     CAIRN_COMMAND_SUBJECT_PREFIX: config.CAIRN_COMMAND_SUBJECT_PREFIX,
   });
+}
+
+/**
+ * A webhooks service process on the streams, database and key file `config` names: what serves the
+ * `webhook_register`, `webhook_delete` and `webhook_replay` commands the gateway sends. Resolves once
+ * it serves them. It also runs its dispatcher: a test that starts it must queue no delivery to a
+ * reachable address.
+ */
+export async function startWebhooksFor(config: {
+  CAIRN_NATS_URL: string;
+  CAIRN_DATABASE_URL: string;
+  CAIRN_EVIDENCE_STREAM: string;
+  CAIRN_EVIDENCE_SUBJECT_PREFIX: string;
+  CAIRN_COMMAND_STREAM: string;
+  CAIRN_COMMAND_SUBJECT_PREFIX: string;
+  CAIRN_SECRETS_KEY_FILE: string;
+}): Promise<ServiceProcess> {
+  const service = startServiceProcess('webhooks', WEBHOOKS_MAIN, {
+    CAIRN_NATS_URL: config.CAIRN_NATS_URL,
+    CAIRN_DATABASE_URL: config.CAIRN_DATABASE_URL,
+    CAIRN_EVIDENCE_STREAM: config.CAIRN_EVIDENCE_STREAM,
+    CAIRN_EVIDENCE_SUBJECT_PREFIX: config.CAIRN_EVIDENCE_SUBJECT_PREFIX,
+    CAIRN_COMMAND_STREAM: config.CAIRN_COMMAND_STREAM,
+    CAIRN_COMMAND_SUBJECT_PREFIX: config.CAIRN_COMMAND_SUBJECT_PREFIX,
+    CAIRN_SECRETS_KEY_FILE: config.CAIRN_SECRETS_KEY_FILE,
+  });
+  try {
+    await waitFor('the webhooks service to serve its commands', () => {
+      if (service.child.exitCode !== null) return Promise.reject(new Error(`the webhooks service exited: ${service.output().slice(-2000)}`));
+      return Promise.resolve(service.output().includes('"webhook_register"'));
+    });
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  return service;
 }
 
 export interface ServiceProcess {

@@ -17,14 +17,17 @@ import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
-import { startIntakeFor } from './gateway.harness.js';
+import { startIntakeFor, startWebhooksFor } from './gateway.harness.js';
 import type { ServiceProcess } from './gateway.harness.js';
 
 /*
- * The webhook routes on an in-process gateway (no webhooks service runs here, so nothing is ever
- * sent): register (the secret shown once, stored sealed), list, delete, the delivery log and
- * replay, per tenant (another tenant's webhook is 404), the admin scope, and URLs refused against
- * SSRF with E_INPUT before any connection — the operator's CAIRN_WEBHOOKS_ALLOW_PRIVATE is unset.
+ * The webhook routes on an in-process gateway and a webhooks service process (built: `npm run
+ * build`), which registers and deletes by command (docs/adr/0027): register (the secret shown once,
+ * stored sealed, sent on NATS only sealed), list, delete, the delivery log and replay, per tenant
+ * (another tenant's webhook is 404), the admin scope, and URLs refused against SSRF with E_INPUT
+ * before any connection — the operator's CAIRN_WEBHOOKS_ALLOW_PRIVATE is unset. Nothing is ever
+ * sent: no receipt matches a registered filter, and the webhooks service is stopped before the one
+ * delivery a test queues (and never started again).
  */
 
 const BOOTSTRAP_KEY = `cairn_webhookg_${'W'.repeat(43)}`;
@@ -33,9 +36,13 @@ const PUBLIC_URL = 'https://93.184.215.14/cairn-hook';
 
 let db: TestDatabase;
 let dir: string;
+let keyFile = '';
 let config: GatewayConfig;
 let gateway: RunningGateway;
 let intake: ServiceProcess;
+let webhooks: ServiceProcess | null = null;
+/** What the stopped webhooks services printed, to search for a secret. */
+const webhooksOutput: string[] = [];
 const logLines: string[] = [];
 const keys = { acme: '', globex: '', runsOnly: '' };
 
@@ -74,7 +81,7 @@ beforeAll(async () => {
   db = await createTestDatabase('gateway_webhooks');
   await migrate(db.url);
   dir = await mkdtemp(join(tmpdir(), 'cairn-gateway-webhooks-'));
-  const keyFile = join(dir, 'secrets.key');
+  keyFile = join(dir, 'secrets.key');
   await writeFile(keyFile, formatSecretKeyring([generateSecretKey()]), { mode: 0o600 });
   config = loadConfig(GatewayConfigSchema, {
     CAIRN_NATS_URL: testNatsUrl(),
@@ -87,7 +94,7 @@ beforeAll(async () => {
     CAIRN_GATEWAY_PORT: '0',
     CAIRN_API_KEY: BOOTSTRAP_KEY,
     CAIRN_SECRETS_KEY_FILE: keyFile,
-    // A replay waits this long for the webhooks service (none runs here) before answering E_UNAVAILABLE.
+    // A command waits this long for the webhooks service (when it is stopped) before answering E_UNAVAILABLE.
     CAIRN_GATEWAY_COMMAND_TIMEOUT_MS: '4000',
   });
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
@@ -96,9 +103,28 @@ beforeAll(async () => {
   keys.acme = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['admin'] })).key;
   keys.globex = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'globex', scopes: ['admin'] })).key;
   keys.runsOnly = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
-});
+  webhooks = await startWebhooksFor({ ...config, CAIRN_SECRETS_KEY_FILE: keyFile });
+}, 60_000);
+
+async function stopWebhooks(): Promise<void> {
+  await webhooks?.stop();
+  if (webhooks !== null) webhooksOutput.push(webhooks.output());
+  webhooks = null;
+}
+
+/** Commands of `durable` not yet answered. */
+async function outstanding(durable: string): Promise<number> {
+  const nc = await connect({ servers: testNatsUrl() });
+  try {
+    const info = await (await jetstreamManager(nc)).consumers.info(config.CAIRN_COMMAND_STREAM, durable);
+    return info.num_pending + info.num_ack_pending;
+  } finally {
+    await nc.close();
+  }
+}
 
 afterAll(async () => {
+  await stopWebhooks();
   await gateway?.close();
   await intake?.stop();
   if (config !== undefined) {
@@ -138,6 +164,9 @@ describe('POST / GET / DELETE /v1/webhooks', () => {
       await client.end();
     }
     expect(logLines.join('\n')).not.toContain(secret);
+    // The webhooks service stored it: the gateway sent only the sealed value, so it never saw the secret either.
+    expect(webhooks!.output()).toContain(String(created.body!.id));
+    expect(webhooks!.output()).not.toContain(secret);
   });
 
   it('refuses SSRF targets with E_INPUT before any connection, and creates nothing', async () => {
@@ -197,10 +226,47 @@ describe('POST / GET / DELETE /v1/webhooks', () => {
     expect((await call('GET', `/v1/webhooks/${id}/deliveries`)).status).toBe(404);
   });
 
+  it('asks the webhooks service to register and delete by command: with the service down, 503 E_UNAVAILABLE in bounded time, and the commands taken later do nothing', async () => {
+    const kept = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.sealed'], description: 'kept' } });
+    expect(kept.status, kept.text).toBe(201);
+    const before = await count('SELECT count(*) AS n FROM webhooks');
+    await stopWebhooks();
+    let started = Date.now();
+    const refused = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.*'], description: 'while down' } });
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.body).toMatchObject({ code: 'E_UNAVAILABLE' });
+    expect(refused.text).not.toContain('whsec_');
+    expect(Date.now() - started).toBeLessThan(15_000);
+    started = Date.now();
+    const undeleted = await call('DELETE', `/v1/webhooks/${String(kept.body!.id)}`);
+    expect(undeleted.status, undeleted.text).toBe(503);
+    expect(undeleted.body).toMatchObject({ code: 'E_UNAVAILABLE' });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // An unknown webhook is still 404 without asking anyone.
+    expect((await call('DELETE', `/v1/webhooks/wh_${'0'.repeat(24)}`)).status).toBe(404);
+    expect(await count('SELECT count(*) AS n FROM webhooks')).toBe(before);
+    // The service comes back and takes both queued commands: past their expiry, they are refused unperformed.
+    webhooks = await startWebhooksFor({ ...config, CAIRN_SECRETS_KEY_FILE: keyFile });
+    const end = Date.now() + 15_000;
+    while ((await outstanding('cairn-webhooks-cmd-webhook-register')) + (await outstanding('cairn-webhooks-cmd-webhook-delete')) > 0 && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await outstanding('cairn-webhooks-cmd-webhook-register')).toBe(0);
+    expect(await outstanding('cairn-webhooks-cmd-webhook-delete')).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM webhooks')).toBe(before);
+    expect(await count(`SELECT count(*) AS n FROM webhooks WHERE description = 'while down'`)).toBe(0);
+    expect((await call('GET', '/v1/webhooks')).body!.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: kept.body!.id, description: 'kept' })]));
+    // And it serves the next ones at once.
+    const again = await call('DELETE', `/v1/webhooks/${String(kept.body!.id)}`);
+    expect(again).toMatchObject({ status: 200, body: { id: kept.body!.id, deleted: true } });
+  });
+
   it('asks the webhooks service for a replay by command: with the service down, 503 E_UNAVAILABLE in bounded time, and nothing queued', async () => {
     const created = await call('POST', '/v1/webhooks', { json: { url: PUBLIC_URL, events: ['run.sealed'] } });
     expect(created.status, created.text).toBe(201);
     const id = String(created.body!.id);
+    // Stopped before the delivery below is queued, and never started again: nothing is ever sent to PUBLIC_URL.
+    await stopWebhooks();
     // A delivery as the webhooks service queues it (the gateway never writes this table).
     const deliveryId = `dlv_${'5'.repeat(24)}`;
     const client = new pg.Client({ connectionString: db.url });
@@ -213,6 +279,8 @@ describe('POST / GET / DELETE /v1/webhooks', () => {
       expect(replay.body).toMatchObject({ code: 'E_UNAVAILABLE' });
       expect(Date.now() - started).toBeLessThan(15_000);
       expect((await client.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE replay_of = $1', [deliveryId])).rows).toEqual([{ n: 0 }]);
+      // Nothing was ever sent from this test: no attempt is recorded.
+      expect((await client.query('SELECT count(*)::int AS n FROM webhook_delivery_attempts')).rows).toEqual([{ n: 0 }]);
       // Another tenant's replay of it is 404 without asking anyone, as before.
       expect((await call('POST', `/v1/webhooks/${id}/deliveries/${deliveryId}/replay`, { key: keys.globex })).body).toMatchObject({ code: 'E_NOT_FOUND' });
     } finally {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 /** The webhooks service's whole configuration, read once from the environment at boot. */
 export const WebhooksConfigSchema = EvidenceLogConfigSchema.extend(DatabaseConfigSchema.shape)
-  // The command stream: replays are asked for by command (CAIRN_COMMAND_STREAM, CAIRN_COMMAND_SUBJECT_PREFIX).
+  // The command stream: registrations, deletions and replays are asked for by command (CAIRN_COMMAND_STREAM, CAIRN_COMMAND_SUBJECT_PREFIX).
   .extend(OperationalConfigSchema.shape)
   .extend(WebhookGuardConfigSchema.shape)
   .extend({

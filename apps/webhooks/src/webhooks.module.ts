@@ -6,6 +6,7 @@ import { WebhookStore } from '@cairn/webhooks';
 import type { DynamicModule } from '@nestjs/common';
 import { DeliveryDispatcher } from './delivery-dispatcher.js';
 import { ReplayCommandService } from './replay-command.service.js';
+import { WebhookCommandService } from './webhook-command.service.js';
 import { WebhookFanoutHandler } from './webhook-fanout.handler.js';
 import { WebhookRouter } from './webhook-router.js';
 import type { WebhooksConfig } from './webhooks.config.js';
@@ -16,7 +17,8 @@ export const WEBHOOKS_SERVICE = 'webhooks';
 /**
  * The webhooks service: a reactor on the evidence stream, routed to the receipt types some
  * webhook wants (WebhookRouter), that queues deliveries, a dispatcher that sends them, and the
- * `webhook_replay` command's server (ReplayCommandService). It appends nothing to any chain.
+ * servers of its commands: `webhook_replay` (ReplayCommandService), `webhook_register` and
+ * `webhook_delete` (WebhookCommandService). It appends nothing to any chain.
  */
 export function webhooksModule(config: WebhooksConfig): DynamicModule {
   new JsonLogger(WEBHOOKS_SERVICE).write('info', 'webhook signing secrets sealed under', { key_file: config.CAIRN_SECRETS_KEY_FILE });
@@ -29,9 +31,10 @@ export function webhooksModule(config: WebhooksConfig): DynamicModule {
       { provide: WEBHOOK_KEYRING, useFactory: () => readSecretKeyFile(config.CAIRN_SECRETS_KEY_FILE) },
       { provide: WebhookStore, useFactory: () => WebhookStore.open({ url: config.CAIRN_DATABASE_URL, poolSize: 4, applicationName: 'cairn-webhooks' }) },
       DeliveryDispatcher,
-      // Replays are asked for by command (`webhook_replay`): this service owns its delivery queue.
+      // Registrations, deletions and replays are asked for by command: this service owns its tables (docs/adr/0027).
       { provide: CommandBus, inject: [NATS_CONNECTION], useFactory: (nc: NatsConnection) => CommandBus.open(nc, commandBusOptionsFromConfig(config)) },
       ReplayCommandService,
+      WebhookCommandService,
     ],
   });
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { bucketStream, commandDurableOf, evidenceDurableOf, natsInboxPrefix, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
 import type { StackNatsNames } from './nats-permissions.js';
-import { appendersOf, INTAKE_VERBS, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES } from './service-routes.js';
+import { appendersOf, INTAKE_VERBS, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES, WEBHOOKS_VERBS } from './service-routes.js';
 
 const NAMES: StackNatsNames = {
   evidenceStream: 'CAIRN_EVIDENCE_T1',
@@ -46,9 +46,10 @@ describe('the service table against the contracts', () => {
     for (const service of ['gateway', 'projector', 'webhooks'] as const) expect(SERVICE_ROUTES[service].appends, service).toEqual([]);
   });
 
-  it('has intake serve every command verb but the webhooks service\'s replay, and the gateway send them all', () => {
+  it('has intake serve every command verb but the webhooks service\'s three, and the gateway send them all', () => {
+    expect(WEBHOOKS_VERBS).toEqual(['webhook_replay', 'webhook_register', 'webhook_delete']);
     for (const verb of COMMAND_VERBS) {
-      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].serves.includes(verb)), verb).toEqual([verb === 'webhook_replay' ? 'webhooks' : 'intake']);
+      expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].serves.includes(verb)), verb).toEqual([verb.startsWith('webhook_') ? 'webhooks' : 'intake']);
       expect(NATS_SERVICES.filter((s) => SERVICE_ROUTES[s].sends.includes(verb)), verb).toEqual(['gateway']);
     }
   });
@@ -195,7 +196,7 @@ describe('natsPermissionsFor', () => {
     }
   });
 
-  it('scopes durables to their owner: intake its verbs, the webhooks service its replay, a runtime its own worker', () => {
+  it('scopes durables to their owner: intake its verbs, the webhooks service its replay, registration and deletion, a runtime its own worker', () => {
     for (const verb of INTAKE_VERBS) {
       expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(true);
       expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${commandDurableOf(verb)}`), verb).toBe(false);
@@ -208,6 +209,18 @@ describe('natsPermissionsFor', () => {
     expect(permits(all.webhooks.publish, `${NAMES.commandPrefix}.cmd.webhook_replay`)).toBe(false);
     expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${replay}`)).toBe(false);
     expect(permits(all.gateway.publish, `${NAMES.commandPrefix}.cmd.webhook_replay`)).toBe(true);
+    for (const verb of ['webhook_register', 'webhook_delete'] as const) {
+      const durable = commandDurableOf(verb, 'webhooks');
+      expect(durable).toBe(`cairn-webhooks-cmd-${verb.replace('_', '-')}`);
+      expect(permits(all.webhooks.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${durable}`), verb).toBe(true);
+      expect(permits(all.webhooks.publish, `$JS.ACK.${NAMES.commandStream}.${durable}.1.2.3.4.5`), verb).toBe(true);
+      // The webhooks service serves its verbs, never sends them; intake cannot take them; only the gateway sends them.
+      expect(permits(all.webhooks.publish, `${NAMES.commandPrefix}.cmd.${verb}`), verb).toBe(false);
+      expect(permits(all.intake.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${durable}`), verb).toBe(false);
+      expect(permits(all.intake.publish, `${NAMES.commandPrefix}.cmd.${verb}`), verb).toBe(false);
+      expect(permits(all.gateway.publish, `${NAMES.commandPrefix}.cmd.${verb}`), verb).toBe(true);
+      expect(permits(all.gateway.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${durable}`), verb).toBe(false);
+    }
     expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(true);
     const other = natsPermissionsFor('runtime', { ...NAMES, workerId: 'w2.example' });
     expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(false);

@@ -24,7 +24,7 @@ export interface PgTableGrant {
   owner: PgService;
   /** `SELECT` only. */
   reads: readonly PgService[];
-  /** Writes a non-owner still makes (each one a follow-up to move behind the owner's command). */
+  /** Writes a non-owner still makes (each one a follow-up to move behind the owner's command); none today. */
   writes?: Partial<Record<PgService, readonly PgWrite[]>>;
 }
 
@@ -51,9 +51,11 @@ export const PG_TABLES: { readonly [table: string]: PgTableGrant } = {
   secrets: OWN('gateway'),
   secret_grants: OWN('gateway'),
   secret_store_migrations: OWN('gateway'),
-  // The webhooks service's registrations and delivery queue (@cairn/webhooks). The gateway still
-  // registers and deletes a webhook itself (ADR 0032's follow-up); replays are a command (ADR 0027).
-  webhooks: { owner: 'webhooks', reads: ['gateway'], writes: { gateway: ['INSERT', 'DELETE'] } },
+  // The webhooks service's registrations and delivery queue (@cairn/webhooks). The gateway reads them;
+  // registering, deleting and replaying are commands the webhooks service serves (ADR 0027).
+  webhooks: WEBHOOK_QUEUE,
+  // The ids of deleted webhooks: a deletion or registration delivered twice is done once.
+  webhook_deletions: OWN('webhooks'),
   webhook_deliveries: WEBHOOK_QUEUE,
   webhook_delivery_attempts: WEBHOOK_QUEUE,
   // Read by the gateway's store when it opens (its migrations are the webhooks service's, run first by `cairn up`).

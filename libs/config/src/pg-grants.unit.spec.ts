@@ -15,9 +15,13 @@ describe('PG_TABLES', () => {
     for (const owner of Object.values(PG_FUNCTIONS)) expect(PG_SERVICES).toContain(owner);
   });
 
-  it('lets no service write what another owns but the gateway its webhook registrations (the follow-up of ADR 0032)', () => {
+  it('lets no service write what another owns: webhook registrations and deletions are the webhooks service\'s, by command (ADR 0027)', () => {
     const foreign = Object.entries(PG_TABLES).flatMap(([table, grant]) => Object.entries(grant.writes ?? {}).map(([service, writes]) => `${service}:${table}:${(writes ?? []).join(',')}`));
-    expect(foreign).toEqual(['gateway:webhooks:INSERT,DELETE']);
+    expect(foreign).toEqual([]);
+    expect(pgWritesOf('gateway').filter((table) => table.startsWith('webhook'))).toEqual([]);
+    expect(pgReadsOf('gateway')).toEqual(expect.arrayContaining(['webhooks', 'webhook_deliveries', 'webhook_delivery_attempts', 'webhook_store_migrations']));
+    expect(pgReadsOf('gateway')).not.toContain('webhook_deletions');
+    expect(pgWritesOf('webhooks')).toEqual(['webhooks', 'webhook_deletions', 'webhook_deliveries', 'webhook_delivery_attempts', 'webhook_store_migrations']);
   });
 
   it('keeps each service to its own tables: the projector writes projections only, intake its keys only, the gateway reads projections', () => {

@@ -67,8 +67,8 @@ const SECRET_SEEN = ['secret.redacted', 'alert.raised', 'run.failed'] as const s
 
 const NO_COMMANDS = { sends: [], serves: [], sandboxOps: 'none' } as const;
 
-/** The commands the webhooks service serves: it owns its delivery queue (docs/adr/0027). */
-export const WEBHOOKS_VERBS = ['webhook_replay'] as const satisfies readonly CommandVerb[];
+/** The commands the webhooks service serves: it owns its registrations and delivery queue (docs/adr/0027). */
+export const WEBHOOKS_VERBS = ['webhook_replay', 'webhook_register', 'webhook_delete'] as const satisfies readonly CommandVerb[];
 /** Every other command is intake's: it records them on chains. */
 export const INTAKE_VERBS: readonly CommandVerb[] = COMMAND_VERBS.filter((verb) => !(WEBHOOKS_VERBS as readonly CommandVerb[]).includes(verb));
 
@@ -155,7 +155,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   grader: { appends: ['judge.requested', 'judge.answered', 'grade.recorded', 'grade.failed', 'run.sealed', ...SECRET_SEEN], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: { secrets: 'read' }, artifacts: 'read', tlog: 'write', monitors: false },
   // Reads every receipt, writes PostgreSQL only.
   projector: { appends: [], evidence: 'durable', watchesChains: false, ...NO_COMMANDS, buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
-  // Queues deliveries in its own tables (replays too, asked for by command); a receipt it cannot queue is logged, never failed on the chain.
+  // Owns its tables: registrations, deletions and replays are asked for by command; a receipt it cannot queue is logged, never failed on the chain.
   webhooks: { appends: [], evidence: 'routed', watchesChains: false, sends: [], serves: [...WEBHOOKS_VERBS], sandboxOps: 'none', buckets: {}, artifacts: 'none', tlog: 'none', monitors: false },
   // Appends nothing: everything it asks for goes through intake's commands or a worker's sandbox ops.
   gateway: {

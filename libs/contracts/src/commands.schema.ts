@@ -3,7 +3,7 @@ import { ApiKeyIdSchema, ApiKeyPrefixSchema } from './admin-events.schema.js';
 import { ApiKeyScopeSchema } from './api-key-scope.schema.js';
 import { ActorSchema, ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from './envelope.js';
 import { ErrorBodySchema } from './error-codes.js';
-import { DeliveryIdSchema, WebhookIdSchema } from './api/webhooks.schema.js';
+import { DeliveryIdSchema, MAX_FILTER_PATTERNS, MAX_WEBHOOK_URL_LENGTH, WebhookIdSchema } from './api/webhooks.schema.js';
 import { ApprovalIdSchema } from './event-fields.schema.js';
 import { SubmitterPrincipalSchema } from './principal.schema.js';
 import { RunSpecSchema } from './run-spec.schema.js';
@@ -137,6 +137,53 @@ export const ReplayWebhookDeliveryCommandSchema = z.strictObject({
 });
 export type ReplayWebhookDeliveryCommand = z.infer<typeof ReplayWebhookDeliveryCommandSchema>;
 
+/**
+ * A webhook signing secret as the webhooks service stores it: sealed (AES-256-GCM, docs/security.md)
+ * under the operator's key file for its tenant and webhook id, in base64. A sealed secret is under
+ * 100 bytes; the plaintext never travels.
+ */
+export const SealedWebhookSecretSchema = z
+  .string()
+  .min(4)
+  .max(1024)
+  .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'a sealed secret in base64');
+/** The id of the key a secret is sealed under (the first 8 bytes of its hash, in hex). */
+export const SecretKeyIdSchema = z.string().regex(/^[0-9a-f]{16}$/, 'a key id (16 hex characters)');
+
+/**
+ * Ask the webhooks service to register a tenant's webhook under `webhook_id` (the gateway picks it,
+ * so a command delivered twice registers once). The gateway has checked the URL against SSRF and
+ * normalized the filter; it made the signing secret, showed it to its caller once, and sends it only
+ * sealed for this tenant and id (`secret_sealed`, under key `key_id`). The webhooks service owns its
+ * tables; the gateway writes none of them. Past `expires_at` (the gateway's wait for the answer) the
+ * command is refused unperformed: a REST call already answered E_UNAVAILABLE never registers later.
+ */
+export const RegisterWebhookCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  webhook_id: WebhookIdSchema,
+  url: z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH).check(storableText('a URL')),
+  events: z.array(z.string().min(1).max(100)).min(1).max(MAX_FILTER_PATTERNS),
+  description: z.string().min(1).max(200).check(storableText('a description')).nullable(),
+  secret_sealed: SealedWebhookSecretSchema,
+  key_id: SecretKeyIdSchema,
+  expires_at: TimestampSchema,
+});
+export type RegisterWebhookCommand = z.infer<typeof RegisterWebhookCommandSchema>;
+
+/**
+ * Ask the webhooks service to remove a tenant's webhook and its delivery log. Delivered twice, it
+ * removes once (the second answer is `duplicate`); a webhook the tenant never had is E_NOT_FOUND.
+ * Past `expires_at` it is refused unperformed, like every webhook command.
+ */
+export const DeleteWebhookCommandSchema = z.strictObject({
+  tenant: TenantIdSchema,
+  requested_by: ActorSchema,
+  webhook_id: WebhookIdSchema,
+  expires_at: TimestampSchema,
+});
+export type DeleteWebhookCommand = z.infer<typeof DeleteWebhookCommandSchema>;
+
 /** Each verb and the payload it carries; the verb is the last token of the subject (`cairn.cmd.submit`). */
 export const COMMAND_SCHEMAS = {
   submit: SubmitRunCommandSchema,
@@ -149,6 +196,8 @@ export const COMMAND_SCHEMAS = {
   key_rotate: RotateKeyCommandSchema,
   key_revoke: RevokeKeyCommandSchema,
   webhook_replay: ReplayWebhookDeliveryCommandSchema,
+  webhook_register: RegisterWebhookCommandSchema,
+  webhook_delete: DeleteWebhookCommandSchema,
 } as const;
 export type CommandVerb = keyof typeof COMMAND_SCHEMAS;
 export const COMMAND_VERBS = Object.keys(COMMAND_SCHEMAS) as readonly CommandVerb[];
@@ -163,9 +212,10 @@ export const CommandOkSchema = z.strictObject({
   ok: z.literal(true),
   /**
    * The run's id, the sandbox's (`sbx_…`) for `sandbox_create`, the admin chain's (`adm_…`) for an
-   * admin command, the chain of the receipt delivered again for `webhook_replay`.
+   * admin command, the chain of the receipt delivered again for `webhook_replay`, the webhook's
+   * (`wh_…`) for `webhook_register` and `webhook_delete`.
    */
-  run_id: ChainIdSchema,
+  run_id: z.union([ChainIdSchema, WebhookIdSchema]),
   /** True when the command had been carried out before and nothing new happened. */
   duplicate: z.boolean(),
 });

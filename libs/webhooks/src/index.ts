@@ -19,7 +19,7 @@ export {
   WEBHOOK_SECRET_PREFIX,
 } from './webhook-signature.js';
 export type { SignatureCheck } from './webhook-signature.js';
-export { openWebhookSecret, WebhookStore } from './webhook-store.adapter.js';
-export type { ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, NewDelivery, Webhook, WebhookStoreOptions } from './webhook-store.adapter.js';
+export { checkSealedWebhookSecret, newWebhookId, openWebhookSecret, sealWebhookSecret, WebhookStore } from './webhook-store.adapter.js';
+export type { ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, NewDelivery, RegisterWebhook, Webhook, WebhookStoreOptions } from './webhook-store.adapter.js';
 export { WebhookGuardConfigSchema } from './webhooks.config.js';
 export type { WebhookGuardConfig } from './webhooks.config.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CairnError, isCairnError, TenantIdSchema } from '@cairn/contracts';
-import { openSecret, sealSecret } from '@cairn/secrets';
+import { openSecret, sealedKeyId, sealSecret } from '@cairn/secrets';
 import type { SecretKeyring } from '@cairn/secrets';
 import type { DataSource } from 'typeorm';
 import { newWebhookSecret } from './webhook-signature.js';
@@ -61,6 +61,18 @@ export interface NewDelivery {
   eventId: string;
   eventType: string;
   body: string;
+}
+
+/** A registration as the webhooks service stores it: its id and signing secret (sealed) chosen by the gateway. */
+export interface RegisterWebhook {
+  id: string;
+  tenant: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  secretSealed: Uint8Array;
+  /** The id of the key `secretSealed` is sealed under. */
+  keyId: string;
 }
 
 export interface WebhookStoreOptions {
@@ -140,12 +152,61 @@ function toWebhook(row: WebhookRow): Webhook {
   return { id: row.id, tenant: row.tenant, url: row.url, events: row.events, description: row.description, createdAt: row.created_at };
 }
 
+/** The advisory lock class of a webhook's registration and deletion (the migration locks are single keys). */
+const WEBHOOK_LOCK_CLASS = 1717;
+
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
+/** A fresh webhook id (`wh_` and 24 hex characters): the gateway picks it, so a command delivered twice registers once. */
+export function newWebhookId(): string {
+  return newId('wh');
+}
+
 /**
- * Webhooks and their delivery log on PostgreSQL (tables by the store's own migration). The
- * gateway registers, lists, removes and replays; the webhooks service queues receipts and
- * records each attempt. A database that does not answer is E_UNAVAILABLE.
+ * Makes a webhook's signing secret and seals it for its tenant and id under the keyring's primary
+ * key: the gateway's half of a registration. `secret` is shown to the caller once; only `sealed`
+ * (with the id of the key it is sealed under) goes to the webhooks service.
+ */
+export function sealWebhookSecret(keyring: SecretKeyring, tenant: string, webhookId: string): { secret: string; sealed: Uint8Array; keyId: string } {
+  const secret = newWebhookSecret();
+  const plaintext = Buffer.from(secret, 'utf8');
+  try {
+    return { secret, sealed: sealSecret(keyring, secretRef(checkTenant(tenant), webhookId), plaintext), keyId: keyring.primary.id };
+  } finally {
+    plaintext.fill(0);
+  }
+}
+
+/**
+ * Whether `sealed` is webhook `webhookId`'s secret sealed for `tenant` under a key of `keyring`,
+ * named `keyId`: what the webhooks service checks before it stores a registration, so a webhook it
+ * could never sign for is refused at once. A key this service's key file does not hold is
+ * E_UNAVAILABLE (the operator's configuration: the gateway and the webhooks service must share
+ * CAIRN_SECRETS_KEY_FILE); a value that is not this webhook's sealed secret is E_INPUT. Null: it opens.
+ */
+export function checkSealedWebhookSecret(keyring: SecretKeyring, tenant: string, webhookId: string, sealed: Uint8Array, keyId: string): CairnError | null {
+  if (sealedKeyId(sealed) !== keyId) return new CairnError('E_INPUT', `the sealed secret of webhook ${webhookId} does not name key ${keyId}`, { id: webhookId });
+  try {
+    openSecret(keyring, secretRef(tenant, webhookId), sealed).fill(0);
+    return null;
+  } catch (error) {
+    const given = isCairnError(error) ? error.details?.reason : undefined;
+    const reason = typeof given === 'string' ? given : 'unopenable';
+    if (reason === 'unknown_key') {
+      return new CairnError('E_UNAVAILABLE', `the signing secret of webhook ${webhookId} is sealed under key ${keyId}, which the webhooks service's key file does not hold: the gateway and the webhooks service must share CAIRN_SECRETS_KEY_FILE`, {
+        id: webhookId,
+        keyId,
+      });
+    }
+    return new CairnError('E_INPUT', `the sealed secret of webhook ${webhookId} does not open for its tenant and id (${reason})`, { id: webhookId, reason });
+  }
+}
+
+/**
+ * Webhooks and their delivery log on PostgreSQL (tables by the store's own migrations). The
+ * webhooks service owns them: it registers, removes and replays (asked by the gateway's commands,
+ * docs/adr/0027), queues receipts and records each attempt; the gateway only reads (lists, looks
+ * up, shows the delivery log). A database that does not answer is E_UNAVAILABLE.
  */
 export class WebhookStore {
   private constructor(private readonly dataSource: DataSource) {}
@@ -175,19 +236,47 @@ export class WebhookStore {
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  /** Registers a webhook with a fresh signing secret, stored sealed; the secret is returned this once. */
+  /**
+   * Registers a webhook with a fresh signing secret, stored sealed; the secret is returned this once.
+   * In one process (tests, tools): the gateway seals with `sealWebhookSecret` and the webhooks service
+   * registers with `register`, by command.
+   */
   async create(keyring: SecretKeyring, input: { tenant: string; url: string; events: string[]; description: string | null }): Promise<{ webhook: Webhook; secret: string }> {
+    const id = newWebhookId();
+    const { secret, sealed, keyId } = sealWebhookSecret(keyring, checkTenant(input.tenant), id);
+    const { webhook } = await this.register({ ...input, id, secretSealed: sealed, keyId });
+    if (webhook === null) throw new CairnError('E_INTERNAL', 'registering a webhook returned no row');
+    return { webhook, secret };
+  }
+
+  /**
+   * Registers webhook `input.id` with its already sealed signing secret: the webhooks service's
+   * answer to a `webhook_register` command. Idempotent by id: asked again (a command delivered twice)
+   * it inserts nothing and answers `duplicate` with the row as it is, or with null when the webhook
+   * was deleted since (a redelivery never brings it back). The same id with another tenant, URL or
+   * filter is E_CONFLICT.
+   */
+  async register(input: RegisterWebhook): Promise<{ webhook: Webhook | null; duplicate: boolean }> {
     const tenant = checkTenant(input.tenant);
-    const id = newId('wh');
-    const secret = newWebhookSecret();
-    const sealed = sealSecret(keyring, secretRef(tenant, id), Buffer.from(secret, 'utf8'));
-    const [row] = await this.query<WebhookRow>(
-      `INSERT INTO webhooks (id, tenant, url, events, description, secret_sealed, key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING id, tenant, url, events, description, created_at`,
-      [id, tenant, input.url, input.events, input.description, Buffer.from(sealed), keyring.primary.id],
-    );
-    if (row === undefined) throw new CairnError('E_INTERNAL', 'registering a webhook returned no row');
-    return { webhook: toWebhook(row), secret };
+    return this.underWebhookLock(input.id, async (query) => {
+      const [inserted] = await query<WebhookRow>(
+        `INSERT INTO webhooks (id, tenant, url, events, description, secret_sealed, key_id)
+         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE NOT EXISTS (SELECT 1 FROM webhook_deletions WHERE id = $1)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id, tenant, url, events, description, created_at`,
+        [input.id, tenant, input.url, input.events, input.description, Buffer.from(input.secretSealed), input.keyId],
+      );
+      if (inserted !== undefined) return { webhook: toWebhook(inserted), duplicate: false };
+      const [held] = await query<WebhookRow>('SELECT id, tenant, url, events, description, created_at FROM webhooks WHERE id = $1', [input.id]);
+      if (held !== undefined) {
+        const same = held.tenant === tenant && held.url === input.url && held.description === input.description && held.events.join('\n') === input.events.join('\n');
+        if (!same) throw new CairnError('E_CONFLICT', `webhook id ${input.id} is registered with another tenant, URL or filter`, { id: input.id });
+        return { webhook: toWebhook(held), duplicate: true };
+      }
+      const [gone] = await query<{ tenant: string }>('SELECT tenant FROM webhook_deletions WHERE id = $1', [input.id]);
+      if (gone === undefined || gone.tenant !== tenant) throw new CairnError('E_CONFLICT', `webhook id ${input.id} was another tenant's`, { id: input.id });
+      return { webhook: null, duplicate: true };
+    });
   }
 
   async list(tenant: string): Promise<Webhook[]> {
@@ -206,14 +295,30 @@ export class WebhookStore {
     return rows[0] === undefined ? null : toWebhook(rows[0]);
   }
 
-  /** Removes a webhook and its delivery log; false when the tenant has none of that id. */
+  /** Removes a webhook and its delivery log; false when the tenant has none of that id (now). */
   async delete(tenant: string, id: string): Promise<boolean> {
-    // In a CTE: TypeORM answers a bare DELETE with [rows, count], a SELECT with its rows.
-    const rows = await this.query<{ id: string }>('WITH gone AS (DELETE FROM webhooks WHERE tenant = $1 AND id = $2 RETURNING id) SELECT id FROM gone', [
-      checkTenant(tenant),
-      id,
-    ]);
-    return rows.length === 1;
+    return (await this.remove(tenant, id)) === 'deleted';
+  }
+
+  /**
+   * Removes a webhook and its delivery log, and remembers its id: the webhooks service's answer to a
+   * `webhook_delete` command. `duplicate` when this tenant's webhook of that id was removed before
+   * (a command delivered twice), `not_found` when the tenant never had one.
+   */
+  async remove(tenant: string, id: string): Promise<'deleted' | 'duplicate' | 'not_found'> {
+    checkTenant(tenant);
+    return this.underWebhookLock(id, async (query) => {
+      // In a CTE: TypeORM answers a bare DELETE with [rows, count], a SELECT with its rows.
+      const gone = await query<{ id: string }>(
+        `WITH gone AS (DELETE FROM webhooks WHERE tenant = $1 AND id = $2 RETURNING id, tenant),
+              kept AS (INSERT INTO webhook_deletions (id, tenant) SELECT id, tenant FROM gone ON CONFLICT (id) DO NOTHING RETURNING id)
+         SELECT id FROM gone`,
+        [tenant, id],
+      );
+      if (gone.length === 1) return 'deleted';
+      const before = await query<{ id: string }>('SELECT id FROM webhook_deletions WHERE tenant = $1 AND id = $2', [tenant, id]);
+      return before.length === 1 ? 'duplicate' : 'not_found';
+    });
   }
 
   /** The webhooks of a tenant with their filters and registration times (the reactor's question). */
@@ -381,6 +486,18 @@ export class WebhookStore {
         const byStatus: Record<DeliveryStatus, number> = { pending: 0, delivered: 0, dead: 0 };
         for (const row of rows) byStatus[row.status] = row.n;
         return { byStatus, failedAttempts: failed?.n ?? 0 };
+      })
+      .catch((error: unknown) => {
+        throw unavailable(error);
+      });
+  }
+
+  /** Runs `work` in one transaction holding a lock on webhook `id`: its registration and its deletion never interleave. */
+  private async underWebhookLock<T>(id: string, work: (query: <R>(sql: string, params: unknown[]) => Promise<R[]>) => Promise<T>): Promise<T> {
+    return this.dataSource
+      .transaction(async (manager) => {
+        await manager.query('SELECT pg_advisory_xact_lock($1::integer, hashtext($2))', [WEBHOOK_LOCK_CLASS, id]);
+        return work(<R>(sql: string, params: unknown[]) => manager.query<R[]>(sql, params));
       })
       .catch((error: unknown) => {
         throw unavailable(error);

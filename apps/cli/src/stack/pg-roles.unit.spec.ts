@@ -14,11 +14,14 @@ describe('tableGrantStatements', () => {
     ]);
   });
 
-  it('leaves the owner as it is when it is right, and grants the one foreign write', () => {
+  it('leaves the owner as it is when it is right; the gateway keeps only SELECT on webhooks (its old INSERT, DELETE revoked on an upgraded stack)', () => {
     expect(tableGrantStatements('webhooks', 'db_webhooks', roles)).toEqual([
       'REVOKE ALL ON TABLE public."webhooks" FROM PUBLIC, "db_projector", "db_intake", "db_gateway"',
       'GRANT SELECT ON TABLE public."webhooks" TO "db_gateway"',
-      'GRANT INSERT, DELETE ON TABLE public."webhooks" TO "db_gateway"',
+    ]);
+    expect(tableGrantStatements('webhook_deletions', 'cairn', roles)).toEqual([
+      'ALTER TABLE public."webhook_deletions" OWNER TO "db_webhooks"',
+      'REVOKE ALL ON TABLE public."webhook_deletions" FROM PUBLIC, "db_projector", "db_intake", "db_gateway"',
     ]);
   });
 

@@ -2,7 +2,7 @@ import { API_ROUTES, CairnError, DeliveryIdSchema, ListDeliveriesQuerySchema, We
 import type { DeliveryList, DeliveryView, ListDeliveriesQuery, WebhookCreate, WebhookCreated, WebhookDeleted, WebhookList, WebhookView } from '@cairn/contracts';
 import { CommandBus } from '@cairn/operational';
 import { JsonLogger } from '@cairn/service-kit';
-import { checkWebhookUrl, parseEventFilter } from '@cairn/webhooks';
+import { checkWebhookUrl, newWebhookId, parseEventFilter, sealWebhookSecret } from '@cairn/webhooks';
 import type { Delivery, Webhook } from '@cairn/webhooks';
 import { Body, Controller, Inject, Param, Query } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
@@ -42,6 +42,8 @@ function deliveryView(delivery: Delivery): DeliveryView {
  * `/v1/webhooks…`: a tenant's webhooks and their delivery log. Another tenant's webhook is 404.
  * Registration refuses (E_INPUT, before any connection) a URL whose host resolves to a loopback,
  * private, link-local or metadata address; the webhooks service checks again at each attempt.
+ * Registration, deletion and replay are commands the webhooks service serves (docs/adr/0027): the
+ * gateway only reads its tables.
  */
 @Controller()
 export class WebhooksController {
@@ -60,12 +62,31 @@ export class WebhooksController {
     if (keyring === null) {
       throw new CairnError('E_UNAVAILABLE', 'this gateway has no key file to seal signing secrets: start it with CAIRN_SECRETS_KEY_FILE (cairn up creates one)');
     }
-    const { webhook, secret } = await this.webhooks.store.create(keyring, {
-      tenant: principal.tenant,
-      url: checked.url.toString(),
-      events,
-      description: body.description ?? null,
-    });
+    // Asked of the webhooks service, which owns its tables (docs/adr/0027): the gateway writes none
+    // of them. The id is chosen here, so a command delivered twice registers once; the secret is made
+    // and sealed here, shown to the caller once, and goes on NATS only sealed. The command expires
+    // when this call stops waiting: a registration taken later is refused, not made.
+    const id = newWebhookId();
+    const { secret, sealed, keyId } = sealWebhookSecret(keyring, principal.tenant, id);
+    const timeoutMs = this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS;
+    const reply = await this.bus.send(
+      'webhook_register',
+      {
+        tenant: principal.tenant,
+        requested_by: `key:${principal.keyId}`,
+        webhook_id: id,
+        url: checked.url.toString(),
+        events,
+        description: body.description ?? null,
+        secret_sealed: Buffer.from(sealed).toString('base64'),
+        key_id: keyId,
+        expires_at: new Date(Date.now() + timeoutMs).toISOString(),
+      },
+      { msgId: `webhook-register:${id}`, timeoutMs },
+    );
+    if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
+    const webhook = await this.webhooks.store.get(principal.tenant, id);
+    if (webhook === null) throw new CairnError('E_INTERNAL', `the webhooks service registered ${id}, which cannot be read`, { id });
     this.logger.write('info', 'webhook registered', { tenant: principal.tenant, webhook: webhook.id, host: checked.url.host, events, key_id: principal.keyId });
     return { ...webhookView(webhook), secret };
   }
@@ -77,7 +98,16 @@ export class WebhooksController {
 
   @ApiRoute(API_ROUTES.deleteWebhook)
   async delete(@CurrentPrincipal() principal: Principal, @Param('id', WEBHOOK_ID) id: string): Promise<WebhookDeleted> {
-    if (!(await this.webhooks.store.delete(principal.tenant, id))) throw new CairnError('E_NOT_FOUND', `no webhook ${id}`, { id });
+    // Looked up first (a read): an unknown one is E_NOT_FOUND whether or not the webhooks service is
+    // up, and no command is sent. The deletion itself is the webhooks service's (docs/adr/0027).
+    if ((await this.webhooks.store.get(principal.tenant, id)) === null) throw new CairnError('E_NOT_FOUND', `no webhook ${id}`, { id });
+    const timeoutMs = this.config.CAIRN_GATEWAY_COMMAND_TIMEOUT_MS;
+    const reply = await this.bus.send(
+      'webhook_delete',
+      { tenant: principal.tenant, requested_by: `key:${principal.keyId}`, webhook_id: id, expires_at: new Date(Date.now() + timeoutMs).toISOString() },
+      { msgId: `webhook-delete:${id}`, timeoutMs },
+    );
+    if (!reply.ok) throw new CairnError(reply.error.code, reply.error.message, reply.error.details);
     this.logger.write('info', 'webhook deleted', { tenant: principal.tenant, webhook: id, key_id: principal.keyId });
     return { id, deleted: true };
   }
