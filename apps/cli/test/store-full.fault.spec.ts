@@ -91,3 +91,30 @@ describe('fault: the NATS store fills up mid-run', () => {
     await scenario.expectInvariants();
   }, 400_000);
 });
+
+describe('fault: the artifact store fills up mid-run', () => {
+  it("the step whose output does not fit fails the run E_CAPACITY, sealed, naming the store; smaller outputs still fit; every invariant holds", async () => {
+    // 8 MiB of store (CAIRN_ARTIFACT_STORE_MAX_BYTES above) and steps of 1 MB of noise each (the
+    // default step output cap is 1 MiB): the ninth cannot fit, whatever the store held before.
+    const noise = { argv: ['sh', '-c', 'head -c 1000000 /dev/urandom'] };
+    const runId = await scenario.submit('artifact store full', [...Array.from({ length: 10 }, () => noise), { argv: ['echo', 'done'] }], { wallSeconds: 120 });
+    const run = await stack.waitForRun(runId, sealed, 120_000);
+    expect(run).toMatchObject({ state: 'FAILED', errorCode: 'E_CAPACITY', sealed: true });
+    const events = (await (await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`)).json()) as { items: Record<string, unknown>[] };
+    const steps = events.items.filter((r) => r.type === 'step.completed');
+    const full = steps.find((r) => r.error_code === 'E_CAPACITY');
+    expect(full, JSON.stringify(steps.map((s) => s.error_code ?? 'ok'))).toBeDefined();
+    // No receipt names bytes the store lacks: the step that did not fit names the empty artifact.
+    expect(full).toMatchObject({ output_truncated: true, stdout_sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+    expect(steps.indexOf(full!)).toBeGreaterThanOrEqual(7);
+    expect(steps.at(-1)).toBe(full); // nothing ran after it
+    const failed = events.items.find((r) => r.type === 'run.failed');
+    expect(String(failed?.message)).toContain('CAIRN_ARTIFACT_STORE_MAX_BYTES');
+    expect(await stack.containers(runId)).toEqual([]);
+    await stack.expectCleanAndVerifiable(runId);
+
+    // The store is full for a megabyte, not for a run's few bytes: the next run seals.
+    await scenario.expectSealedSupports(await scenario.submit('after the artifact store filled'), 120_000);
+    await scenario.expectInvariants();
+  }, 300_000);
+});
