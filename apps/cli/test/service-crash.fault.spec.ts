@@ -490,3 +490,59 @@ describe('fault: slow consumers — the kernel, grader and projector stopped pas
     await scenario.expectInvariants();
   }, 120_000);
 });
+
+describe('fault: duplicate delivery of every receipt type, to every service', () => {
+  it("a sealed run's whole chain delivered again to every durable consumer of the stack changes nothing: no receipt, no container, no webhook, and the invariants hold", async () => {
+    const { DeliverPolicy, jetstreamManager } = await import('@nats-io/jetstream');
+    const jsm = await jetstreamManager(nc);
+    const stream = stack.names.evidenceStream;
+    const prefix = isolatedNames(stack.stackId).CAIRN_EVIDENCE_SUBJECT_PREFIX;
+    const runId = await scenario.submit('delivered twice');
+    await scenario.expectSealedSupports(runId);
+    await expect.poll(() => delivered.filter((d) => d.chainId === runId).length, { timeout: 30_000 }).toBe(1);
+    const before = await stack.types(runId);
+    const firstSeq = (await jsm.streams.getMessage(stream, { last_by_subj: `${prefix}.${runId}.run.submitted` }))!.seq;
+
+    // Every service's durable consumer of the evidence stream: `cairn-<service>`, the runtime's
+    // `cairn-runtime-<worker>`, the webhooks service's `cairn-webhooks-<digest>` (ADR 0024).
+    const durables = [];
+    for await (const info of jsm.consumers.list(stream)) if (info.config.durable_name?.startsWith('cairn-') === true) durables.push(info.config);
+    const serviceOf = (durable: string) => durable.replace(/^cairn-/, '').replace(/^(runtime|webhooks)-.*$/, '$1');
+    const services = [...new Set(durables.map((config) => serviceOf(config.durable_name!)))].sort();
+    expect(services).toEqual(['grader', 'kernel', 'policy', 'projector', 'runtime', 'scheduler', 'verifier', 'webhooks']);
+
+    // Stopped, each durable is made again at the run's first receipt, so everything from there is
+    // delivered to it a second time once its service is back. Not the projector's: it keeps its
+    // position in PostgreSQL and refuses a consumer that starts anywhere but the first message (its
+    // deliveries again are the slow-consumers scenario's).
+    for (const service of services) await crash(service);
+    const again = durables.filter((config) => config.durable_name !== 'cairn-projector');
+    for (const config of again) {
+      await jsm.consumers.delete(stream, config.durable_name!);
+      const { opt_start_time: _time, ...rest } = config;
+      await jsm.consumers.add(stream, { ...rest, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: firstSeq });
+    }
+    const up = await stack.up();
+    expect(up).toMatchObject({ outcome: 'restarted' });
+    for (const config of again) {
+      await expect
+        .poll(
+          async () => {
+            const info = await jsm.consumers.info(stream, config.durable_name!);
+            return info.num_pending + info.num_ack_pending;
+          },
+          { timeout: 60_000, interval: 250 },
+        )
+        .toBe(0);
+      // Delivered again indeed: the consumer is new, so every delivery it counts is of a receipt its
+      // service had taken before (nothing new has been submitted yet).
+      expect((await jsm.consumers.info(stream, config.durable_name!)).delivered.consumer_seq, config.durable_name).toBeGreaterThan(0);
+    }
+    await sleep(2_000);
+    expect(await stack.types(runId)).toEqual(before);
+    expect(delivered.filter((d) => d.chainId === runId)).toHaveLength(1);
+    expect(await stack.containers(runId)).toEqual([]);
+    await scenario.expectSealedSupports(await scenario.submit('after every receipt was delivered twice'));
+    await scenario.expectInvariants();
+  }, 180_000);
+});
