@@ -1,23 +1,71 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isolatedNames, queueBucketFor } from '@cairn/config';
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
 import { Cairn } from '@cairn/sdk';
 import { testDatabaseUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
+import { CpuMeter, startBenchNats } from './bench-servers.js';
 import { countFromEnv, isEntryModule, runCli, startBenchStack } from './bench-stack.js';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 
 /*
- * Load and soak (issue 18): trivial runs with a fixed number in flight, and sandbox sessions each
- * running a few execs, on an isolated stack, for a number of rounds; after every round the fault
- * suite's checker judges the whole log (nothing lost or doubled, every chain verifies, one terminal
- * state per run, nothing left behind, projections equal a rebuild), and each service's resident
- * memory is printed, so a leak shows as a climb across rounds. Everything through `@cairn/sdk`.
+ * Load and soak (issue 18): a mix of runs with a fixed number in flight — instant ones, 20 s sleeps
+ * and cap hits (a step past its wall-clock cap) — and sandbox sessions each running a few execs, on
+ * an isolated stack with a NATS server of its own, for a number of rounds (or minutes: a soak);
+ * after every round the fault suite's checker judges the whole log (nothing lost or doubled, every
+ * chain verifies, one terminal state per run, nothing left behind, projections equal a rebuild).
+ * Each round prints throughput, each stage's latency from the receipts' own times, Cairn's CPU per
+ * run (every service, its NATS server and the PostgreSQL backends, from /proc) and each service's
+ * resident memory and open file descriptors, so a leak shows as a climb. Everything through `@cairn/sdk`.
  */
 
 const CAPS = { wallSeconds: 20, memoryMiB: 32, pids: 32, diskMiB: 8, cpus: 0.25 };
 const RUN_TIMEOUT_MS = 120_000;
+
+/** What a run of the mix does, and how it must end. */
+export type RunKind = 'instant' | 'sleep' | 'cap';
+
+/** One run in ten sleeps 20 s, one in ten runs past its 2 s wall-clock cap; the rest are instant. */
+export function runKind(i: number): RunKind {
+  if (i % 10 === 9) return 'sleep';
+  if (i % 10 === 4) return 'cap';
+  return 'instant';
+}
+
+function runSpecOf(kind: RunKind, name: string) {
+  const base = { name, image: BUSYBOX_IMAGE_TAG, network: 'none' as const };
+  if (kind === 'sleep') return { ...base, steps: [{ argv: ['sleep', '20'] }], caps: { ...CAPS, wallSeconds: 40 } };
+  if (kind === 'cap') return { ...base, steps: [{ argv: ['sleep', '30'] }], caps: { ...CAPS, wallSeconds: 2 } };
+  return { ...base, steps: [{ argv: ['true'] }], caps: CAPS };
+}
+
+/** A run's end as its kind requires: sealed, and for a cap hit ROLLBACK E_TIMEOUT. */
+export function endProblem(kind: RunKind, run: { runId: string; state: string; errorCode: string | null }): string | null {
+  const wanted = kind === 'cap' ? { state: 'ROLLBACK', errorCode: 'E_TIMEOUT' } : { state: 'SEALED', errorCode: null };
+  if (run.state === wanted.state && run.errorCode === wanted.errorCode) return null;
+  return `${run.runId} (${kind}) ended ${run.state}${run.errorCode === null ? '' : ` ${run.errorCode}`}, not ${wanted.state}${wanted.errorCode === null ? '' : ` ${wanted.errorCode}`}`;
+}
+
+/** The stages of a run, each from one receipt's `ts` to the next stage's. */
+export const STAGES = ['submitted → scheduled', 'scheduled → running', 'running → executed', 'executed → sealed'] as const;
+export type Stage = (typeof STAGES)[number];
+
+/** Each stage's duration in ms from a run's receipts (those it reached; a cap hit has no `run.executed`). */
+export function stageDurations(receipts: readonly { type: string; ts: string }[]): Partial<Record<Stage, number>> {
+  const at = (type: string) => {
+    const found = receipts.find((r) => r.type === type);
+    return found === undefined ? null : Date.parse(found.ts);
+  };
+  const marks = [at('run.submitted'), at('run.scheduled'), at('sandbox.created'), at('run.executed'), at('run.sealed')];
+  const out: Partial<Record<Stage, number>> = {};
+  STAGES.forEach((stage, i) => {
+    const from = marks[i];
+    const to = marks[i + 1];
+    if (from !== null && from !== undefined && to !== null && to !== undefined) out[stage] = to - from;
+  });
+  return out;
+}
 
 export interface LoadOptions {
   runs: number;
@@ -26,12 +74,21 @@ export interface LoadOptions {
   execsPerSession: number;
   sessionsInFlight: number;
   rounds: number;
+  /** A soak: rounds go on until this many minutes have passed (at least one round; `rounds` is then ignored). */
+  minutes?: number;
   progress?: (line: string) => void;
 }
 
 export interface RoundResult {
   round: number;
-  runs: { sealed: number; failed: string[]; wallMs: number; perRunMs: number[] };
+  /** `sealed`: runs that ended as their kind requires (a cap hit ROLLBACK E_TIMEOUT, sealed). */
+  runs: { sealed: number; failed: string[]; wallMs: number; perRunMs: number[]; kinds?: Partial<Record<RunKind, number>> };
+  /** Each stage's durations (ms) over the round's runs, from their receipts. */
+  stagesMs?: Partial<Record<Stage, number[]>>;
+  /** CPU ms per run over the runs phase, by process group (services, nats-server, postgres). */
+  cpuPerRunMs?: Record<string, number>;
+  /** Open file descriptors of each service after the round. */
+  fds?: Record<string, number>;
   sessions: { done: number; failed: string[]; execs: number; wallMs: number };
   /** Resident memory of each service after the round, MiB. */
   rssMiB: Record<string, number>;
@@ -69,6 +126,20 @@ async function rssOf(home: string): Promise<Record<string, number>> {
   return out;
 }
 
+async function servicePids(home: string): Promise<Record<string, number>> {
+  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
+}
+
+async function fdsOf(home: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [service, pid] of Object.entries(await servicePids(home))) {
+    const fds = await readdir(`/proc/${pid}/fd`).catch(() => null);
+    if (fds !== null) out[service] = fds.length;
+  }
+  return out;
+}
+
 export interface LoadResult {
   rounds: RoundResult[];
   /** Containers of the stack's worker still there once `cairn down` returned (the warm pool included): none is right. */
@@ -79,7 +150,13 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   const progress = options.progress ?? (() => undefined);
   await ensureBusyboxImage();
   progress('starting an isolated stack (cairn up)…');
-  const stack = await startBenchStack('bench-load', { CAIRN_WORKER_SLOTS: String(Math.max(options.inFlight, options.sessionsInFlight) + 2) });
+  // A NATS server of its own, so the CPU counted for NATS is this stack's alone.
+  const nats = await startBenchNats();
+  progress(nats === null ? 'NATS: the machine’s server (its CPU is not counted)' : `NATS: a server of its own (${nats.url})`);
+  const stack = await startBenchStack('bench-load', { CAIRN_WORKER_SLOTS: String(Math.max(options.inFlight, options.sessionsInFlight) + 2) }, nats?.url).catch(async (error: unknown) => {
+    await nats?.close();
+    throw error;
+  });
   const nc = await connect({ servers: stack.natsUrl });
   const cairn = new Cairn({ url: stack.url, apiKey: stack.apiKey });
   const names = isolatedNames(stack.stackId);
@@ -87,25 +164,41 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   const results: RoundResult[] = [];
   const clock = scenarioClock();
   try {
-    for (let round = 1; round <= options.rounds; round++) {
-      progress(`round ${round}/${options.rounds}: ${options.runs} runs, ${options.inFlight} in flight…`);
+    const soakUntil = options.minutes === undefined ? null : Date.now() + options.minutes * 60_000;
+    const of = soakUntil === null ? `/${options.rounds}` : ` (soak, ${options.minutes} min)`;
+    for (let round = 1; soakUntil === null ? round <= options.rounds : round === 1 || Date.now() < soakUntil; round++) {
+      progress(`round ${round}${of}: ${options.runs} runs (instant, 20 s sleeps, cap hits), ${options.inFlight} in flight…`);
       const perRunMs: number[] = [];
+      const stagesMs: Partial<Record<Stage, number[]>> = {};
+      const kinds: Partial<Record<RunKind, number>> = {};
+      const meter = new CpuMeter({ services: () => servicePids(stack.home), natsPid: nats?.pid ?? null, databaseUrl: stack.databaseUrl });
+      await meter.start();
       const runsStarted = performance.now();
       let sealed = 0;
       const runFailures = await pool(
         Array.from({ length: options.runs }, (_, i) => i),
         options.inFlight,
         async (i) => {
+          const kind = runKind(i);
+          kinds[kind] = (kinds[kind] ?? 0) + 1;
           const started = performance.now();
-          const { runId } = await cairn.runs.submit({ name: `load ${round}.${i}`, image: BUSYBOX_IMAGE_TAG, steps: [{ argv: ['true'] }], caps: CAPS, network: 'none' });
+          const { runId } = await cairn.runs.submit(runSpecOf(kind, `load ${round}.${i} ${kind}`));
           acknowledged.push(runId);
           const run = await cairn.runs.wait(runId, { timeoutMs: RUN_TIMEOUT_MS });
-          if (run.state !== 'SEALED') throw new Error(`${runId} ended ${run.state}${run.errorCode === null ? '' : ` ${run.errorCode}`}`);
+          const problem = run.sealed ? endProblem(kind, run) : `${runId} (${kind}) not sealed: ${run.state}`;
+          if (problem !== null) throw new Error(problem);
           perRunMs.push(performance.now() - started);
           sealed += 1;
         },
       );
       const runsWallMs = performance.now() - runsStarted;
+      await meter.stop();
+      // Stage latencies from the receipts' own times, read once the runs are done (not counted as load).
+      await pool(acknowledged.slice(-options.runs).filter((id) => id.startsWith('run_')), 8, async (runId) => {
+        const receipts = [];
+        for await (const receipt of cairn.chains.allEvents(runId)) receipts.push(receipt);
+        for (const [stage, ms] of Object.entries(stageDurations(receipts)) as [Stage, number][]) (stagesMs[stage] ??= []).push(ms);
+      });
 
       progress(`round ${round}/${options.rounds}: ${options.sessions} sessions × ${options.execsPerSession} execs, ${options.sessionsInFlight} at once…`);
       const sessionsStarted = performance.now();
@@ -150,7 +243,10 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
       );
       results.push({
         round,
-        runs: { sealed, failed: runFailures, wallMs: runsWallMs, perRunMs },
+        runs: { sealed, failed: runFailures, wallMs: runsWallMs, perRunMs, kinds },
+        stagesMs,
+        cpuPerRunMs: meter.perRun(Math.max(1, sealed)),
+        fds: await fdsOf(stack.home),
         sessions: { done, failed: sessionFailures, execs, wallMs: sessionsWallMs },
         rssMiB: await rssOf(stack.home),
         invariants: { ok: report.ok, text: formatReport(report) },
@@ -163,6 +259,7 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   } finally {
     await nc.close();
     await stack.close();
+    await nats?.close();
   }
 }
 
@@ -172,9 +269,16 @@ export function formatLoadBench(options: LoadOptions, { rounds: results, leftAft
     lines.push(
       `round ${r.round}`,
       `  runs      ${r.runs.sealed}/${options.runs} sealed in ${(r.runs.wallMs / 1000).toFixed(1)} s (${((r.runs.sealed * 1000) / r.runs.wallMs).toFixed(2)} runs/s)   per run p50 ${Math.round(percentile(r.runs.perRunMs, 50))} ms  p99 ${Math.round(percentile(r.runs.perRunMs, 99))} ms`,
+      ...(r.runs.kinds === undefined ? [] : [`  mix       ${Object.entries(r.runs.kinds).map(([kind, n]) => `${n} ${kind}`).join(', ')}`]),
+      ...STAGES.filter((stage) => (r.stagesMs?.[stage]?.length ?? 0) > 0).map((stage) => {
+        const values = r.stagesMs![stage]!;
+        return `  stage     ${stage.padEnd(24)} p50 ${Math.round(percentile(values, 50))} ms  p95 ${Math.round(percentile(values, 95))} ms  p99 ${Math.round(percentile(values, 99))} ms  (n=${values.length})`;
+      }),
+      ...(r.cpuPerRunMs === undefined ? [] : [`  cpu/run   ${Object.values(r.cpuPerRunMs).reduce((a, b) => a + b, 0).toFixed(1)} ms in all: ${Object.entries(r.cpuPerRunMs).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ')}`]),
       `  sessions  ${r.sessions.done}/${options.sessions} done, ${r.sessions.execs} execs in ${(r.sessions.wallMs / 1000).toFixed(1)} s`,
       ...[...r.runs.failed, ...r.sessions.failed].slice(0, 10).map((f) => `  FAILED    ${f}`),
       `  memory    ${Object.entries(r.rssMiB).map(([s, m]) => `${s} ${m}`).join(', ')} MiB`,
+      ...(r.fds === undefined ? [] : [`  fds       ${Object.entries(r.fds).map(([s, n]) => `${s} ${n}`).join(', ')}`]),
       `  invariants ${r.invariants.ok ? 'hold' : 'BROKEN'}`,
       ...r.invariants.text.split('\n').map((l) => `    ${l}`),
     );
@@ -183,6 +287,11 @@ export function formatLoadBench(options: LoadOptions, { rounds: results, leftAft
     const first = results[0]!.rssMiB;
     const last = results.at(-1)!.rssMiB;
     lines.push(`memory from round 1 to ${results.length}: ${Object.keys(last).map((s) => `${s} ${(last[s]! - (first[s] ?? 0) >= 0 ? '+' : '')}${last[s]! - (first[s] ?? 0)}`).join(', ')} MiB`);
+    const fdsFirst = results[0]!.fds;
+    const fdsLast = results.at(-1)!.fds;
+    if (fdsFirst !== undefined && fdsLast !== undefined) {
+      lines.push(`fds from round 1 to ${results.length}: ${Object.keys(fdsLast).map((s) => `${s} ${(fdsLast[s]! - (fdsFirst[s] ?? 0) >= 0 ? '+' : '')}${fdsLast[s]! - (fdsFirst[s] ?? 0)}`).join(', ')}`);
+    }
   }
   lines.push(`after cairn down: ${leftAfterDown.length === 0 ? 'no container left' : `LEFT ${leftAfterDown.join(', ')}`}`);
   return lines.join('\n');
@@ -193,6 +302,16 @@ export function loadHeld(options: LoadOptions, { rounds: results, leftAfterDown 
   return leftAfterDown.length === 0 && results.every((r) => r.invariants.ok && r.runs.sealed === options.runs && r.sessions.done === options.sessions);
 }
 
+/** `--minutes N` (a soak), or BENCH_LOAD_MINUTES. */
+export function minutesOption(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): { minutes?: number } {
+  const at = argv.indexOf('--minutes');
+  const raw = at >= 0 ? (argv[at + 1] ?? '') : env.BENCH_LOAD_MINUTES;
+  if (raw === undefined) return {};
+  const minutes = Number(raw);
+  if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 24 * 60) throw new Error(`--minutes takes a number of minutes from 0 to 1440, not ${JSON.stringify(raw)}`);
+  return { minutes };
+}
+
 if (isEntryModule(import.meta.url)) {
   const options: LoadOptions = {
     runs: countFromEnv('BENCH_LOAD_RUNS') ?? 200,
@@ -201,6 +320,7 @@ if (isEntryModule(import.meta.url)) {
     execsPerSession: countFromEnv('BENCH_LOAD_EXECS') ?? 5,
     sessionsInFlight: countFromEnv('BENCH_LOAD_SESSIONS_IN_FLIGHT') ?? 4,
     rounds: countFromEnv('BENCH_LOAD_ROUNDS') ?? 1,
+    ...minutesOption(process.argv),
   };
   const results = await runLoadBench({ ...options, progress: (line) => process.stderr.write(`[bench:load] ${line}\n`) });
   process.stdout.write(formatLoadBench(options, results) + '\n');
