@@ -9,12 +9,14 @@ import { checkProjections } from './projection-check.js';
 import type { RawEvidenceMessage } from './projection-fold.js';
 import { rebuildProjections } from './projection-rebuild.js';
 import type { ProjectionSource } from './projection-rebuild.js';
+import { memorySource as memoryStream } from './testing/memory-source.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
 import { dumpProjections } from './testing/projection-dump.js';
 
 const STREAM = 'CHECK_TEST';
 const PREFIX = 'cairn.check';
+const memorySource = (messages: readonly RawEvidenceMessage[], streamName = STREAM): ProjectionSource => memoryStream(messages, streamName, PREFIX);
 
 let db: TestDatabase;
 let dataSource: DataSource;
@@ -30,19 +32,6 @@ afterAll(async () => {
   await dataSource?.destroy();
   await db?.drop();
 });
-
-function memorySource(messages: readonly RawEvidenceMessage[], streamName = STREAM): ProjectionSource {
-  return {
-    streamName,
-    subjectPrefix: PREFIX,
-    lastStreamSeq: () => Promise.resolve(messages.length),
-    async *readAll(options = {}) {
-      for (const message of messages) {
-        if (message.streamSeq >= (options.fromStreamSeq ?? 1) && message.streamSeq <= (options.toStreamSeq ?? Infinity)) yield await Promise.resolve(message);
-      }
-    },
-  };
-}
 
 /** Two runs and a sandbox session, interleaved, with one message that is no receipt. */
 function stream(): RawEvidenceMessage[] {

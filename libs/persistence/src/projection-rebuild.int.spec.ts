@@ -9,12 +9,14 @@ import { createDataSource, runMigrations } from './data-source.js';
 import type { RawEvidenceMessage } from './projection-fold.js';
 import { rebuildProjections } from './projection-rebuild.js';
 import type { ProjectionSource } from './projection-rebuild.js';
+import { memorySource as memoryStream } from './testing/memory-source.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { checkSchemaMatchesEntities } from './schema-check.js';
 import { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
 
 const STREAM = 'REBUILD_TEST';
 const PREFIX = 'cairn.rebuild';
+const memorySource = (messages: readonly RawEvidenceMessage[]): ProjectionSource => memoryStream(messages, STREAM, PREFIX);
 const encoder = new TextEncoder();
 
 let live: TestDatabase;
@@ -39,20 +41,6 @@ const RUN_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const OTHER_TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SANDBOX_TRACE_ID = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
 const traceparent = (traceId: string) => `00-${traceId}-00f067aa0ba902b7-01`;
-
-/** A stream in memory: what `EvidenceLog` is to the rebuild, without a broker. */
-function memorySource(messages: RawEvidenceMessage[]): ProjectionSource {
-  return {
-    streamName: STREAM,
-    subjectPrefix: PREFIX,
-    lastStreamSeq: () => Promise.resolve(messages.length),
-    async *readAll(options = {}) {
-      for (const message of messages) {
-        if (message.streamSeq >= (options.fromStreamSeq ?? 1) && message.streamSeq <= (options.toStreamSeq ?? Infinity)) yield await Promise.resolve(message);
-      }
-    },
-  };
-}
 
 /**
  * Receipts that exercise every column and the receipt text: chains of both kinds, text that COPY
