@@ -82,6 +82,6 @@ export class RunEntity {
   traceId!: string | null;
 
   /** The run's current attempt has been placed (ADR 0035): a `run.scheduled` since the last `run.retried`. */
-  @Column({ name: 'placed', type: 'boolean' })
+  @Column({ name: 'placed', type: 'boolean', default: false })
   placed!: boolean;
 }

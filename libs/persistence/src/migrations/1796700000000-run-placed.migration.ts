@@ -5,7 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * `run.retried`, or at all on a chain with none. The lifecycle refuses a `run.retried` of an
  * attempt never placed (a run approval held before any placement). Rows projected before this are
  * filled in from the receipts already projected, exactly as the fold sets it (every receipt it
- * applies, a fault too); a rebuild from the stream gives the same values (I-10).
+ * applies, a fault too); a rebuild from the stream gives the same values (I-10). The default
+ * (false) is only for a row inserted by hand: the writer always sets it.
  */
 export class RunPlaced1796700000000 implements MigrationInterface {
   readonly name = 'RunPlaced1796700000000';
@@ -23,7 +24,6 @@ export class RunPlaced1796700000000 implements MigrationInterface {
         GROUP BY chain_id
       ) p
       WHERE p.chain_id = r.run_id AND p.scheduled IS NOT NULL AND (p.retried IS NULL OR p.scheduled > p.retried)`);
-    await queryRunner.query(`ALTER TABLE runs ALTER COLUMN placed DROP DEFAULT`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
