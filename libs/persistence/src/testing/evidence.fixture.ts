@@ -97,7 +97,8 @@ export interface LostAttemptOptions {
  * A run of two attempts on its one chain (ADR 0035): attempt 1 on `lostWorker` completed
  * `stepsDone` steps, started the next and was lost (`run.retried`, caused by its own
  * `run.scheduled`, seq 3); attempt 2 on `w1` runs every step to the seal, like
- * `runLifecycleEvents`. Both attempts' sandboxes are `cairn-<runId>-a<attempt>`.
+ * `runLifecycleEvents`. Both attempts' sandboxes are `cairn-<runId>-a<attempt>`; the lost attempt's
+ * outputs have hashes of their own (stdout `5…`, stderr `6…`, `/out/report.txt` `8…`).
  */
 export function retriedRunLifecycleEvents(runId: string, steps = 2, score = 3, options: LostAttemptOptions = {}): FixtureEvent[] {
   const lostWorker = options.lostWorker ?? 'w0';
@@ -113,7 +114,9 @@ export function retriedRunLifecycleEvents(runId: string, steps = 2, score = 3, o
   for (let i = 0; i <= stepsDone && i < steps; i++) {
     const step = { step_index: i, stage: 'step', tool: 'npm', argv };
     lost.push({ type: 'step.started', actor: 'runtime', fields: { ...step, workdir: '/work', env_names: [] } });
-    if (i < stepsDone) lost.push({ type: 'step.completed', actor: 'runtime', fields: { ...step, ...PROCESS_RESULT, exit_code: 0, artifact_hashes: {} } });
+    // Its own outputs (stdout 5…, stderr 6…, a report 8…), told apart from the second attempt's.
+    const outputs = { stdout_sha256: SHA('5'), stderr_sha256: SHA('6'), artifact_hashes: { '/out/report.txt': SHA('8') } };
+    if (i < stepsDone) lost.push({ type: 'step.completed', actor: 'runtime', fields: { ...step, ...PROCESS_RESULT, ...outputs, exit_code: 0 } });
   }
   if (options.teardownRecorded === true) {
     lost.push({ type: 'sandbox.destroyed', actor: 'runtime', fields: { container_name: lostName, verified_gone: true, reason: 'reaped' } });
