@@ -96,6 +96,9 @@ export function receiptProgressLine(receipt: Receipt): string | null {
     case 'run.failed':
     case 'run.rolled_back':
       return `${receipt.type === 'run.failed' ? 'failed ' : 'rollback'}    ${str(r.error_code) ?? '?'}: ${clip(str(r.message) ?? '')}`;
+    case 'run.retried':
+      // Its worker was lost (ADR 0035): the attempt's receipts stay, the next attempt is the run's.
+      return `retried     attempt ${num(r.attempt) ?? '?'} lost with ${str(r.worker_id) ?? '?'} (${str(r.error_code) ?? '?'}): placed again, ${num(r.retries_left) ?? '?'} retries left after the next`;
     case 'run.cancelled':
       return `cancelled   by ${str(r.cancelled_by) ?? '?'}`;
     case 'run.sealed':

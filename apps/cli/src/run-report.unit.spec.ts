@@ -83,6 +83,26 @@ describe('progress lines', () => {
     expect(sealed).toContain('graded      3/4');
   });
 
+  it('given a run retried once (ADR 0035), when followed, then the retry has its line and the fold ends on the second attempt', () => {
+    const once = chain('sealed');
+    const lost = once.slice(0, 5); // placed on w1, sandbox up, step 0 started
+    const bodies: [string, string, Record<string, unknown>][] = [
+      ['run.retried', 'scheduler', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w1', lease_id: 'l1', message: 'worker w1 lost: lease l1 expired', retries_left: 0 }],
+      ...once.slice(2).map((r): [string, string, Record<string, unknown>] => {
+        const { v: _v, seq: _s, run_id: _r, tenant: _t, type, actor, ts: _ts, causation: _c, prev_hash: _p, hash: _h, ...fields } = r as Record<string, unknown> & { type: string; actor: string };
+        return [type, actor, type === 'run.scheduled' ? { ...fields, worker_id: 'w2', lease_id: 'l2', attempt: 2 } : fields];
+      }),
+    ];
+    const receipts = [...lost];
+    for (const [type, actor, fields] of bodies) {
+      const seq = receipts.length + 1;
+      receipts.push(sealReceipt(receipts.at(-1)!.hash, { v: 1, seq, run_id: 'run_demo', tenant: 'default', type, actor, ts: `2026-01-01T00:01:${String(seq).padStart(2, '0')}.000Z`, causation: null, ...fields }));
+    }
+    expect(receiptProgressLine(receipts[5]!)).toBe('retried     attempt 1 lost with w1 (E_WORKER_LOST): placed again, 0 retries left after the next');
+    expect(receiptProgressLine(receipts[6]!)).toBe('scheduled   on w2 (attempt 2)');
+    expect(outcomeOf(fold(receipts))).toEqual({ runId: 'run_demo', state: 'SEALED', verdict: 'SUPPORTS', score: 3, maxScore: 4, errorCode: null });
+  });
+
   it('format event lines with seq, time, type and actor', () => {
     const line = formatEventLine(chain('sealed')[5]!);
     expect(line).toMatch(/^ {3}6 {2}2026-01-01T00:00:05\.000Z {2}step\.completed {10}runtime {4}→ exit 0 {2}\(12 ms\)$/);

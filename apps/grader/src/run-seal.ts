@@ -1,6 +1,7 @@
 import type { EventType, EvidenceEventOf, EvidenceReceipt, EvidenceReceiptOf, FinalRunState, RunState } from '@cairn/contracts';
 import { gradeRecordedFields, gradeRubric, gradingAttempt } from '@cairn/judgement';
 import type { JudgementOutcome, RubricJudge } from '@cairn/judgement';
+import { attemptOf } from '@cairn/lifecycle';
 import type { RunChain } from '@cairn/lifecycle';
 import { judgementContextOf, recordedRunOf } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
@@ -131,7 +132,8 @@ export function decideSeal(chain: RunChain, trigger: EvidenceReceipt, nowMs: num
     if (view.state === 'VERIFIED' && attemptFailed(chain.receipts)) return { kind: 'none', reason: 'its grading failed: it waits for a grade.requested' };
     return { kind: 'seal', fields: { final_state: 'SEALED', evidence_digest: view.headHash } };
   }
-  const open = openSandboxes(chain.receipts);
+  // The current attempt's: a lost attempt's sandbox is owed to the reaper (ADR 0035), not waited for.
+  const open = openSandboxes(attemptOf(chain.receipts));
   const waited = nowMs - Date.parse(trigger.ts);
   if (open.length > 0 && waited < teardownGraceMs) {
     return { kind: 'wait', reason: `${open.join(', ')} not torn down on the record yet (${waited} ms of ${teardownGraceMs})` };

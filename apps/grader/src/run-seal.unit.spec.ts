@@ -2,7 +2,7 @@ import type { EvidenceReceipt } from '@cairn/contracts';
 import { readRunChain } from '@cairn/lifecycle';
 import { recordedRunOf, runFacts } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
-import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun, timedOutRun } from '@cairn/service-kit/testing';
+import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun, timedOutRun, unitTestSpec, withLostAttempt } from '@cairn/service-kit/testing';
 import type { PlannedEvent, RunScenario } from '@cairn/service-kit/testing';
 import { describe, expect, it } from 'vitest';
 import { decideSeal, gradeRun, shouldGrade } from './run-seal.js';
@@ -140,6 +140,28 @@ describe('decideSeal', () => {
     expect(decide(chain, cancelled, at + GRACE)).toEqual({ kind: 'seal', fields: { final_state: 'CANCELLED', evidence_digest: cancelled.hash } });
     const destroyed = chain.add(event('sandbox.destroyed', { container_name: `cairn-${RUN}`, verified_gone: true, reason: 'cancelled' }));
     expect(decide(chain, cancelled, at + 100)).toEqual({ kind: 'seal', fields: { final_state: 'CANCELLED', evidence_digest: destroyed.hash } });
+  });
+
+  it('given a run retried once, when its second attempt is cancelled and torn down, then it seals at once: the lost sandbox is owed to the reaper (ADR 0035)', () => {
+    const planned = withLostAttempt(RUN, plannedRun(RUN, passingRun()));
+    const placed = planned.events.findIndex((e) => e.type === 'run.scheduled' && e.fields['attempt'] === 2);
+    const chain = new LocalChain(RUN).addAll(planned.events.slice(0, placed + 3)); // attempt 2: sandbox up, step 0 started
+    const cancelled = chain.add(event('run.cancelled', { cancelled_by: 'key:k1', reason: 'no longer needed' }, 'intake'));
+    const at = Date.parse(cancelled.ts);
+    expect(decide(chain, cancelled, at + 100)).toMatchObject({ kind: 'wait', reason: `cairn-${RUN} not torn down on the record yet (100 ms of ${GRACE})` });
+    const destroyed = chain.add(event('sandbox.destroyed', { container_name: `cairn-${RUN}`, verified_gone: true, reason: 'cancelled' }));
+    expect(decide(chain, cancelled, at + 100)).toEqual({ kind: 'seal', fields: { final_state: 'CANCELLED', evidence_digest: destroyed.hash } });
+  });
+
+  it('given a run retried once, when graded, then its rubric is scored on the second attempt\'s outputs only', () => {
+    const scenario = passingRun(unitTestSpec({ checks: [{ id: 'built', source: 'steps[0].stdout', op: 'contains', value: 'built 3 targets', weight: 1 }] }));
+    const once = verifiedRun(scenario);
+    const planned = withLostAttempt(RUN, plannedRun(RUN, scenario), { stdout: 'attempt 1 output: nothing built\n' });
+    const chain = new LocalChain(RUN).addAll(planned.events);
+    const facts = runFacts(recordedRunOf(chain.receipts), loadedFrom(planned.blobs));
+    chain.add({ type: 'kernel.facts', actor: 'kernel', causation: `${RUN}:${chain.receipts.length}`, fields: { facts, operations: ['file_digest'] } });
+    expect(gradeRun(chain.receipts, loadedFrom(planned.blobs))).toEqual(gradeRun(once.chain.receipts, once.loaded));
+    expect(gradeRun(chain.receipts, loadedFrom(planned.blobs))).toMatchObject({ score: 8, max_score: 8 });
   });
 
   it('seals a chain with a receipt that breaks its contract FAILED with E_UNKNOWN_STATE', () => {

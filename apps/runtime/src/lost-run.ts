@@ -31,7 +31,8 @@ export async function settleLostRun(
     const view = foldRun(chain);
     if (view === null || view.sealed) return 'untouched';
     const after = chain.filter((r) => r.seq > placed.seq);
-    if (after.some((r) => r.type === 'run.executed' || r.type === 'run.scheduled')) return 'untouched';
+    // Executed, placed again, or its attempt retried (ADR 0035: the lease fence; its reconcile reaps the container).
+    if (after.some((r) => r.type === 'run.executed' || r.type === 'run.scheduled' || r.type === 'run.retried')) return 'untouched';
     let head = headSeq;
     const [open] = openSandboxes(after);
     if (open !== undefined) {

@@ -1,6 +1,6 @@
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import type { ErrorCode, EventType, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, InputFile, RunSpec } from '@cairn/contracts';
-import { foldRun, isTerminal, pendingCancelRequest } from '@cairn/lifecycle';
+import { attemptOf, foldRun, isTerminal, pendingCancelRequest } from '@cairn/lifecycle';
 import { splitImageRef } from '@cairn/policy';
 import type { SandboxFileIn } from '@cairn/sandbox';
 import { planSteps } from './step-plan.js';
@@ -112,6 +112,9 @@ export function assessScheduled(chain: readonly EvidenceReceipt[], scheduled: Ev
 
   const after = chain.filter((r) => r.seq > scheduled.seq);
   if (after.some(isType('run.scheduled'))) return { kind: 'ignore', reason: 'a later placement superseded this one' };
+  // Its attempt was lost and retried (ADR 0035): the next placement runs the run; this worker
+  // writes nothing more (the lease fence), and its reconcile reaps what it left.
+  if (after.some(isType('run.retried'))) return { kind: 'ignore', reason: 'this attempt was lost and retried' };
   const created = after.find(isType('sandbox.created'));
   if (created !== undefined) {
     if (after.some(isType('run.executed'))) return { kind: 'ignore', reason: 'the run was executed' };
@@ -181,6 +184,15 @@ export function secretsAllowedBy(listed: readonly string[], decision: { secrets?
 export function inputFile(file: InputFile): SandboxFileIn {
   const content = new Uint8Array(Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'));
   return file.mode === undefined ? { path: file.path, content } : { path: file.path, content, mode: file.mode };
+}
+
+/**
+ * Whether a step held for approval (`approval_id`) was granted in the run's current attempt: an
+ * approval is for one execution, so one granted in an attempt lost to its worker is asked again
+ * (ADR 0035 point 4).
+ */
+export function approvalGranted(chain: readonly EvidenceReceipt[], approvalId: string): boolean {
+  return attemptOf(chain).some((r) => r.type === 'approval.granted' && r.approval_id === approvalId);
 }
 
 /** Why a run stops from outside while this worker runs it. */

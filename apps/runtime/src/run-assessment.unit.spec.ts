@@ -2,7 +2,7 @@ import { GENESIS_HASH, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { sealReceipt } from '@cairn/evidence';
 import { describe, expect, it } from 'vitest';
-import { assessScheduled, decideEnding, lastPlacementOn, parseChain, secretsAllowedBy, stopCauseOf, unknownStateEnding } from './run-assessment.js';
+import { approvalGranted, assessScheduled, decideEnding, lastPlacementOn, parseChain, secretsAllowedBy, stopCauseOf, unknownStateEnding } from './run-assessment.js';
 
 const RUN = 'run_assess1';
 const SHA = (c: string) => c.repeat(64);
@@ -119,6 +119,37 @@ describe('assessScheduled', () => {
     expect(assessScheduled(chain.receipts, scheduled, 'w1')).toEqual({ kind: 'lost', containerName: `cairn-${RUN}-1`, teardownRecorded: false });
     chain.add('sandbox.destroyed', { container_name: `cairn-${RUN}-1`, verified_gone: true, reason: 'completed' }, 'runtime');
     expect(assessScheduled(chain.receipts, scheduled, 'w1')).toEqual({ kind: 'lost', containerName: `cairn-${RUN}-1`, teardownRecorded: true });
+  });
+
+  it('given a run retried once (ADR 0035), when its second placement is assessed, then it is planned as a first one; the lost placement is ignored, before and after the next', () => {
+    const chain = new Chain().submitted({ steps: [{ argv: ['sh', '-c', 'echo a'] }, { argv: ['sh', '-c', 'echo b'] }] }).allowed();
+    const lost = chain.scheduled('w0', 1);
+    chain.add('sandbox.created', { container_name: `cairn-${RUN}-a1`, worker_id: 'w0', driver: 'docker', image: 'cairn/sandbox-busybox:1', image_digest: IMAGE_ID, caps: CAPS, network: 'none' }, 'runtime');
+    chain.add('step.started', { step_index: 0, stage: 'step', tool: 'sh', argv: ['sh'], workdir: '/work', env_names: [] }, 'runtime');
+    chain.add('run.retried', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w0', lease_id: 'lease-1', message: 'worker w0 lost', retries_left: 0 }, 'scheduler');
+    expect(assessScheduled(chain.receipts, lost, 'w0')).toEqual({ kind: 'ignore', reason: 'this attempt was lost and retried' });
+    const next = chain.scheduled('w1', 2);
+    const assessment = assessScheduled(chain.receipts, next, 'w1');
+    expect(assessment.kind).toBe('execute');
+    if (assessment.kind !== 'execute') return;
+    expect(assessment.plan.steps.map((s) => s.argv)).toEqual([
+      ['sh', '-c', 'echo a'],
+      ['sh', '-c', 'echo b'],
+    ]);
+    expect(assessment.plan.caps).toEqual(CAPS);
+    expect(assessScheduled(chain.receipts, lost, 'w0')).toMatchObject({ kind: 'ignore', reason: 'a later placement superseded this one' });
+  });
+
+  it('given a step approval granted in a lost attempt, when the next attempt holds the step, then it is not granted there (an approval is for one execution)', () => {
+    const chain = new Chain().submitted().allowed();
+    chain.scheduled('w0', 1);
+    chain.created();
+    chain.add('approval.requested', { approval_id: 'step-0', scope: 'step', step_index: 0, reason: 'apply', expires_at: '2026-12-01T00:00:00.000Z' }, 'runtime');
+    chain.add('approval.granted', { approval_id: 'step-0', approved_by: 'key:admin' }, 'intake');
+    expect(approvalGranted(chain.receipts, 'step-0')).toBe(true);
+    chain.add('run.retried', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w0', lease_id: 'lease-1', message: 'worker w0 lost', retries_left: 0 }, 'scheduler');
+    chain.scheduled('w1', 2);
+    expect(approvalGranted(chain.receipts, 'step-0')).toBe(false);
   });
 
   it('ignores a run already executed', () => {

@@ -18,7 +18,7 @@ import { CancelWatch } from './cancel-watch.adapter.js';
 import { ChainWake } from './chain-wake.adapter.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { answerCancel } from './lost-run.js';
-import { decideEnding, parseChain, stopCauseOf, unknownStateEnding } from './run-assessment.js';
+import { approvalGranted, decideEnding, parseChain, stopCauseOf, unknownStateEnding } from './run-assessment.js';
 import type { RunPlan, StepApprovalPlan, StopCause } from './run-assessment.js';
 import {
   egressDeniedFields,
@@ -490,7 +490,7 @@ export class RunExecution {
           return { kind: 'stopped', cause: stop };
         }
         this.lastSeq = Math.max(this.lastSeq, chain.at(-1)?.seq ?? 0);
-        if (chain.some((r) => r.type === 'approval.granted' && r.approval_id === approval.approval_id)) {
+        if (approvalGranted(chain, approval.approval_id)) {
           logger.write('info', 'step approved', { run_id: this.runId, step: approval.step_index, approval_id: approval.approval_id });
           return null;
         }
@@ -715,10 +715,10 @@ export class RunExecution {
     return false;
   }
 
-  /** Why the chain says this placement's worker was lost (`E_WORKER_LOST` after its `run.scheduled`), or null. */
+  /** Why the chain says this placement's worker was lost (`E_WORKER_LOST` after its `run.scheduled`, or its attempt retried), or null. */
   private lostOnRecord(chain: readonly EvidenceReceipt[]): string | null {
     const placed = this.deps.scheduled.seq;
-    const ending = chain.find((r) => r.seq > placed && (r.type === 'run.failed' || r.type === 'run.cancelled') && r.error_code === 'E_WORKER_LOST');
+    const ending = chain.find((r) => r.seq > placed && (((r.type === 'run.failed' || r.type === 'run.cancelled') && r.error_code === 'E_WORKER_LOST') || r.type === 'run.retried'));
     return ending === undefined ? null : `${ending.type} E_WORKER_LOST by ${ending.actor} at seq ${ending.seq}`;
   }
 

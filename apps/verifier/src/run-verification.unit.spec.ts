@@ -2,7 +2,7 @@ import { verifyChain } from '@cairn/evidence';
 import type { RunView } from '@cairn/lifecycle';
 import { outputRefsOf, recordedRunOf, runFacts } from '@cairn/service-kit';
 import type { LoadedArtifact } from '@cairn/service-kit';
-import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun } from '@cairn/service-kit/testing';
+import { failingRun, LocalChain, missingSourceRun, passingRun, plannedRun, withLostAttempt } from '@cairn/service-kit/testing';
 import type { RunScenario } from '@cairn/service-kit/testing';
 import { describe, expect, it } from 'vitest';
 import { chainBreakResponse, factsInvariant, overallVerdict, verifyRun } from './run-verification.js';
@@ -34,6 +34,34 @@ function verified(scenario: RunScenario, damage?: Parameters<typeof factsRecorde
 const invariant = (fields: ReturnType<typeof verifyRun>, id: string) => fields.invariants.find((i) => i.id === id);
 
 describe('verifyRun', () => {
+  it('given a run retried once (ADR 0035), when verified, then its second attempt supports the claim and its lost attempt is checked on its own', () => {
+    const runId = 'run_verify2';
+    const planned = withLostAttempt(runId, plannedRun(runId, passingRun()));
+    const chain = new LocalChain(runId).addAll(planned.events);
+    const facts = runFacts(recordedRunOf(chain.receipts), loadedFrom(planned.blobs));
+    chain.add({ type: 'kernel.facts', actor: 'kernel', causation: `${runId}:${chain.receipts.length}`, fields: { facts, operations: ['exit_code', 'file_digest'] } });
+    const integrity = verifyChain(chain.receipts);
+    if (!integrity.ok) throw new Error(integrity.message);
+    const fields = verifyRun(integrity, chain.receipts, loadedFrom(planned.blobs));
+    expect(fields.verdict).toBe('SUPPORTS');
+    expect(fields.invariants.map((i) => [i.id, i.ok])).toEqual([
+      ['chain', true],
+      ['every_started_step_completed', true],
+      ['every_step_has_receipt', true],
+      ['caps_honoured', true],
+      ['teardown', true],
+      ['artifacts_rehashed', true],
+      ['earlier_attempts', true],
+      ['step_output_rehashed', true],
+      ['facts_recomputed', true],
+    ]);
+    expect(invariant(fields, 'teardown')?.detail).toBe('1 sandbox(es) destroyed and verified gone');
+    expect(invariant(fields, 'earlier_attempts')?.detail).toContain('1 owed to the reaper');
+    // The same facts and checks as the run would have had with no retry.
+    const once = verified(passingRun());
+    expect(fields.checks).toEqual(once.checks);
+  });
+
   it('supports the claim of a run whose chain, receipts, bytes and facts all hold together', () => {
     const fields = verified(passingRun());
     expect(fields.verdict).toBe('SUPPORTS');

@@ -1,12 +1,14 @@
 import type { EvidenceReceipt, RunState } from '@cairn/contracts';
 import { parseEvidenceReceipt } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
-import { foldRun, isTerminal } from '@cairn/lifecycle';
+import { foldRun, isTerminal, splitAttempts } from '@cairn/lifecycle';
 
 /**
  * The fault suite's invariants (issue 18, docs/testing.md "The fault matrix"):
  * L — nothing acknowledged is lost; D — no double effect; C — every chain verifies;
  * T — exactly one terminal state per run; R — nothing left behind; P — projections equal a rebuild.
+ * D is per attempt (ADR 0035): a run retried after a lost worker runs its steps again in its next
+ * attempt, once; within one attempt nothing is done twice.
  */
 export const INVARIANTS = ['L', 'D', 'C', 'T', 'R', 'P'] as const;
 export type Invariant = (typeof INVARIANTS)[number];
@@ -122,8 +124,10 @@ function checkDoubles(input: InvariantInput): InvariantResult {
   const findings: string[] = [];
   for (const [id, raw] of input.chains) {
     const chain = parsed(raw);
-    const attempts = Math.max(1, chain.filter((r) => r.type === 'run.scheduled').length);
-    // Per placement (attempt): one sandbox, each step started and completed once.
+    const placements = Math.max(1, chain.filter((r) => r.type === 'run.scheduled').length);
+    // Per attempt (ADR 0035; a lease re-offered before any step ran is the same attempt): one
+    // sandbox, each step started and completed once. An attempt ends at its run.retried.
+    const attemptStarts = new Set(splitAttempts(chain).lost.map((lost) => lost.receipts.at(-1)!.seq));
     let created = 0;
     let started = new Set<number>();
     let completed = new Set<number>();
@@ -131,14 +135,15 @@ function checkDoubles(input: InvariantInput): InvariantResult {
     const execs = new Set<string>();
     for (const receipt of chain) {
       switch (receipt.type) {
-        case 'run.scheduled':
+        case 'run.retried':
+          if (!attemptStarts.has(receipt.seq)) break;
           created = 0;
           started = new Set();
           completed = new Set();
           break;
         case 'sandbox.created':
           created += 1;
-          if (created > 1) findings.push(`${id}: a second sandbox.created (${receipt.container_name}) for one placement, at seq ${receipt.seq}`);
+          if (created > 1) findings.push(`${id}: a second sandbox.created (${receipt.container_name}) for one attempt, at seq ${receipt.seq}`);
           break;
         case 'step.started':
           if (started.has(receipt.step_index)) findings.push(`${id}: step ${receipt.step_index} started twice (again at seq ${receipt.seq})`);
@@ -165,8 +170,8 @@ function checkDoubles(input: InvariantInput): InvariantResult {
     const seals = chain.filter((r) => r.type === 'run.sealed');
     if (seals.length > 1) findings.push(`${id}: sealed ${seals.length} times (seqs ${seals.map((r) => r.seq).join(', ')})`);
     const containers = input.containersCreated?.get(id) ?? [];
-    if (containers.length > attempts) {
-      findings.push(`${id}: ${containers.length} containers created (${containers.join(', ')}) for ${attempts} placement(s)`);
+    if (containers.length > placements) {
+      findings.push(`${id}: ${containers.length} containers created (${containers.join(', ')}) for ${placements} placement(s)`);
     }
   }
   for (const [id, containers] of input.containersCreated ?? []) {

@@ -1,4 +1,4 @@
-import { FixtureChain, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
+import { FixtureChain, retriedRunLifecycleEvents, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
 import type { FixtureEvent } from '@cairn/persistence/testing';
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, formatReport } from './invariants.js';
@@ -74,12 +74,26 @@ describe('checkInvariants', () => {
       ),
     );
     expect(report.invariants.D.findings).toEqual([
-      `${RUN}: a second sandbox.created (cairn-${RUN}) for one placement, at seq 6`,
+      `${RUN}: a second sandbox.created (cairn-${RUN}) for one attempt, at seq 6`,
       `${RUN}: step 0 started twice (again at seq 7)`,
       `${RUN}: 2 containers created (cairn-a, cairn-b) for 1 placement(s)`,
       `sbx_fault2: exec ${String(exec.fields.exec_id)} started twice (again at seq ${execAt + 2})`,
       'run_unknown: containers created (cairn-c) for a chain the log does not hold',
     ]);
+  });
+
+  it('D per attempt (ADR 0035): a run retried once runs its steps again in its second attempt, once, and every invariant holds', () => {
+    const events = retriedRunLifecycleEvents(RUN, 2);
+    const report = checkInvariants(input({ [RUN]: chainOf(RUN, events) }, { containersCreated: new Map([[RUN, [`cairn-${RUN}-a1`, `cairn-${RUN}-a2`]]]) }));
+    expect(report.ok, formatReport(report)).toBe(true);
+  });
+
+  it('D per attempt: a step run twice within the second attempt of a retried run is found', () => {
+    const events = retriedRunLifecycleEvents(RUN, 2);
+    const second = events.findLastIndex((e) => e.type === 'step.completed' && e.fields['step_index'] === 0);
+    const doubled = [...events.slice(0, second + 1), events[second - 1]!, events[second]!, ...events.slice(second + 1)];
+    const report = checkInvariants(input({ [RUN]: chainOf(RUN, doubled) }));
+    expect(report.invariants.D.findings).toEqual([`${RUN}: step 0 started twice (again at seq ${second + 2})`, `${RUN}: step 0 completed twice (again at seq ${second + 3})`]);
   });
 
   it('C: a receipt whose hash does not recompute, and one that breaks its contract', () => {

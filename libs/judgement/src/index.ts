@@ -14,5 +14,7 @@ export { boundDetail, DETAIL_MAX } from './judgement-context.js';
 export type { JudgementContext, StepOutput } from './judgement-context.js';
 export { resolveSource } from './resolve-source.js';
 export type { MissingKind, SourceResolution } from './resolve-source.js';
+export { EARLIER_ATTEMPTS_INVARIANT, endsRetriedByItsPlacement, fencedAfterRetry, lostSandboxes, placementOf, verifyEarlierAttempts } from './verify-earlier-attempts.js';
+export type { EarlierAttemptsOutcome, LostSandbox } from './verify-earlier-attempts.js';
 export { invariantsHold, RUN_INVARIANTS, verifyRunEvidence } from './verify-run-evidence.js';
 export type { CapLimits, InvariantOutcome, RunEvidenceOptions, RunInvariant } from './verify-run-evidence.js';

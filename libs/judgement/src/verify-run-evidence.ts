@@ -1,8 +1,13 @@
 import type { CapsSpec, EvidenceReceipt, EvidenceReceiptOf, FrozenCaps, GrantedCaps } from '@cairn/contracts';
 import { FROZEN_CAPS } from '@cairn/contracts';
+import { attemptOf } from '@cairn/lifecycle';
 import { boundDetail } from './judgement-context.js';
+import { EARLIER_ATTEMPTS_INVARIANT, verifyEarlierAttempts } from './verify-earlier-attempts.js';
 
-/** The invariants `verifyRunEvidence` checks, by the id `verification.completed` records. */
+/**
+ * The invariants `verifyRunEvidence` checks of every run, by the id `verification.completed`
+ * records; a chain that holds a `run.retried` gets `earlier_attempts` after them (ADR 0035).
+ */
 export const RUN_INVARIANTS = [
   'every_started_step_completed',
   'every_step_has_receipt',
@@ -10,7 +15,7 @@ export const RUN_INVARIANTS = [
   'teardown',
   'artifacts_rehashed',
 ] as const;
-export type RunInvariant = (typeof RUN_INVARIANTS)[number];
+export type RunInvariant = (typeof RUN_INVARIANTS)[number] | typeof EARLIER_ATTEMPTS_INVARIANT;
 
 /** Fits `verification.completed`'s `invariants` (`InvariantOutcomeSchema`). */
 export interface InvariantOutcome {
@@ -37,7 +42,12 @@ type Receipt<T extends EvidenceReceipt['type']> = EvidenceReceiptOf<T>;
  * `recomputedHashes` maps each artifact sha256 the receipts claim to the sha256 the verifier
  * recomputed from the stored bytes; a claimed hash with no entry means the bytes were not there.
  *
- * Returns one outcome per invariant in `RUN_INVARIANTS` order; it never throws on odd receipts.
+ * The invariants are of the run's current attempt (`attemptOf`, ADR 0035): an attempt lost to its
+ * worker has its own checks (`verifyEarlierAttempts`), so its steps and sandbox are not counted
+ * with the current attempt's.
+ *
+ * Returns one outcome per invariant in `RUN_INVARIANTS` order, then `earlier_attempts` on a
+ * chain that holds a `run.retried`; it never throws on odd receipts.
  */
 export function verifyRunEvidence(
   receipts: readonly EvidenceReceipt[],
@@ -45,12 +55,15 @@ export function verifyRunEvidence(
   options: RunEvidenceOptions = {},
 ): InvariantOutcome[] {
   const frozen: CapLimits = options.frozenCaps ?? FROZEN_CAPS;
+  const current = attemptOf(receipts);
+  const earlier = verifyEarlierAttempts(receipts);
   return [
-    everyStartedStepCompleted(receipts),
-    everyStepHasReceipt(receipts),
-    capsHonoured(receipts, frozen),
-    teardown(receipts),
-    artifactsRehashed(receipts, recomputedHashes),
+    everyStartedStepCompleted(current),
+    everyStepHasReceipt(current),
+    capsHonoured(current, frozen),
+    teardown(current),
+    artifactsRehashed(current, recomputedHashes),
+    ...(earlier === null ? [] : [earlier]),
   ];
 }
 

@@ -41,6 +41,12 @@ export interface RunView {
   /** `ts` of the run's `sandbox.created` and of its `sandbox.destroyed`: its sandbox time, for budgets. */
   readonly startedAt: string | null;
   readonly endedAt: string | null;
+  /**
+   * The current attempt has been placed: a `run.scheduled` came after the last `run.retried` (or,
+   * with none, at all). Only a placed attempt can lose its worker (ADR 0035), so `run.retried` from
+   * AWAITING_APPROVAL is a fault when the hold is a run approval before any placement.
+   */
+  readonly placed: boolean;
 }
 
 /** What a run view folds from: `foldRun(receipts)` starts here. */
@@ -153,7 +159,10 @@ function decide(view: RunView, receipt: EvidenceReceipt): Outcome {
     case 'run.failed':
       return fail(state, receipt.error_code);
     case 'run.retried':
-      // The worker holding the run was lost with attempts left (ADR 0035): back in the queue.
+      // The worker holding the run was lost with attempts left (ADR 0035): back in the queue. Only
+      // a placed attempt has a worker to lose: a run approval held before any placement (or since
+      // the last run.retried) is AWAITING_APPROVAL too, and a run.retried there is a fault.
+      if (!view.placed) return UNKNOWN;
       return moveFrom(state, ['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL'], 'SUBMITTED');
     case 'run.rolled_back':
       if (state === 'ROLLBACK') return STAY; // the rollback a run.failed started has finished
@@ -199,6 +208,9 @@ function apply(view: RunView, receipt: RunReceipt, outcome: Outcome): RunView {
     eventCount: view.eventCount + 1,
     // A seal is a seal even when it came at the wrong time: nothing may follow it.
     sealed: view.sealed || receipt.type === 'run.sealed',
+    // Set by every receipt applied, a fault too, so it is what the chain's receipts say (the
+    // migration that added it reads the same off evidence_events).
+    placed: receipt.type === 'run.scheduled' ? true : receipt.type === 'run.retried' ? false : view.placed,
   };
   switch (outcome.kind) {
     case 'fault':
@@ -243,6 +255,7 @@ function firstView(receipt: RunReceipt): RunView {
     cpus: null,
     startedAt: null,
     endedAt: null,
+    placed: false,
   };
   if (receipt.seq !== 1 || receipt.prev_hash !== GENESIS_HASH) return apply(view, receipt, BROKEN);
   if (!isKnown(receipt) || receipt.type !== 'run.submitted') return apply(view, receipt, UNKNOWN);

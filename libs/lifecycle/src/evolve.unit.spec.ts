@@ -86,6 +86,7 @@ describe('evolveRun: the happy path', () => {
       cpus: null,
       startedAt: chain.receipts[3]!.ts,
       endedAt: chain.receipts[6]!.ts,
+      placed: true,
     });
   });
 

@@ -110,4 +110,53 @@ describe('evolveRun: run.retried (ADR 0035)', () => {
     executed.add('run.retried', FIELDS.retried(2, 0));
     expect(foldRun(executed.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
   });
+
+  it('given a run held for a run approval before any placement, when run.retried lands, then FAILED E_UNKNOWN_STATE', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('hold'));
+    chain.add('approval.requested', FIELDS.approvalRequested('run'));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'AWAITING_APPROVAL', placed: false });
+    chain.add('run.retried', FIELDS.retried(1, 0));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+
+  it('given a run approved, placed and then held on a step, when its worker is lost, then SUBMITTED (the hold is of a placed attempt)', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('hold'));
+    chain.add('approval.requested', FIELDS.approvalRequested('run'));
+    chain.add('approval.granted', FIELDS.approvalGranted());
+    placedAndStarted(chain, 1);
+    chain.add('step.completed', FIELDS.stepCompleted(0));
+    chain.add('approval.requested', { ...FIELDS.approvalRequested('step'), approval_id: 'apr-2' });
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'AWAITING_APPROVAL', placed: true });
+    chain.add('run.retried', FIELDS.retried(1, 0));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', errorCode: null, placed: false });
+  });
+
+  it('given a retried run held for a run approval before its next placement, when run.retried lands again, then FAILED E_UNKNOWN_STATE', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    placedAndStarted(chain, 1, 'w-b');
+    chain.add('run.retried', FIELDS.retried(1, 1));
+    chain.add('approval.requested', FIELDS.approvalRequested('run'));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'AWAITING_APPROVAL', placed: false });
+    chain.add('run.retried', FIELDS.retried(2, 0));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'FAILED', errorCode: 'E_UNKNOWN_STATE' });
+  });
+
+  it('given a run retried and placed again, when folded, then the second attempt is placed and may itself be retried', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    chain.add('policy.decided', FIELDS.policy('allow'));
+    placedAndStarted(chain, 1, 'w-b');
+    chain.add('run.retried', FIELDS.retried(1, 1));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', placed: false });
+    placedAndStarted(chain, 2, 'w-a');
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'RUNNING', placed: true });
+    chain.add('run.retried', FIELDS.retried(2, 0));
+    expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', errorCode: null, placed: false });
+  });
 });

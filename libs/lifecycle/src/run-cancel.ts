@@ -1,6 +1,7 @@
 import type { EvidenceReceipt, EvidenceReceiptOf, RunState } from '@cairn/contracts';
 import { foldRun } from './evolve-run.js';
 import type { RunView } from './evolve-run.js';
+import { attemptOf } from './run-attempt.js';
 import { isTerminal } from './run-transitions.js';
 
 /**
@@ -47,7 +48,9 @@ export type CancelPath =
  * How a cancel reaches a run (docs/adr/0003). A run RUNNING, or with a sandbox open on the record
  * (a step held for approval mid-run), is asked to stop: only its runtime can stop the sandbox and
  * record the teardown. Any other live run is cancelled at once; the runtime that is about to start
- * it finds its guarded `sandbox.created` refused and starts nothing.
+ * it finds its guarded `sandbox.created` refused and starts nothing. Only the current attempt's
+ * sandboxes count (ADR 0035): one left by an attempt lost to its worker is the reaper's, and no
+ * runtime would answer a request for it.
  */
 export function cancelPath(view: RunView, receipts: readonly EvidenceReceipt[]): CancelPath {
   if (view.sealed) return { kind: 'sealed' };
@@ -55,5 +58,5 @@ export function cancelPath(view: RunView, receipts: readonly EvidenceReceipt[]):
   if (isTerminal(view.state)) return { kind: 'ended', state: view.state };
   const request = pendingCancelRequest(receipts, view);
   if (request !== null) return { kind: 'requested', request };
-  return view.state === 'RUNNING' || openSandboxes(receipts).length > 0 ? { kind: 'request' } : { kind: 'cancel' };
+  return view.state === 'RUNNING' || openSandboxes(attemptOf(receipts)).length > 0 ? { kind: 'request' } : { kind: 'cancel' };
 }

@@ -54,6 +54,16 @@ describe('cancelPath: what a cancel command does', () => {
     expect(cancelPath(view, receipts)).toEqual({ kind: 'request' });
   });
 
+  it('given a run retried after its worker was lost, its sandbox left to the reaper (ADR 0035), when cancelled before its next placement, then run.cancelled at once', () => {
+    const { receipts, view } = given((c) => {
+      running(c);
+      c.add('run.retried', FIELDS.retried(1, 0));
+    });
+    expect(view.state).toBe('SUBMITTED');
+    expect(openSandboxes(receipts)).toHaveLength(1);
+    expect(cancelPath(view, receipts)).toEqual({ kind: 'cancel' });
+  });
+
   it('given a request not answered yet, when cancelled again, then nothing more (the pending request)', () => {
     const { receipts, view } = given((c) => {
       running(c);

@@ -11,6 +11,7 @@ import { ReceiptAsJson1796007606211 } from './migrations/1796007606211-receipt-a
 import { RunBudgetColumns1796300000000 } from './migrations/1796300000000-run-budget-columns.migration.js';
 import { SandboxesProjection1796400000000 } from './migrations/1796400000000-sandboxes-projection.migration.js';
 import { RunTraceId1796600000000 } from './migrations/1796600000000-run-trace-id.migration.js';
+import { RunPlaced1796700000000 } from './migrations/1796700000000-run-placed.migration.js';
 
 export const PERSISTENCE_ENTITIES = [EvidenceEventEntity, RunEntity, SandboxEntity, PoisonEventEntity, ProjectionPositionEntity];
 export const PERSISTENCE_MIGRATIONS = [
@@ -19,6 +20,7 @@ export const PERSISTENCE_MIGRATIONS = [
   RunBudgetColumns1796300000000,
   SandboxesProjection1796400000000,
   RunTraceId1796600000000,
+  RunPlaced1796700000000,
 ];
 export const MIGRATIONS_TABLE = 'cairn_migrations';
 

@@ -56,7 +56,7 @@ const messages = stream();
 
 /** `runs`' columns after `run_id`, for copying a row under another id. */
 const RUN_COLUMNS_AFTER_ID =
-  'tenant, name, state, error_code, verdict, score, max_score, upper_bound, created_at, updated_at, last_seq, head_hash, event_count, sealed, last_stream_seq, job, cpus, started_at, ended_at, trace_id';
+  'tenant, name, state, error_code, verdict, score, max_score, upper_bound, created_at, updated_at, last_seq, head_hash, event_count, sealed, last_stream_seq, job, cpus, started_at, ended_at, trace_id, placed';
 
 
 async function projectAll(): Promise<void> {

@@ -64,7 +64,7 @@ describe('migrations', () => {
     const ds = createDataSource(scratch.url, { poolSize: 2 });
     try {
       await ds.initialize();
-      const all = ['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000'];
+      const all = ['EvidenceProjections1796004095823', 'ReceiptAsJson1796007606211', 'RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000', 'RunPlaced1796700000000'];
       expect(await runMigrations(ds)).toEqual(all);
       expect(await runMigrations(ds)).toEqual([]);
       for (let i = 0; i < all.length; i++) await ds.undoLastMigration();

@@ -56,11 +56,12 @@ describe('the run budget columns', () => {
       const traceIds = () => ds.query<{ trace_id: string | null }[]>('SELECT trace_id FROM runs ORDER BY run_id');
       expect(await traceIds()).toEqual([{ trace_id: TRACE_ID }, { trace_id: TRACE_ID }]);
 
-      // Down (past the sandboxes projection and the trace id, which came after) drops the columns; up adds them and backfills from evidence_events.
+      // Down (past the sandboxes projection, the trace id and the placed flag, which came after) drops the columns; up adds them and backfills from evidence_events.
       await ds.undoLastMigration();
       await ds.undoLastMigration();
       await ds.undoLastMigration();
-      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000']);
+      await ds.undoLastMigration();
+      expect(await runMigrations(ds)).toEqual(['RunBudgetColumns1796300000000', 'SandboxesProjection1796400000000', 'RunTraceId1796600000000', 'RunPlaced1796700000000']);
       expect(await read()).toEqual(projected);
       // The trace id is a header evidence_events does not keep: only a rebuild from the stream fills it in again.
       expect(await traceIds()).toEqual([{ trace_id: null }, { trace_id: null }]);

@@ -24,6 +24,7 @@ export interface RunDbRow {
   started_at: string | null;
   ended_at: string | null;
   trace_id: string | null;
+  placed: boolean;
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -51,6 +52,7 @@ export const RUN_SELECT_COLUMNS = [
   `to_char(started_at AT TIME ZONE 'UTC', ${ISO}) AS started_at`,
   `to_char(ended_at AT TIME ZONE 'UTC', ${ISO}) AS ended_at`,
   'trace_id',
+  'placed',
 ].join(', ');
 
 /** The run view back from its row; a value the lifecycle does not know fails loudly. */
@@ -76,6 +78,7 @@ export function runRowFromDb(row: RunDbRow): RunRow {
       cpus: row.cpus,
       startedAt: row.started_at,
       endedAt: row.ended_at,
+      placed: row.placed,
     },
     lastStreamSeq: row.last_stream_seq,
     traceId: row.trace_id,
@@ -105,6 +108,7 @@ export const RUN_COLUMNS = [
   'started_at',
   'ended_at',
   'trace_id',
+  'placed',
 ] as const;
 export type RunColumn = (typeof RUN_COLUMNS)[number];
 
@@ -131,6 +135,7 @@ export const RUN_COLUMN_TYPES: Readonly<Record<RunColumn, string>> = {
   started_at: 'timestamptz',
   ended_at: 'timestamptz',
   trace_id: 'text',
+  placed: 'bool',
 };
 
 export type RunValues = [
@@ -155,6 +160,7 @@ export type RunValues = [
   string | null,
   string | null,
   string | null,
+  boolean,
 ];
 
 export function runValues({ view, lastStreamSeq, traceId }: RunRow): RunValues {
@@ -180,5 +186,6 @@ export function runValues({ view, lastStreamSeq, traceId }: RunRow): RunValues {
     view.startedAt,
     view.endedAt,
     traceId,
+    view.placed,
   ];
 }

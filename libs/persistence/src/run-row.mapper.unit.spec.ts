@@ -24,6 +24,7 @@ const row: RunRow = {
     cpus: 0.5,
     startedAt: '2026-01-01T00:00:03.000Z',
     endedAt: null,
+    placed: true,
   },
   lastStreamSeq: 42,
   traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
@@ -35,6 +36,14 @@ describe('run row mapping', () => {
     const db = Object.fromEntries(RUN_COLUMNS.map((column, i) => [column, values[i]])) as unknown as RunDbRow;
     expect(runRowFromDb(db)).toEqual(row);
     expect(db.trace_id).toBe(row.traceId);
+    expect(db.placed).toBe(true);
+  });
+
+  it('round-trips a run whose current attempt is not placed', () => {
+    const unplaced: RunRow = { ...row, view: { ...row.view, state: 'SUBMITTED', placed: false } };
+    const values = runValues(unplaced);
+    const db = Object.fromEntries(RUN_COLUMNS.map((column, i) => [column, values[i]])) as unknown as RunDbRow;
+    expect(runRowFromDb(db)).toEqual(unplaced);
   });
 
   it('round-trips a run submitted untraced, its trace id null', () => {

@@ -1,4 +1,4 @@
-export { encodeReceipt, FixtureChain, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
-export type { FixtureEvent } from './testing/evidence.fixture.js';
+export { encodeReceipt, FixtureChain, retriedRunLifecycleEvents, runLifecycleEvents, sandboxSessionEvents, typedSubject } from './testing/evidence.fixture.js';
+export type { FixtureEvent, LostAttemptOptions } from './testing/evidence.fixture.js';
 export { dumpProjections } from './testing/projection-dump.js';
 export { memorySource } from './testing/memory-source.js';

@@ -4,6 +4,7 @@ import type { EvidenceReceipt, EvidenceReceiptOf } from '@cairn/contracts';
 import { computeFacts } from '@cairn/kernel';
 import type { CollectedFile, Facts, RecordedStep, StepFacts } from '@cairn/kernel';
 import type { JudgementContext, StepOutput } from '@cairn/judgement';
+import { attemptOf } from '@cairn/lifecycle';
 
 /** What the artifact store gave back for one sha256 a receipt names. */
 export type LoadedArtifact =
@@ -18,7 +19,7 @@ export type UnavailableState = Exclude<LoadedArtifact['state'], 'ok'>;
 /** A value the receipts name by hash, and how a check source names it (`steps[0].stdout`, `artifacts["/out/r.xml"]`). */
 export type OutputRef = { source: string; sha256: string };
 
-/** The parts of a run's chain its outputs are read from. */
+/** The parts of a run's chain its outputs are read from: its current attempt's (ADR 0035). */
 export type RecordedRun = {
   /** One `step.completed` per step (the first), by index. */
   steps: EvidenceReceiptOf<'step.completed'>[];
@@ -52,12 +53,16 @@ export function artifactSource(path: string): string {
   return `artifacts[${JSON.stringify(path)}]`;
 }
 
+/**
+ * The run's outputs as its current attempt recorded them (`attemptOf`): the steps of an attempt
+ * lost to its worker are never read as the run's, nor counted twice.
+ */
 export function recordedRunOf(receipts: readonly EvidenceReceipt[]): RecordedRun {
   const stepNames = new Map<number, string>();
   const steps = new Map<number, EvidenceReceiptOf<'step.completed'>>();
   const files = new Map<string, string>();
   const executed: Record<string, string>[] = [];
-  for (const receipt of receipts) {
+  for (const receipt of attemptOf(receipts)) {
     if (receipt.type === 'run.submitted') {
       receipt.spec.steps.forEach((step, index) => {
         if (step.name !== undefined) stepNames.set(index, step.name);

@@ -1,7 +1,7 @@
 import { sha256Hex } from '@cairn/evidence';
 import { resolveSource } from '@cairn/judgement';
 import { describe, expect, it } from 'vitest';
-import { JUNIT_PASS, LocalChain, passingRun, plannedRun, TAP_PASS } from './testing/executed-run.fixture.js';
+import { JUNIT_PASS, LocalChain, passingRun, plannedRun, TAP_PASS, withLostAttempt } from './testing/executed-run.fixture.js';
 import type { LoadedArtifact } from './run-outputs.reader.js';
 import { judgementContextOf, outputRefsOf, recordedRunOf, runFacts } from './run-outputs.reader.js';
 
@@ -34,6 +34,23 @@ describe('recordedRunOf and outputRefsOf', () => {
       { source: 'artifacts["/out/junit.xml"]', sha256: planned.hashes['/out/junit.xml'] },
       { source: 'artifacts["/out/results.tap"]', sha256: planned.hashes['/out/results.tap'] },
     ]);
+  });
+});
+
+describe('recordedRunOf over a run retried once (ADR 0035)', () => {
+  it('reads the current attempt only: the lost attempt\'s step 0 is neither the run\'s nor counted twice', () => {
+    const once = plannedRun(RUN, passingRun());
+    const planned = withLostAttempt(RUN, once);
+    const chain = new LocalChain(RUN).addAll(planned.events);
+    expect(chain.receipts.filter((r) => r.type === 'step.completed' && r.step_index === 0)).toHaveLength(2);
+    const run = recordedRunOf(chain.receipts);
+    expect(run.steps.map((s) => s.step_index)).toEqual([0, 1]);
+    expect(run.steps[0]!.stdout_sha256).toBe(planned.hashes['steps[0].stdout']);
+    expect(run.steps[0]!.stdout_sha256).not.toBe(planned.hashes['attempts[1].steps[0].stdout']);
+    expect(outputRefsOf(run)).toEqual(outputRefsOf(recordedRunOf(new LocalChain(RUN).addAll(once.events).receipts)));
+    const facts = runFacts(run, allLoaded(planned.blobs));
+    expect(facts.steps).toHaveLength(2);
+    expect(facts.unavailable).toEqual([]);
   });
 });
 

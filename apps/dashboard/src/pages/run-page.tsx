@@ -9,7 +9,7 @@ import { ProofPanel } from '../proofs/proof-panel.js';
 import { LiveIndicator, ReceiptTimeline } from '../components/receipt-timeline.js';
 import { ArtifactView, StepStream } from '../components/run-outputs.js';
 import { Argv, Card, EmptyState, ErrorBanner, formatBytes, Hash, PageHeader, StatePill, Time } from '../components/ui.js';
-import { artifacts, formatDuration, lifecycle, pendingApprovals, steps, verification } from '../runs/run-model.js';
+import { artifacts, earlierAttempts, formatDuration, lifecycle, pendingApprovals, steps, verification } from '../runs/run-model.js';
 import { Link } from '../router.js';
 
 const serverHead = (run: Run) => ({ count: run.eventCount, hash: run.headHash, sealed: run.sealed });
@@ -31,6 +31,7 @@ export function RunPage({ runId }: { runId: string }) {
     () => ({
       lifecycle: lifecycle(receipts),
       steps: steps(receipts),
+      earlier: earlierAttempts(receipts),
       pending: pendingApprovals(receipts),
       artifacts: artifacts(receipts),
       verification: verification(receipts),
@@ -186,6 +187,41 @@ export function RunPage({ runId }: { runId: string }) {
           </table>
         )}
       </section>
+
+      {model.earlier.length === 0 ? null : (
+        <section aria-labelledby="earlier-title">
+          <h2 id="earlier-title">Earlier attempts</h2>
+          <p className="small muted">Lost with their worker and placed again; their receipts stay on the chain, their steps are not the run&apos;s.</p>
+          {model.earlier.map((attempt) => (
+            <table key={attempt.attempt} className="table" aria-label={`Attempt ${attempt.attempt}`} data-attempt={attempt.attempt}>
+              <caption className="small">
+                Attempt {attempt.attempt} on worker <code>{attempt.workerId ?? '?'}</code>, lost at #{attempt.retriedSeq} · <Time iso={attempt.retriedTs} />
+                {attempt.message === null ? null : <span className="muted"> — {attempt.message}</span>}
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Command</th>
+                  <th scope="col">Exit</th>
+                  <th scope="col">Duration</th>
+                </tr>
+              </thead>
+              <tbody>
+                {attempt.steps.map((step) => (
+                  <tr key={step.index} data-step={step.index}>
+                    <td>{step.index}</td>
+                    <td>
+                      <Argv argv={step.argv} />
+                    </td>
+                    <td>{!step.completed ? <span className="muted">running when lost</span> : step.exitCode === null ? <span className="text-bad">killed</span> : String(step.exitCode)}</td>
+                    <td>{formatDuration(step.durationMs)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ))}
+        </section>
+      )}
 
       {Object.keys(model.artifacts).length === 0 ? null : (
         <section aria-labelledby="artifacts-title">

@@ -37,6 +37,8 @@ export function stateAfter(receipt: Receipt, current: RunState | null): RunState
       return 'GRADED';
     case 'run.failed':
       return 'FAILED';
+    case 'run.retried':
+      return 'SUBMITTED'; // its worker was lost: back in the queue for the next attempt (ADR 0035)
     case 'run.rolled_back':
       return 'ROLLBACK';
     case 'run.cancelled':
@@ -89,8 +91,48 @@ export interface StepView {
   endSeq: number | null;
 }
 
-/** One row per step: `step.started` and `step.completed` joined on `step_index`. */
+/**
+ * A run's chain split into attempts (ADR 0035), as `splitAttempts` in `@cairn/lifecycle` splits
+ * it: an attempt lost to its worker runs from its first `run.scheduled` to its `run.retried`; the
+ * current one is what precedes the first placement plus what follows the last `run.retried`.
+ */
+export function splitRunAttempts(receipts: readonly Receipt[]): { current: Receipt[]; lost: { attempt: number; receipts: Receipt[] }[] } {
+  const first = receipts.findIndex((r) => r.type === 'run.scheduled');
+  if (first < 0) return { current: [...receipts], lost: [] };
+  const lost: { attempt: number; receipts: Receipt[] }[] = [];
+  let from = first;
+  receipts.forEach((receipt, i) => {
+    if (i < first || receipt.type !== 'run.retried') return;
+    lost.push({ attempt: lost.length + 1, receipts: receipts.slice(from, i + 1) });
+    from = i + 1;
+  });
+  return { current: [...receipts.slice(0, first), ...receipts.slice(from)], lost };
+}
+
+/** An attempt lost to its worker, shown as such: where it ran, its steps, and the `run.retried` that ended it. */
+export interface EarlierAttempt {
+  attempt: number;
+  workerId: string | null;
+  steps: StepView[];
+  retriedSeq: number;
+  retriedTs: string;
+  message: string | null;
+}
+
+export function earlierAttempts(receipts: readonly Receipt[]): EarlierAttempt[] {
+  return splitRunAttempts(receipts).lost.map(({ attempt, receipts: own }) => {
+    const retried = own.at(-1)!;
+    const placement = [...own].reverse().find((r) => r.type === 'run.scheduled');
+    return { attempt, workerId: str(placement?.worker_id), steps: stepsOf(own), retriedSeq: retried.seq, retriedTs: retried.ts, message: str(retried.message) };
+  });
+}
+
+/** One row per step of the current attempt: `step.started` and `step.completed` joined on `step_index`. */
 export function steps(receipts: readonly Receipt[]): StepView[] {
+  return stepsOf(splitRunAttempts(receipts).current);
+}
+
+function stepsOf(receipts: readonly Receipt[]): StepView[] {
   const byIndex = new Map<number, StepView>();
   for (const receipt of receipts) {
     if (receipt.type !== 'step.started' && receipt.type !== 'step.completed') continue;
@@ -161,7 +203,7 @@ export function pendingApprovals(receipts: readonly Receipt[]): PendingApproval[
   return [...pending.values()];
 }
 
-/** The run's collected files (`run.executed`), path → sha256. */
+/** The run's collected files (`run.executed`, which only the current attempt can hold), path → sha256. */
 export function artifacts(receipts: readonly Receipt[]): Record<string, string> {
   const executed = [...receipts].reverse().find((receipt) => receipt.type === 'run.executed');
   return executed === undefined ? {} : Object.fromEntries(Object.entries(record(executed.artifact_hashes)).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
@@ -227,6 +269,8 @@ export function summary(receipt: Receipt): string {
     case 'run.failed':
     case 'run.rolled_back':
       return `${str(receipt.error_code) ?? '?'}: ${str(receipt.message) ?? ''}`;
+    case 'run.retried':
+      return `attempt ${num(receipt.attempt) ?? '?'} lost with worker ${str(receipt.worker_id) ?? '?'} (${str(receipt.error_code) ?? '?'}); placed again, ${num(receipt.retries_left) ?? '?'} retries left after the next`;
     case 'run.sealed':
       return `final state ${str(receipt.final_state) ?? '?'}`;
     case 'sandbox.requested':

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Receipt } from '../api/api-types.js';
-import { artifacts, execs, fileOperations, formatDuration, lifecycle, pendingApprovals, stateAfter, steps, summary } from './run-model.js';
+import { artifacts, earlierAttempts, execs, fileOperations, formatDuration, lifecycle, pendingApprovals, stateAfter, steps, summary } from './run-model.js';
 
 let seq = 0;
 function receipt(type: string, fields: Record<string, unknown> = {}): Receipt {
@@ -29,6 +29,67 @@ function heldThenRolledBack(): Receipt[] {
     receipt('run.sealed', { final_state: 'ROLLBACK' }),
   ];
 }
+
+/** Attempt 1 on w-b ran step 0 and started step 1, then its worker was lost; attempt 2 on w-a ran both (ADR 0035). */
+function retriedOnce(): Receipt[] {
+  seq = 0;
+  const done = (step: number, exit: number) =>
+    receipt('step.completed', { step_index: step, stage: 'step', argv: ['make', String(step)], exit_code: exit, duration_ms: 10, limits_hit: [], stdout_bytes: 1, stderr_bytes: 0, output_truncated: false, artifact_hashes: {} });
+  return [
+    receipt('run.submitted', { submitted_by: 'key:k1' }),
+    receipt('policy.decided', { decision: 'allow', reasons: [], policy_version: A }),
+    receipt('run.scheduled', { worker_id: 'w-b', attempt: 1 }),
+    receipt('sandbox.created', { image: 'busybox', network: 'none' }),
+    receipt('step.started', { step_index: 0, stage: 'step', argv: ['make', '0'] }),
+    done(0, 7),
+    receipt('step.started', { step_index: 1, stage: 'step', argv: ['make', '1'] }),
+    receipt('run.retried', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w-b', lease_id: 'l1', message: 'worker w-b lost', retries_left: 0 }),
+    receipt('run.scheduled', { worker_id: 'w-a', attempt: 2 }),
+    receipt('sandbox.created', { image: 'busybox', network: 'none' }),
+    receipt('step.started', { step_index: 0, stage: 'step', argv: ['make', '0'] }),
+    done(0, 0),
+    receipt('step.started', { step_index: 1, stage: 'step', argv: ['make', '1'] }),
+    done(1, 0),
+    receipt('sandbox.destroyed', { reason: 'completed', verified_gone: true }),
+    receipt('run.executed', { steps_completed: 2, exit_codes: [0, 0], artifact_hashes: {} }),
+  ];
+}
+
+describe('the run page model of a run retried once (ADR 0035)', () => {
+  it('shows the steps of the current attempt only, each once', () => {
+    expect(steps(retriedOnce()).map((s) => [s.index, s.exitCode, s.startSeq, s.endSeq])).toEqual([
+      [0, 0, 11, 12],
+      [1, 0, 13, 14],
+    ]);
+  });
+
+  it('shows the lost attempt as an earlier attempt: its worker, its steps as they were left, the run.retried that ended it', () => {
+    expect(earlierAttempts(retriedOnce())).toEqual([
+      {
+        attempt: 1,
+        workerId: 'w-b',
+        steps: [expect.objectContaining({ index: 0, exitCode: 7, completed: true }), expect.objectContaining({ index: 1, completed: false, startSeq: 7 })],
+        retriedSeq: 8,
+        retriedTs: '2026-01-01T00:00:08.000Z',
+        message: 'worker w-b lost',
+      },
+    ]);
+    expect(earlierAttempts(heldThenRolledBack())).toEqual([]);
+  });
+
+  it('reads the lifecycle of both attempts: back to SUBMITTED at the run.retried, then placed again', () => {
+    expect(lifecycle(retriedOnce()).map((step) => [step.state, step.seq])).toEqual([
+      ['SUBMITTED', 1],
+      ['SCHEDULED', 3],
+      ['RUNNING', 4],
+      ['SUBMITTED', 8],
+      ['SCHEDULED', 9],
+      ['RUNNING', 10],
+      ['EXECUTED', 16],
+    ]);
+    expect(summary(retriedOnce()[7]!)).toBe('attempt 1 lost with worker w-b (E_WORKER_LOST); placed again, 0 retries left after the next');
+  });
+});
 
 describe('the run page model', () => {
   it('reads the lifecycle off the chain: each state once, with the receipt that moved it', () => {

@@ -1,10 +1,10 @@
 import { isCairnError } from '@cairn/contracts';
 import type { Receipt } from '@cairn/contracts';
-import { FixtureChain, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
+import { FixtureChain, retriedRunLifecycleEvents, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../auth/api-key.store.js';
 import { attachmentDisposition, fileMediaType, streamMediaType } from './output-media.js';
-import { checkReader, execOutputsOf, execStreamSha, fileSha, runOutputsOf, stepStreamSha } from './recorded-outputs.js';
+import { checkReader, execOutputsOf, execStreamSha, fileSha, RUN_OUTPUT_RECEIPTS, runOutputsOf, stepStreamSha } from './recorded-outputs.js';
 
 const RUN = 'run_outputs1';
 const SBX = 'sbx_outputs1';
@@ -39,6 +39,17 @@ describe('the outputs a chain records', () => {
     expect([...outputs.run.files.keys()]).toEqual(['/out/b.bin', '/out/report.txt']);
     expect(codeOf(() => stepStreamSha(outputs, RUN, 2, 'stdout'))).toBe('E_NOT_FOUND');
     expect(codeOf(() => fileSha(outputs, RUN, '/out/other'))).toBe('E_NOT_FOUND');
+  });
+
+  it('given a run retried once (ADR 0035), when its outputs are read as the service reads them, then they are the second attempt\'s', () => {
+    const receipts = chainOf(RUN, retriedRunLifecycleEvents(RUN, 2, 4));
+    const read = receipts.filter((r) => (RUN_OUTPUT_RECEIPTS as readonly string[]).includes(r.type));
+    expect(read.filter((r) => r.type === 'step.completed')).toHaveLength(3);
+    const outputs = runOutputsOf(RUN, read);
+    expect(outputs.run.steps.map((s) => s.step_index)).toEqual([0, 1]);
+    expect(stepStreamSha(outputs, RUN, 0, 'stdout')).toBe(sha('d'));
+    expect(stepStreamSha(outputs, RUN, 0, 'stderr')).toBe(sha('e'));
+    expect(fileSha(outputs, RUN, '/out/report.txt')).toBe(sha('7'));
   });
 
   it("keeps a run that mounts secrets its submitter's and admin keys' alone; a chain with no readable submission an admin's", () => {

@@ -10,8 +10,11 @@ import type { Principal } from '../auth/api-key.store.js';
  * before it is served, and who may read it.
  */
 
-/** The receipt types an output read needs of a run's chain. */
-export const RUN_OUTPUT_RECEIPTS = ['run.submitted', 'step.completed', 'run.executed'] as const;
+/**
+ * The receipt types an output read needs of a run's chain: with the placements and retries that
+ * split it into attempts (ADR 0035), so the outputs served are the current attempt's.
+ */
+export const RUN_OUTPUT_RECEIPTS = ['run.submitted', 'run.scheduled', 'step.completed', 'run.retried', 'run.executed'] as const;
 /** … and of a sandbox's. */
 export const EXEC_OUTPUT_RECEIPTS = ['sandbox.requested', 'sandbox.exec.completed'] as const;
 

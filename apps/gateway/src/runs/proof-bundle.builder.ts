@@ -1,5 +1,6 @@
 import { ArtifactHashesSchema, BUNDLE_FORMAT, CairnError, Sha256HexSchema, StepIndexSchema, VerdictSchema } from '@cairn/contracts';
 import type { Grade, ProofBundle, Receipt } from '@cairn/contracts';
+import { splitAttempts } from '@cairn/lifecycle';
 import { z } from 'zod';
 
 // Only the fields the bundle lifts out of a receipt; the receipts themselves go in untouched.
@@ -23,7 +24,9 @@ const FileWritten = z.object({ path: z.string(), sha256: Sha256HexSchema });
  * files, which win), from each `sandbox.exec.completed` (`execs[<id>].stdout|stderr`) and
  * `sandbox.file.written` (the last write of a path); the verdict of the last
  * `verification.completed`; the first `grade.recorded` (the first grade wins, I-11); the head
- * hash of the last receipt.
+ * hash of the last receipt. A run retried after a lost worker (ADR 0035) keeps every attempt's
+ * receipts; the outputs of an earlier attempt `n` are named `attempts[n].steps[i].stdout|stderr`
+ * and `attempts[n].<path>`, so the names without a prefix are the current attempt's alone.
  */
 export function buildProofBundle(chainId: string, receipts: readonly Receipt[]): ProofBundle {
   const last = receipts.at(-1);
@@ -32,14 +35,17 @@ export function buildProofBundle(chainId: string, receipts: readonly Receipt[]):
   const collected = new Map<string, string>();
   let verdict: ProofBundle['verdict'] = null;
   let grade: Grade | null = null;
+  const earlier = new Map<Receipt, string>();
+  for (const lost of splitAttempts(receipts).lost) for (const receipt of lost.receipts) earlier.set(receipt, `attempts[${lost.attempt}].`);
   for (const receipt of receipts) {
     switch (receipt.type) {
       case 'step.completed': {
         const step = StepOutputs.safeParse(receipt);
         if (!step.success) break;
-        stepFiles.set(`steps[${step.data.step_index}].stdout`, step.data.stdout_sha256);
-        stepFiles.set(`steps[${step.data.step_index}].stderr`, step.data.stderr_sha256);
-        for (const [path, hash] of Object.entries(step.data.artifact_hashes)) stepFiles.set(path, hash);
+        const prefix = earlier.get(receipt) ?? '';
+        stepFiles.set(`${prefix}steps[${step.data.step_index}].stdout`, step.data.stdout_sha256);
+        stepFiles.set(`${prefix}steps[${step.data.step_index}].stderr`, step.data.stderr_sha256);
+        for (const [path, hash] of Object.entries(step.data.artifact_hashes)) stepFiles.set(`${prefix}${path}`, hash);
         break;
       }
       case 'run.executed': {

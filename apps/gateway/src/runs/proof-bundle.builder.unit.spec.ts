@@ -1,7 +1,7 @@
 import { ProofBundleSchema } from '@cairn/contracts';
 import type { Receipt } from '@cairn/contracts';
 import { verifyChain } from '@cairn/evidence';
-import { FixtureChain, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
+import { FixtureChain, retriedRunLifecycleEvents, runLifecycleEvents, sandboxSessionEvents } from '@cairn/persistence/testing';
 import { describe, expect, it } from 'vitest';
 import { buildProofBundle } from './proof-bundle.builder.js';
 
@@ -22,6 +22,26 @@ describe('buildProofBundle', () => {
     expect(bundle.receipts).toEqual(receipts);
     const verification = verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: RUN });
     expect(verification).toMatchObject({ ok: true, count: receipts.length, headHash: bundle.headHash });
+  });
+
+  it('given a run retried once (ADR 0035), when bundled, then every receipt of both attempts is in it and the earlier attempt\'s outputs are named as such', () => {
+    const receipts = chainOf(retriedRunLifecycleEvents(RUN, 2, 4));
+    const bundle = buildProofBundle(RUN, receipts);
+    expect(ProofBundleSchema.parse(bundle)).toEqual(bundle);
+    expect(bundle.receipts).toEqual(receipts);
+    expect(bundle.receipts.filter((r) => r.type === 'step.completed')).toHaveLength(3);
+    expect(verifyChain(bundle.receipts, { requireNonEmpty: true, chainId: RUN })).toMatchObject({ ok: true });
+    expect(bundle.artifacts).toEqual({
+      '/out/report.txt': sha('7'),
+      'attempts[1]./out/report.txt': sha('8'),
+      'attempts[1].steps[0].stderr': sha('6'),
+      'attempts[1].steps[0].stdout': sha('5'),
+      'steps[0].stderr': sha('e'),
+      'steps[0].stdout': sha('d'),
+      'steps[1].stderr': sha('e'),
+      'steps[1].stdout': sha('d'),
+    });
+    expect(bundle.verdict).toBe('SUPPORTS');
   });
 
   it('lifts verdict, first grade and artifact hashes from the receipts', () => {

@@ -96,6 +96,7 @@ export const ProofBundleSchema = z.strictObject({
   /**
    * `/out/…` → sha256 of a collected file; `steps[i].stdout` / `steps[i].stderr` → sha256 of the step's (redacted) output.
    * A sandbox's: `execs[<exec id>].stdout|stderr` → sha256 of an exec's output; a path → sha256 of the last file written there.
+   * A run retried after a lost worker (ADR 0035): an earlier attempt `n`'s outputs under `attempts[n].` (`attempts[1].steps[0].stdout`).
    */
   artifacts: z.record(z.string(), Sha256HexSchema),
   verdict: VerdictSchema.nullable(),

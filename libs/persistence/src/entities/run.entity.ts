@@ -80,4 +80,8 @@ export class RunEntity {
    */
   @Column({ name: 'trace_id', type: 'text', nullable: true })
   traceId!: string | null;
+
+  /** The run's current attempt has been placed (ADR 0035): a `run.scheduled` since the last `run.retried`. */
+  @Column({ name: 'placed', type: 'boolean', default: false })
+  placed!: boolean;
 }

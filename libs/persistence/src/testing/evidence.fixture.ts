@@ -83,6 +83,66 @@ export function runLifecycleEvents(runId: string, steps = 2, score = 3): Fixture
   return events;
 }
 
+/** What `retriedRunLifecycleEvents` puts in the lost attempt. */
+export interface LostAttemptOptions {
+  /** The worker that was lost; the second attempt runs on `w1`. */
+  readonly lostWorker?: string;
+  /** Steps the lost attempt completed before its worker was lost (it then started the next one). */
+  readonly stepsDone?: number;
+  /** Whether the lost sandbox's teardown was recorded (a `sandbox.destroyed` `reaped`) before the `run.retried`. */
+  readonly teardownRecorded?: boolean;
+}
+
+/**
+ * A run of two attempts on its one chain (ADR 0035): attempt 1 on `lostWorker` completed
+ * `stepsDone` steps, started the next and was lost (`run.retried`, caused by its own
+ * `run.scheduled`, seq 3); attempt 2 on `w1` runs every step to the seal, like
+ * `runLifecycleEvents`. Both attempts' sandboxes are `cairn-<runId>-a<attempt>`; the lost attempt's
+ * outputs have hashes of their own (stdout `5…`, stderr `6…`, `/out/report.txt` `8…`).
+ */
+export function retriedRunLifecycleEvents(runId: string, steps = 2, score = 3, options: LostAttemptOptions = {}): FixtureEvent[] {
+  const lostWorker = options.lostWorker ?? 'w0';
+  const stepsDone = options.stepsDone ?? 1;
+  const events = runLifecycleEvents(runId, steps, score);
+  const shared = events.slice(0, 2);
+  const argv = ['npm', 'test'];
+  const lostName = `cairn-${runId}-a1`;
+  const lost: FixtureEvent[] = [
+    { type: 'run.scheduled', actor: 'scheduler', fields: { worker_id: lostWorker, lease_id: 'l1', lease_expires_at: '2026-01-01T00:10:00.000Z', attempt: 1 } },
+    { type: 'sandbox.created', actor: 'runtime', fields: { ...events[3]!.fields, container_name: lostName, worker_id: lostWorker } },
+  ];
+  for (let i = 0; i <= stepsDone && i < steps; i++) {
+    const step = { step_index: i, stage: 'step', tool: 'npm', argv };
+    lost.push({ type: 'step.started', actor: 'runtime', fields: { ...step, workdir: '/work', env_names: [] } });
+    // Its own outputs (stdout 5…, stderr 6…, a report 8…), told apart from the second attempt's.
+    const outputs = { stdout_sha256: SHA('5'), stderr_sha256: SHA('6'), artifact_hashes: { '/out/report.txt': SHA('8') } };
+    if (i < stepsDone) lost.push({ type: 'step.completed', actor: 'runtime', fields: { ...step, ...PROCESS_RESULT, ...outputs, exit_code: 0 } });
+  }
+  if (options.teardownRecorded === true) {
+    lost.push({ type: 'sandbox.destroyed', actor: 'runtime', fields: { container_name: lostName, verified_gone: true, reason: 'reaped' } });
+  }
+  lost.push({
+    type: 'run.retried',
+    actor: 'scheduler',
+    fields: {
+      causation: `${runId}:3`,
+      attempt: 1,
+      error_code: 'E_WORKER_LOST',
+      worker_id: lostWorker,
+      lease_id: 'l1',
+      message: `worker ${lostWorker} lost: lease l1 expired`,
+      retries_left: 0,
+    },
+  });
+  const name = `cairn-${runId}-a2`;
+  const current = events.slice(2).map((event): FixtureEvent => {
+    if (event.type === 'run.scheduled') return { ...event, fields: { ...event.fields, lease_id: 'l2', attempt: 2 } };
+    if (event.type === 'sandbox.created' || event.type === 'sandbox.destroyed') return { ...event, fields: { ...event.fields, container_name: name } };
+    return event;
+  });
+  return [...shared, ...lost, ...current];
+}
+
 /** An interactive sandbox session: requested, created, `execs` commands, a file, destroyed. */
 export function sandboxSessionEvents(sandboxId: string, execs = 2): FixtureEvent[] {
   const events: FixtureEvent[] = [

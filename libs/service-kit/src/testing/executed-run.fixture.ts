@@ -258,3 +258,89 @@ export class LocalChain {
     return this;
   }
 }
+
+/** What `withLostAttempt` records of the attempt that was lost. */
+export interface LostAttemptScenario {
+  /** The worker that was lost. */
+  worker?: string;
+  /** What its step 0 wrote before the loss (it completed; its bytes go in `blobs` too). */
+  stdout?: string;
+  /** Its sandbox's teardown was recorded (`sandbox.destroyed` `reaped`) before the `run.retried`; otherwise it is owed to the reaper. */
+  teardownRecorded?: boolean;
+}
+
+/**
+ * `planned` as the second attempt of a run whose first was lost (ADR 0035): after the submission
+ * and the decision, attempt 1 on `worker` creates its sandbox (`cairn-<run>-a1`), completes step 0
+ * and starts step 1, then `run.retried` (caused by its own `run.scheduled`, seq 3); then `planned`
+ * from its placement on, as attempt 2, each causation moved to the receipts it now follows.
+ */
+export function withLostAttempt(runId: string, planned: PlannedRun, lost: LostAttemptScenario = {}): PlannedRun {
+  const worker = lost.worker ?? 'w-lost';
+  const at = (seq: number) => `${runId}:${seq}`;
+  const container = `cairn-${runId}-a1`;
+  const blobs = new Map(planned.blobs);
+  const stdout = encoder.encode(lost.stdout ?? 'attempt 1: step 0 ran on the lost worker\n');
+  const stdoutSha = sha256Hex(stdout);
+  blobs.set(stdoutSha, stdout);
+  const stderrSha = sha256Hex('');
+  blobs.set(stderrSha, new Uint8Array(0));
+  const [submitted, decided, placed, created, ...rest] = planned.events;
+  if (submitted === undefined || decided === undefined || placed === undefined || created === undefined) throw new Error('a planned run starts with four receipts');
+  const step0 = rest.find((e) => e.type === 'step.started' && e.fields['step_index'] === 0);
+  const step1 = rest.find((e) => e.type === 'step.started' && e.fields['step_index'] === 1);
+  const lostEvents: PlannedEvent[] = [
+    { ...placed, fields: { ...placed.fields, worker_id: worker, lease_id: `lease_${runId}_1`.slice(0, 64), attempt: 1 } },
+    { ...created, fields: { ...created.fields, container_name: container, worker_id: worker } },
+  ];
+  if (step0 !== undefined) {
+    const argv = step0.fields['argv'] as string[];
+    lostEvents.push({ ...step0, key: 'a1-step-0' });
+    lostEvents.push({
+      type: 'step.completed',
+      actor: 'runtime',
+      causation: at(3),
+      key: 'a1-step-0',
+      fields: {
+        step_index: 0,
+        stage: 'step',
+        tool: argv[0] ?? 'true',
+        argv,
+        exit_code: 0,
+        signal: null,
+        stdout_sha256: stdoutSha,
+        stderr_sha256: stderrSha,
+        stdout_bytes: stdout.byteLength,
+        stderr_bytes: 0,
+        output_truncated: false,
+        duration_ms: 10,
+        limits_hit: [],
+        redactions: [],
+        artifact_hashes: {},
+      },
+    });
+  }
+  if (step1 !== undefined) lostEvents.push({ ...step1, key: 'a1-step-1' });
+  if (lost.teardownRecorded === true) {
+    lostEvents.push({ type: 'sandbox.destroyed', actor: 'runtime', causation: at(3), key: 'a1-reaped', fields: { container_name: container, verified_gone: true, reason: 'reaped' } });
+  }
+  const retriedSeq = 3 + lostEvents.length;
+  lostEvents.push({
+    type: 'run.retried',
+    actor: 'scheduler',
+    causation: at(3),
+    key: 'retried-1',
+    fields: { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: worker, lease_id: `lease_${runId}_1`.slice(0, 64), message: `worker ${worker} lost: its lease expired`, retries_left: 0 },
+  });
+  const shift = lostEvents.length;
+  const moved = (causation: string | null): string | null => {
+    if (causation === null || !causation.startsWith(`${runId}:`)) return causation;
+    const seq = Number(causation.slice(runId.length + 1));
+    return seq >= 3 ? at(seq + shift) : causation;
+  };
+  const current: PlannedEvent[] = [
+    { ...placed, causation: at(retriedSeq), fields: { ...placed.fields, lease_id: `lease_${runId}_2`.slice(0, 64), attempt: 2 } },
+    ...[created, ...rest].map((e) => ({ ...e, causation: moved(e.causation) })),
+  ];
+  return { events: [submitted, decided, ...lostEvents, ...current], blobs, hashes: { ...planned.hashes, 'attempts[1].steps[0].stdout': stdoutSha } };
+}

@@ -14,7 +14,8 @@ export {
   TAP_PASS,
   timedOutRun,
   unitTestSpec,
+  withLostAttempt,
 } from './executed-run.fixture.js';
-export type { PlannedEvent, PlannedRun, RunScenario, StepScenario } from './executed-run.fixture.js';
+export type { LostAttemptScenario, PlannedEvent, PlannedRun, RunScenario, StepScenario } from './executed-run.fixture.js';
 export { racingLog } from './racing-log.js';
 export type { RaceOptions } from './racing-log.js';
