@@ -253,6 +253,15 @@ describe('fault: a runtime paused past the lease of a sandbox session', () => {
 /** Chains broken on purpose so far (the forgery, the poison messages): C names them, and only them. */
 const broken = new Set<string>();
 
+/** Every invariant holds, but C may name the chains broken on purpose before (and only them). */
+async function expectInvariantsBesideBroken(): Promise<void> {
+  const report = await scenario.check();
+  console.log(formatReport(report));
+  expect(report.invariants.C.checked).toBe(true);
+  for (const finding of report.invariants.C.findings) expect([...broken].some((id) => finding.includes(id)), finding).toBe(true);
+  for (const invariant of ['L', 'D', 'T', 'R', 'P'] as const) expect(report.invariants[invariant], formatReport(report)).toMatchObject({ checked: true, ok: true });
+}
+
 /** Every service's log lines that name the chain, for a failure message. */
 async function linesAbout(chainId: string): Promise<string> {
   return (await stack.logs(1_000_000)).split('\n').filter((line) => line.startsWith('---') || line.includes(chainId)).join('\n').slice(-20_000);
@@ -487,7 +496,7 @@ describe('fault: slow consumers — the kernel, grader and projector stopped pas
     // whose pull request ran out while it was stopped held nothing (here the kernel, now and then):
     // it is delivered only once, late. The projector, sent receipts from the first instant, always holds some.
     expect(Object.values(redelivered).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(0);
-    await scenario.expectInvariants();
+    await expectInvariantsBesideBroken();
   }, 120_000);
 });
 
@@ -543,6 +552,6 @@ describe('fault: duplicate delivery of every receipt type, to every service', ()
     expect(delivered.filter((d) => d.chainId === runId)).toHaveLength(1);
     expect(await stack.containers(runId)).toEqual([]);
     await scenario.expectSealedSupports(await scenario.submit('after every receipt was delivered twice'));
-    await scenario.expectInvariants();
+    await expectInvariantsBesideBroken();
   }, 180_000);
 });
