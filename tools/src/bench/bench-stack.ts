@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,4 +120,10 @@ export function isEntryModule(moduleUrl: string): boolean {
 export function countFromEnv(name: string): number | undefined {
   const value = Number(process.env[name]);
   return Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** Each service's pid, by name, from the stack file `cairn up` wrote in `home`. */
+export async function servicePids(home: string): Promise<Record<string, number>> {
+  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
 }

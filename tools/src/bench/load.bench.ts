@@ -1,12 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { isolatedNames, queueBucketFor } from '@cairn/config';
 import { checkStack, formatReport, scenarioClock } from '@cairn/fault-testing';
 import { Cairn } from '@cairn/sdk';
 import { testDatabaseUrl } from '@cairn/testing';
 import { connect } from '@nats-io/transport-node';
 import { CpuMeter, startBenchNats } from './bench-servers.js';
-import { countFromEnv, isEntryModule, runCli, startBenchStack } from './bench-stack.js';
+import { countFromEnv, isEntryModule, runCli, servicePids, startBenchStack } from './bench-stack.js';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage } from '@cairn/sandbox-docker';
 
 /*
@@ -116,19 +115,13 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 async function rssOf(home: string): Promise<Record<string, number>> {
-  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
   const out: Record<string, number> = {};
-  for (const [service, { pid }] of Object.entries(stack.services)) {
+  for (const [service, pid] of Object.entries(await servicePids(home))) {
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
     const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
     if (kb !== undefined) out[service] = Math.round(Number(kb) / 1024);
   }
   return out;
-}
-
-async function servicePids(home: string): Promise<Record<string, number>> {
-  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
-  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
 }
 
 async function fdsOf(home: string): Promise<Record<string, number>> {

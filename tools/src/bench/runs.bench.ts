@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
 import { CpuMeter, startBenchNats } from './bench-servers.js';
-import { countFromEnv, isEntryModule, startBenchStack } from './bench-stack.js';
+import { countFromEnv, isEntryModule, servicePids, startBenchStack } from './bench-stack.js';
 import { formatSealLog, measureSealLog } from './seal-log.bench.js';
 import type { SealLogCost } from './seal-log.bench.js';
 
@@ -66,11 +65,6 @@ export function machineCpuPerRunMs(phase: Phase): number | null {
 }
 
 /** Each service's pid by name, from the stack file `cairn up` wrote. */
-async function servicePids(home: string): Promise<Record<string, number>> {
-  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
-  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
-}
-
 /** CPU time the machine has been busy so far (all CPUs, from /proc/stat), ms; null where unreadable. */
 async function machineBusyMs(): Promise<number | null> {
   const stat = await readFile('/proc/stat', 'utf8').catch(() => null);

@@ -1,10 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseSandboxSpec } from '@cairn/sandbox';
 import { BUSYBOX_IMAGE_TAG, createDockerClient, ensureBusyboxImage, hardenedContainerOptions } from '@cairn/sandbox-docker';
 import type Docker from 'dockerode';
-import { startBenchStack } from './bench-stack.js';
+import { servicePids, startBenchStack } from './bench-stack.js';
 import { median, percentile } from './runs.bench.js';
 
 /*
@@ -254,11 +253,6 @@ async function machineBusyMs(): Promise<number | null> {
   if (line === undefined) return null;
   const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
   return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 10;
-}
-
-async function servicePids(home: string): Promise<Record<string, number>> {
-  const stack = JSON.parse(await readFile(join(home, 'stack.json'), 'utf8')) as { services: Record<string, { pid: number }> };
-  return Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, pid]));
 }
 
 function mean(values: readonly (number | null)[]): number | null {
