@@ -106,6 +106,8 @@ export class SandboxSession {
   private redactedCount = 0;
   /** The answers given, by op id: an op delivered again is answered, not performed again. */
   private readonly answered = new AnsweredOps();
+  /** Exec ids started here: one is used once (its receipts are keyed by it), whatever op names it. */
+  private readonly execIds = new Set<string>();
 
   constructor(private readonly deps: SandboxSessionDeps) {
     this.sandboxId = deps.ctx.chainId;
@@ -283,6 +285,9 @@ export class SandboxSession {
     if (!AnySandboxPathSchema.safeParse(workdir).success) throw new CairnError('E_INPUT', `workdir ${JSON.stringify(workdir)} is not an absolute, normalised path outside /proc, /sys, /dev, /run and /var/run`);
     const env = op.env ?? {};
     const key = `exec-${op.exec_id}`;
+    // A second op naming a used id would have its appends deduped to the first exec's receipts.
+    if (this.execIds.has(op.exec_id)) throw new CairnError('E_CONFLICT', `exec id ${op.exec_id} was used before on sandbox ${this.sandboxId}: an exec id names one exec`, { execId: op.exec_id });
+    this.execIds.add(op.exec_id);
     await this.appendOwn('sandbox.exec.started', { exec_id: op.exec_id, argv: op.argv, workdir, env_names: Object.keys(env).sort() }, key);
     // The exec's own timeout, shorter than the wall cap, kills only the program and its session (the
     // sandbox lives on, as in any interactive shell); the cap, or a timeout not below it, is a cap hit.

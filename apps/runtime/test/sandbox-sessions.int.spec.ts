@@ -325,6 +325,32 @@ describe('interactive sandbox sessions through openSandboxSessions, intake, poli
     await sessions.destroy(id, TENANT, 'key:t1');
   }, 90_000);
 
+  it('a second op naming a used exec id is refused E_CONFLICT, its command never run: one exec, one pair of receipts', async () => {
+    const id = await create();
+    const inbox = `_INBOX.${uniqueName('reused')}`;
+    const ends: OpEnd[] = [];
+    const sub = nc.subscribe(inbox, {
+      callback: (_error, msg) => {
+        if (msg.headers?.get(OP_MESSAGE_HEADER) === 'end') ends.push(JSON.parse(text(msg.data)) as OpEnd);
+      },
+    });
+    const execId = uniqueName('exec');
+    const opOf = (opId: string, line: string): SandboxOp => ({ op_id: opId, sandbox_id: id, tenant: TENANT, reply_to: inbox, op: { kind: 'exec', exec_id: execId, argv: ['sh', '-c', `echo ${line} >> /work/log`] } });
+    const js = jetstream(nc);
+    const subject = opSubject(env.CAIRN_COMMAND_SUBJECT_PREFIX!, workerId);
+    await js.publish(subject, JSON.stringify(opOf(uniqueName('op'), 'first')));
+    await expect.poll(() => ends.length, { timeout: 30_000 }).toBe(1);
+    await js.publish(subject, JSON.stringify(opOf(uniqueName('op'), 'second')));
+    await expect.poll(() => ends.length, { timeout: 30_000 }).toBe(2);
+    sub.unsubscribe();
+    expect(ends[0]).toMatchObject({ ok: true });
+    expect(ends[1]).toMatchObject({ ok: false, error: { code: 'E_CONFLICT', details: { execId } } });
+    expect(text((await sessions.exec(id, TENANT, { argv: ['cat', '/work/log'] })).stdout)).toBe('first\n');
+    const execs = (await chainOf(id)).filter((r) => r.type.startsWith('sandbox.exec.') && (r as { exec_id: string }).exec_id === execId);
+    expect(execs.map((r) => r.type)).toEqual(['sandbox.exec.started', 'sandbox.exec.completed']);
+    await sessions.destroy(id, TENANT, 'key:t1');
+  }, 90_000);
+
   it("the exec's own timeout kills the program's session and leaves the sandbox READY", async () => {
     const id = await create();
     const outcome = await sessions.exec(id, TENANT, { argv: ['sh', '-c', 'sleep 30 & sleep 31; :'], timeoutSeconds: 1 });

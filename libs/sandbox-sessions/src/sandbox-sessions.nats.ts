@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CairnError, ChunkRequestSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, OpEndSchema, opSubject, parseEvidenceReceipt, SANDBOX_CHUNK_BYTES, SandboxIdSchema } from '@cairn/contracts';
 import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, OpEnd, SandboxOp } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
@@ -242,7 +243,7 @@ class NatsSandboxSessions implements SandboxSessions {
     }
     const { tenant } = callerOf(caller);
     const target = await this.liveSandbox(sandboxId, caller);
-    const execId = `x${nuid.next().toLowerCase()}`;
+    const execId = newExecId();
     const kept = { stdout: new ByteSink(MAX_KEPT_OUTPUT_BYTES), stderr: new ByteSink(MAX_KEPT_OUTPUT_BYTES) };
     const timeoutSeconds = command.timeoutSeconds ?? DEFAULT_EXEC_TIMEOUT_SECONDS;
     const { end, receipt } = await this.runOp(
@@ -559,6 +560,15 @@ function expectReceipt<T extends 'sandbox.exec.completed' | 'sandbox.file.writte
     throw new CairnError('E_INTERNAL', `expected ${type} on ${sandboxId}, the runtime named ${receipt.type} of ${receipt.run_id}`, { sandboxId });
   }
   return receipt as EvidenceReceiptOf<T>;
+}
+
+/**
+ * A fresh exec id: 128 random bits, lowercase as a token must be. Never a case-folded nuid: one
+ * gateway's nuids share a prefix and a fixed increment, and for some increments two ids a few dozen
+ * apart differ only in case — one exec's receipt then answered for another's (its append deduped).
+ */
+export function newExecId(random: Uint8Array = randomBytes(16)): string {
+  return `x${Buffer.from(random).toString('hex')}`;
 }
 
 function checkChunks(sent: number, received: number, what: string, sandboxId: string): void {
