@@ -63,6 +63,18 @@ export async function startWebhooksFor(config: {
   return service;
 }
 
+/** Resolves once `service` (a command-serving one: intake, webhooks) logs that it serves its commands. */
+export async function untilServing(service: ServiceProcess, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    `${service.name} to serve its commands`,
+    () => {
+      if (service.child.exitCode !== null) return Promise.reject(new Error(`${service.name} exited: ${service.output().slice(-2000)}`));
+      return Promise.resolve(service.output().includes('"msg":"serving commands"'));
+    },
+    timeoutMs,
+  );
+}
+
 export interface ServiceProcess {
   readonly name: string;
   readonly child: ChildProcess;

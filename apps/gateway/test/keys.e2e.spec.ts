@@ -16,7 +16,7 @@ import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
-import { http, INTAKE_MAIN, PROJECTOR_MAIN, startServiceProcess } from './gateway.harness.js';
+import { http, INTAKE_MAIN, PROJECTOR_MAIN, startServiceProcess, untilServing } from './gateway.harness.js';
 import type { HttpAnswer, ServiceProcess } from './gateway.harness.js';
 
 /*
@@ -103,6 +103,8 @@ beforeAll(async () => {
   intake = startServiceProcess('intake', INTAKE_MAIN, env);
   projector = startServiceProcess('projector', PROJECTOR_MAIN, env);
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
+  // The gateway's commands wait 3 s for an answer: not long enough for a loaded host to boot intake.
+  await untilServing(intake);
   operatorId = (await sql<{ id: string }>(`SELECT id FROM api_keys WHERE prefix = 'keysopgw'`))[0]!.id;
   for (const tenant of [acme, globex]) expect((await call('POST', '/v1/tenants', OPERATOR_KEY, { id: tenant })).status).toBe(201);
   acmeAdmin = await createKey(OPERATOR_KEY, { tenant: acme, scopes: ['admin'] });

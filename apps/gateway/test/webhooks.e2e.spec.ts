@@ -17,7 +17,7 @@ import { GatewayConfigSchema } from '../src/gateway.config.js';
 import type { GatewayConfig } from '../src/gateway.config.js';
 import { startGateway } from '../src/start-gateway.js';
 import type { RunningGateway } from '../src/start-gateway.js';
-import { startIntakeFor, startWebhooksFor } from './gateway.harness.js';
+import { startIntakeFor, startWebhooksFor, untilServing } from './gateway.harness.js';
 import type { ServiceProcess } from './gateway.harness.js';
 
 /*
@@ -100,6 +100,8 @@ beforeAll(async () => {
   gateway = await startGateway(config, { logger: new JsonLogger('gateway', 'debug', (line) => void logLines.push(line)) });
   // Test keys are made as the product makes them: through POST /v1/keys, recorded by intake.
   intake = startIntakeFor(config);
+  // Each key below is a command that waits 4 s for its answer: not long enough for a loaded host to boot intake.
+  await untilServing(intake);
   keys.acme = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['admin'] })).key;
   keys.globex = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'globex', scopes: ['admin'] })).key;
   keys.runsOnly = (await provisionKey(gateway.url, BOOTSTRAP_KEY, { tenant: 'acme', scopes: ['runs:read', 'runs:write'] })).key;
