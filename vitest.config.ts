@@ -1,4 +1,19 @@
+import { mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Node's compile cache (docs/adr/0039), as `cairn` keeps it: the test workers and every process
+// the tests start (services, the CLI, which pass it on) skip compiling what an earlier start compiled.
+if (process.env.NODE_COMPILE_CACHE === undefined && process.env.NODE_DISABLE_COMPILE_CACHE === undefined) {
+  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'cairn', 'node-compile');
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    process.env.NODE_COMPILE_CACHE = dir;
+  } catch {
+    // No cache: every start compiles, as without one.
+  }
+}
 
 // Tests run against the TypeScript sources of the workspace packages (the `@cairn/source`
 // export condition); the apps they spawn as processes run from `dist/` (built by `npm test`).

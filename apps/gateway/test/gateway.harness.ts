@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { compileCache } from '@cairn/testing';
 
 /** The built services the gateway talks to, run as the processes they are (`npm run build` first). */
 export const INTAKE_MAIN = fileURLToPath(new URL('../../intake/dist/main.js', import.meta.url));
@@ -85,7 +86,7 @@ export interface ServiceProcess {
 
 export function startServiceProcess(name: string, main: string, env: Record<string, string>): ServiceProcess {
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...compileCache(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));

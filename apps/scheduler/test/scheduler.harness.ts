@@ -5,7 +5,7 @@ import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
 import { bucketStreamName, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import type { RegisteredWorker } from '@cairn/operational';
-import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { compileCache, testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -166,7 +166,7 @@ export interface ServiceProcess {
 }
 
 export function startProcess(main: string, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...compileCache(), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

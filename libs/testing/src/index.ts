@@ -13,7 +13,7 @@ export { startOwnPostgres } from './own-postgres.js';
 export type { OwnPostgres, OwnPostgresOptions } from './own-postgres.js';
 export { randomJson, seededRandom } from './random-json.js';
 export type { RandomJsonOptions } from './random-json.js';
-export { ServiceProcesses, until } from './service-process.js';
+export { compileCache, ServiceProcesses, until } from './service-process.js';
 export type { ServiceProcess } from './service-process.js';
 export { createNetworkNamespace } from './network-namespace.js';
 export type { NetworkNamespace } from './network-namespace.js';

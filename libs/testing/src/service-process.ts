@@ -18,7 +18,7 @@ export class ServiceProcesses {
   private readonly started: ChildProcess[] = [];
 
   start(main: string, env: Record<string, string>): ServiceProcess {
-    const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...compileCache(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.started.push(child);
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -44,4 +44,10 @@ export async function until(what: string, check: () => boolean | Promise<boolean
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Node's compile cache of the test run (vitest.config.ts, ADR 0039), for a process a test starts with an environment of its own. */
+export function compileCache(): { NODE_COMPILE_CACHE?: string } {
+  const dir = process.env.NODE_COMPILE_CACHE;
+  return dir === undefined ? {} : { NODE_COMPILE_CACHE: dir };
 }

@@ -6,7 +6,7 @@ import type { ReceiptEnvelope } from '@cairn/contracts';
 import { tlogNamesFor } from '@cairn/config';
 import { verifyChain } from '@cairn/evidence';
 import { EvidenceLog } from '@cairn/evidence-log';
-import { testNatsUrl, uniqueName } from '@cairn/testing';
+import { compileCache, testNatsUrl, uniqueName } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
@@ -173,7 +173,7 @@ export interface ServiceProcess {
 }
 
 export function startProcess(main: string, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...compileCache(), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
