@@ -29,6 +29,8 @@ let receiver: Server;
 let receiverUrl = '';
 const delivered: { type: string; chainId: string; eventId: string }[] = [];
 const clock = scenarioClock();
+/** The ack wait of the kernel, grader and projector in this stack: what the slow consumers are stopped past. */
+const SLOW_ACK_WAIT_MS = 8_000;
 /** The receipt types, sorted, of a run with no crash: what every crashed run but the runtime's must record. */
 let reference: string[] = [];
 /** The run with no crash: sealed SUPPORTS before any fault. */
@@ -76,6 +78,10 @@ beforeAll(async () => {
     CAIRN_WEBHOOKS_ALLOW_PRIVATE: '1',
     CAIRN_WEBHOOKS_RETRY_BASE_MS: '300',
     CAIRN_WEBHOOKS_RETRY_MAX_MS: '600',
+    // The slow consumers below are stopped past this: 8 s, not the 30 s (10 s for the projector) of a default stack.
+    CAIRN_KERNEL_ACK_WAIT_MS: String(SLOW_ACK_WAIT_MS),
+    CAIRN_GRADER_ACK_WAIT_MS: String(SLOW_ACK_WAIT_MS),
+    CAIRN_PROJECTOR_ACK_WAIT_MS: String(SLOW_ACK_WAIT_MS),
   });
   expect((await stack.up()).outcome).toBe('started');
   nc = await connect({ servers: (stack.env.CAIRN_NATS_URL ?? testNatsUrl()).split(',') });
@@ -468,7 +474,7 @@ describe('fault: slow consumers — the kernel, grader and projector stopped pas
       }
       return { delivered: info.delivered.consumer_seq, matching, acked: info.ack_floor.consumer_seq };
     };
-    const ackWaitMs = 30_000; // the reactor's and the projector's default (this stack sets neither)
+    const ackWaitMs = SLOW_ACK_WAIT_MS; // this stack's, for the three
 
     const before = Object.fromEntries(await Promise.all(slow.map(async (service) => [service, await deliveries(service)] as const)));
     for (const pid of pids) process.kill(pid, 'SIGSTOP');

@@ -5,5 +5,7 @@ import { z } from 'zod';
 export const KernelConfigSchema = EvidenceLogConfigSchema.extend({
   ...ArtifactReadConfigSchema.shape,
   ...SecretValuesConfigSchema.shape,
+  /** Unacked for this long, a receipt is delivered again (after a crash, or a process stopped). */
+  CAIRN_KERNEL_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
 });
 export type KernelConfig = z.infer<typeof KernelConfigSchema>;

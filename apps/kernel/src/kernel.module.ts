@@ -11,6 +11,7 @@ export function kernelModule(config: KernelConfig): DynamicModule {
     service: KERNEL_SERVICE,
     config,
     handler: KernelFactsHandler,
+    ackWaitMs: config.CAIRN_KERNEL_ACK_WAIT_MS,
     providers: [ArtifactLoader.provider(config), RunScanners.provider(config)],
   });
 }
