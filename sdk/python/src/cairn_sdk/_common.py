@@ -274,6 +274,8 @@ class SseParser:
 #: A Harbor task sent over REST (``POST /v1/missions/harbor``): at most this many files and decoded bytes.
 MAX_HARBOR_TASK_FILES = 256
 MAX_HARBOR_TASK_BYTES = 768 * 1024
+#: How long ``submit_harbor_task`` waits by default: a worker builds the task's environment first (at most 10 minutes by default).
+HARBOR_SUBMIT_TIMEOUT_SECONDS = 900.0
 _HARBOR_PARTS = ("environment", "tests", "solution")
 
 

@@ -16,6 +16,7 @@ from . import _common as c
 from .errors import CairnError, cairn_error, error_from_body
 from .jcs import parse_json
 from .models import (
+    HarborSubmitAccepted,
     ApprovalAccepted,
     CancelAccepted,
     EventPage,
@@ -170,12 +171,20 @@ class AsyncRuns:
         return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/runs", json=spec, headers={"idempotency-key": key})).json())
 
     async def submit_harbor_task(
-        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
-    ) -> SubmitAccepted:
+        self,
+        task_dir: str | os.PathLike[str],
+        *,
+        oracle: bool = False,
+        agent: list[str] | None = None,
+        job: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS,
+    ) -> HarborSubmitAccepted:
         """Submits a Harbor task directory as a run (see ``Cairn.runs.submit_harbor_task``)."""
         body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
         key = idempotency_key or c.new_idempotency_key()
-        return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})).json())
+        response = await self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key}, timeout=timeout)
+        return HarborSubmitAccepted.model_validate(response.json())
 
     async def get(self, run_id: str) -> Run:
         return Run.model_validate((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}")).json())

@@ -15,6 +15,7 @@ from . import _common as c
 from .errors import CairnError, cairn_error, error_from_body
 from .jcs import parse_json
 from .models import (
+    HarborSubmitAccepted,
     ApprovalAccepted,
     CancelAccepted,
     EventPage,
@@ -183,16 +184,25 @@ class Runs:
         return SubmitAccepted.model_validate(response.json())
 
     def submit_harbor_task(
-        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
-    ) -> SubmitAccepted:
+        self,
+        task_dir: str | os.PathLike[str],
+        *,
+        oracle: bool = False,
+        agent: list[str] | None = None,
+        job: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS,
+    ) -> HarborSubmitAccepted:
         """Submits a Harbor task directory (task.toml, instruction.md, environment/, tests/, solution/) as a run,
-        with its oracle (``oracle=True``: solution/solve.sh) or an agent's argv. The gateway maps it as
-        ``cairn run <task-dir>`` does; environment/Dockerfile must be one ``FROM <image>`` of an image already
-        there (docs/missions.md). A bad task is E_INPUT, here or from the gateway, and no run is made."""
+        with its oracle (``oracle=True``: solution/solve.sh) or an agent's argv. A worker builds
+        environment/Dockerfile (every FROM an image on it; cached by digest) with the tests in the image's
+        read-only root, and the gateway maps the task as ``cairn run <task-dir>`` does (docs/missions.md); the
+        answer names the image (``image_build``). A build can take minutes: the call waits up to ``timeout``
+        seconds. A bad task is E_INPUT, here or from the gateway, and no run is made."""
         body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
         key = idempotency_key or c.new_idempotency_key()
-        response = self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})
-        return SubmitAccepted.model_validate(response.json())
+        response = self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key}, timeout=timeout)
+        return HarborSubmitAccepted.model_validate(response.json())
 
     def get(self, run_id: str) -> Run:
         return Run.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}").json())
