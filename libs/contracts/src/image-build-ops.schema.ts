@@ -37,7 +37,14 @@ const ContextPathSchema = z
   .string()
   .min(1)
   .max(1024)
-  .regex(/^(?!\/)(?!.*(?:^|\/)\.{0,2}(?:\/|$))[^\\\u0000-\u001f\u007f]+$/, 'a relative path without empty, . or .. segments');
+  .refine(
+    (path) =>
+      !path.startsWith('/') &&
+      !path.includes('\\') &&
+      ![...path].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f) &&
+      path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..'),
+    'a relative path without empty, . or .. segments, backslashes or control characters',
+  );
 
 /** One file of the context: its bytes are the next `bytes` of the payload, after the Dockerfile's. */
 export const BuildContextFileSchema = z.strictObject({
