@@ -294,6 +294,24 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
     expect(await stdout.text()).toBe('refused /tests/test.sh\nrefused /tests\n');
   }, 300_000);
 
+  it('builds an image through POST /v1/images/builds (the SDK\'s images.build): by a worker, cached by digest, a FROM no worker has refused E_INPUT', async () => {
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const label = `${marker}-images-build`;
+    const dockerfile = `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker} io.cairn.test.case=${label}\nCOPY bin/hello.sh /opt/hello.sh\nUSER 0:0\nRUN ["/opt/hello.sh"]\n`;
+    const files = [{ path: 'bin/hello.sh', content: '#!/bin/sh\necho hello > /opt/hello.txt\n', mode: 0o755 }];
+    const built = await client.images.build(dockerfile, files);
+    expect(built).toMatchObject({ workerId: stack.names.workerId, imageBuild: { cached: false, bases: [{ ref: 'cairn/sandbox-busybox:1' }] } });
+    expect(built.image).toBe(`${built.tag}@${built.imageBuild.imageId}`);
+    const again = await client.images.build(dockerfile, files);
+    expect(again).toMatchObject({ image: built.image, imageBuild: { cached: true, digest: built.imageBuild.digest } });
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const found = await createDockerClient().listImages({ filters: { label: [`io.cairn.test.case=${label}`] } });
+    expect(found.map((i) => i.Id)).toEqual([built.imageBuild.imageId]);
+    await expect(client.images.build(`FROM docker.io/library/${marker}:latest\nRUN true\n`)).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('not an image on this engine') as unknown });
+    // Over the worker's context limit (96 KiB here): refused by it, nothing fetched.
+    await expect(client.images.build('FROM cairn/sandbox-busybox:1\n', [{ path: 'blob.bin', content: new Uint8Array(100 * 1024) }])).rejects.toMatchObject({ code: 'E_TOO_LARGE' });
+  }, 120_000);
+
   it('refuses hostile and bad uploads with the precise code, and makes no run and no image', async () => {
     const runsBefore = await runCount();
     const imagesBefore = await ourImages();

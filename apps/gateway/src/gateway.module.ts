@@ -38,6 +38,7 @@ import { RunCommands } from './runs/run-commands.service.js';
 import { RunEventStreams } from './runs/run-event-streams.service.js';
 import { RunReadsRepository } from './runs/run-reads.repository.js';
 import { RunsController } from './runs/runs.controller.js';
+import { ImagesController } from './images/images.controller.js';
 import { SandboxOperations } from './sandboxes/sandbox-operations.service.js';
 import { SandboxReadsRepository } from './sandboxes/sandbox-reads.repository.js';
 import { GATEWAY_SANDBOX_SESSIONS } from './sandboxes/sandbox-sessions.token.js';
@@ -85,6 +86,7 @@ export class GatewayModule {
       module: GatewayModule,
       controllers: [
         RunsController,
+        ImagesController,
         OutputsController,
         SandboxesController,
         RunApprovalsController,

@@ -33,7 +33,7 @@ const OpIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'an op id is [A-Za-
 /** A core-NATS subject of the caller's (an inbox). */
 const ReplySubjectSchema = z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/, 'a NATS subject without wildcards');
 /** Relative, `/`-separated, no empty, `.` or `..` segment, no backslash or control character. */
-const ContextPathSchema = z
+export const BuildContextPathSchema = z
   .string()
   .min(1)
   .max(1024)
@@ -48,7 +48,7 @@ const ContextPathSchema = z
 
 /** One file of the context: its bytes are the next `bytes` of the payload, after the Dockerfile's. */
 export const BuildContextFileSchema = z.strictObject({
-  path: ContextPathSchema,
+  path: BuildContextPathSchema,
   bytes: z.number().int().min(0),
   /** Permission bits only. */
   mode: z.number().int().min(0).max(0o777),

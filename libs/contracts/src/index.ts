@@ -214,6 +214,8 @@ export type {
 } from './evidence-event.schema.js';
 export { HarborSubmitAcceptedSchema, HarborTaskFileSchema, HarborTaskPathSchema, HarborTaskSubmissionSchema, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES } from './api/harbor.schema.js';
 export type { HarborSubmitAccepted, HarborTaskFile, HarborTaskSubmission } from './api/harbor.schema.js';
+export { ImageBuildRequestSchema, ImageBuiltSchema, MAX_IMAGE_BUILD_REQUEST_BYTES, MAX_IMAGE_BUILD_REQUEST_FILES } from './api/images.schema.js';
+export type { ImageBuildRequest, ImageBuilt } from './api/images.schema.js';
 export {
   BUNDLE_FORMAT,
   CancelAcceptedSchema,
@@ -481,6 +483,7 @@ export type {
 export {
   BUILD_CHUNK_BYTES,
   BuildContextFileSchema,
+  BuildContextPathSchema,
   buildSubject,
   BuiltImageSchema,
   ImageBuildEndSchema,

@@ -92,3 +92,17 @@ def test_hostile_or_bad_tasks_are_refused_and_make_no_run(client: Cairn, image: 
         client.runs.submit_harbor_task(bad_toml, agent="python3 agent.py")  # type: ignore[arg-type]
     assert refused.value.code == "E_INPUT"
     assert len(client.runs.list(limit=200).items) == before
+
+
+def test_a_worker_builds_an_image_from_a_dockerfile_once_per_digest(client: Cairn, image: str) -> None:
+    # FROM the labelled base: the image built inherits the label, and the runner removes it.
+    dockerfile = f'FROM {image}\nCOPY note.txt /opt/note.txt\nRUN ["/bin/sh", "-c", "cp /opt/note.txt /opt/note.copy"]\n'
+    note = f"py-images-{time.time_ns()}"
+    built = client.images.build(dockerfile, {"note.txt": note})
+    assert built.image == f"{built.tag}@{built.image_build.image_id}" and built.tag.startswith("cairn/built:")
+    assert not built.image_build.cached and [b.ref for b in built.image_build.bases] == [image]
+    again = client.images.build(dockerfile, {"note.txt": note})
+    assert again.image_build.cached and again.image == built.image and again.worker_id == built.worker_id
+    with pytest.raises(errors.CairnError) as refused:
+        client.images.build(f"FROM docker.io/library/{note}:latest\nRUN true\n")
+    assert refused.value.code == "E_INPUT" and "not an image on this engine" in str(refused.value)

@@ -27,6 +27,17 @@ export interface HarborUpload {
   };
 }
 
+/**
+ * A build is given no secret, and none may ride in it: a key in the context (the Dockerfile too)
+ * would be in the image. E_INPUT naming the files, never what they hold.
+ */
+export function assertNoCredentials(files: readonly { path: string; content: Uint8Array }[], what: string): void {
+  const keys = findLiteralKeys({ files: files.map((file) => ({ path: file.path, content: Buffer.from(file.content).toString('base64'), encoding: 'base64' })) });
+  if (keys.length === 0) return;
+  const named = [...new Set(keys.map((key) => files[Number(/files\[(\d+)\]/.exec(key.path)?.[1] ?? -1)]?.path ?? key.path))];
+  throw new CairnError('E_INPUT', `${what} holds what looks like a credential (${named.join(', ')}): a secret belongs in the secret store, never in an image`, { paths: named });
+}
+
 const STAND_IN_IMAGE = `cairn/built:0000000000000000@sha256:${'0'.repeat(64)}`;
 
 /** The task a Harbor task submission makes and the build it needs, or E_INPUT naming what is wrong with it. */
@@ -41,12 +52,7 @@ export function harborUploadOf(body: unknown): HarborUpload {
   const task = harborTaskFromFiles(files, { where: 'upload', name: submission.name ?? 'harbor-task', limits: { files: MAX_HARBOR_TASK_FILES, bytes: MAX_HARBOR_TASK_BYTES } });
   const context = harborBuildContext(task);
   const bases = dockerfileBases(context.dockerfile);
-  // A build is given no secret, and none may ride in it: a key in the environment would be in the image.
-  const keys = findLiteralKeys({ files: context.files.map((file) => ({ path: file.path, content: Buffer.from(file.content).toString('base64'), encoding: 'base64' })) });
-  if (keys.length > 0) {
-    const named = [...new Set(keys.map((key) => context.files[Number(/files\[(\d+)\]/.exec(key.path)?.[1] ?? -1)]?.path ?? key.path))];
-    throw new CairnError('E_INPUT', `the Harbor task's build context holds what looks like a credential (${named.join(', ')}): a secret belongs in the secret store, never in an image`, { paths: named });
-  }
+  assertNoCredentials(context.files, "the Harbor task's build context");
   const agent: AgentStep = submission.agent === undefined ? { kind: 'oracle' } : { kind: 'agent', argv: submission.agent };
   // Mapped once now, on a stand-in image, so a task that cannot run (no solve.sh, bad caps) is refused before anything is built.
   harborRunSpec(task, { image: STAND_IN_IMAGE, layout: 'built' }, agent, submission.job);

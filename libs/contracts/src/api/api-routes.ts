@@ -6,6 +6,7 @@ import { SealKeysSchema } from '../seal-signature.schema.js';
 import { SecretGranteeSchema } from '../principal.schema.js';
 import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
 import { HarborSubmitAcceptedSchema, HarborTaskSubmissionSchema } from './harbor.schema.js';
+import { ImageBuildRequestSchema, ImageBuiltSchema } from './images.schema.js';
 import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
 import { WorkerIdSchema } from '../event-fields.schema.js';
 import type { ApiKeyScope } from '../api-key-scope.schema.js';
@@ -92,6 +93,8 @@ export const API_COMPONENTS = {
   RunArtifacts: RunArtifactsSchema,
   SubmitAccepted: SubmitAcceptedSchema,
   HarborSubmitAccepted: HarborSubmitAcceptedSchema,
+  ImageBuildRequest: ImageBuildRequestSchema,
+  ImageBuilt: ImageBuiltSchema,
   CancelRequest: CancelRequestSchema,
   CancelAccepted: CancelAcceptedSchema,
   RegradeRequest: RegradeRequestSchema,
@@ -217,6 +220,18 @@ export const API_ROUTES = {
     },
     responseHeaders: { Location: '/v1/runs/<run id>' },
     errors: ['E_INPUT', 'E_TOO_LARGE', 'E_TIMEOUT', 'E_IMAGE_PULL', 'E_RUNTIME_ABSENT', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],
+  },
+  buildImage: {
+    operationId: 'buildImage',
+    method: 'POST',
+    path: '/v1/images/builds',
+    summary:
+      "Build an image from a Dockerfile and its context on a worker (docs/missions.md, ADR 0038), as `cairn images build --file` builds on its host: every FROM an image on that worker (none is pulled), RUN steps without network, no secret given, cached by digest (`imageBuild.cached`: found built, not built again), tagged `cairn/built:<digest prefix>` (no other tag), labelled with what it was built from. The files as base64 JSON (at most 256 files and 768 KiB with the Dockerfile). Answers the image by id (`image`, as a RunSpec names it; the default policy admits `cairn/built` only so) and the worker that has it. A FROM the worker does not have is E_INPUT naming it; a context past the worker's limit E_TOO_LARGE; a build past its time limit E_TIMEOUT; a failing RUN E_IMAGE_PULL; no live worker E_RUNTIME_ABSENT. The build is in the image's labels and the worker's log; it is on no chain until a run uses it.",
+    scope: 'runs:write',
+    status: 200,
+    response: 'ImageBuilt',
+    requestBody: { component: 'ImageBuildRequest', required: true },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_TIMEOUT', 'E_IMAGE_PULL', 'E_RUNTIME_ABSENT', 'E_UNAVAILABLE'],
   },
   listRuns: {
     operationId: 'listRuns',

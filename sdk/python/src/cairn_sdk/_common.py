@@ -321,3 +321,17 @@ def harbor_task_body(task_dir: str | os.PathLike[str], *, oracle: bool, agent: l
     if job is not None:
         body["job"] = job
     return body
+
+
+def image_build_body(dockerfile: str, files: dict[str, bytes | str] | None, timeout_seconds: int | None) -> dict[str, Any]:
+    """The body of ``POST /v1/images/builds``: the Dockerfile's text, the context's files (path → bytes or
+    UTF-8 text; a path ending in ``.sh`` is sent executable), the build's time limit."""
+    body: dict[str, Any] = {"dockerfile": dockerfile}
+    if files:
+        body["files"] = [
+            {"path": path, "content": base64.b64encode(content.encode("utf-8") if isinstance(content, str) else content).decode("ascii"), "mode": 0o755 if path.endswith(".sh") else 0o644}
+            for path, content in sorted(files.items())
+        ]
+    if timeout_seconds is not None:
+        body["timeoutSeconds"] = timeout_seconds
+    return body

@@ -17,6 +17,7 @@ from .errors import CairnError, cairn_error, error_from_body
 from .jcs import parse_json
 from .models import (
     HarborSubmitAccepted,
+    ImageBuilt,
     ApprovalAccepted,
     CancelAccepted,
     EventPage,
@@ -69,6 +70,7 @@ class AsyncCairn:
         self._retries = retries
         self._http = httpx.AsyncClient(base_url=conn.url, headers=c.default_headers(conn.api_key), timeout=timeout, transport=transport)
         self.runs = AsyncRuns(self)
+        self.images = AsyncImages(self)
         self.sandboxes = AsyncSandboxes(self)
         self.secrets = AsyncSecrets(self)
         self.keys = AsyncKeys(self)
@@ -160,6 +162,16 @@ class AsyncCairn:
             if c.sealed_at_or_before((await self.request("GET", base)).json(), last):
                 return
             await asyncio.sleep(0.2)
+
+
+class AsyncImages:
+    def __init__(self, client: AsyncCairn) -> None:
+        self._c = client
+
+    async def build(self, dockerfile: str, files: dict[str, bytes | str] | None = None, *, timeout_seconds: int | None = None, timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS) -> ImageBuilt:
+        """Has a worker build an image (see ``Cairn.images.build``)."""
+        body = c.image_build_body(dockerfile, files, timeout_seconds)
+        return ImageBuilt.model_validate((await self._c.request("POST", "/v1/images/builds", json=body, timeout=timeout)).json())
 
 
 class AsyncRuns:

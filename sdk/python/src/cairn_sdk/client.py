@@ -16,6 +16,7 @@ from .errors import CairnError, cairn_error, error_from_body
 from .jcs import parse_json
 from .models import (
     HarborSubmitAccepted,
+    ImageBuilt,
     ApprovalAccepted,
     CancelAccepted,
     EventPage,
@@ -68,6 +69,7 @@ class Cairn:
         self._retries = retries
         self._http = httpx.Client(base_url=conn.url, headers=c.default_headers(conn.api_key), timeout=timeout, transport=transport)
         self.runs = Runs(self)
+        self.images = Images(self)
         self.sandboxes = Sandboxes(self)
         self.secrets = Secrets(self)
         self.keys = Keys(self)
@@ -171,6 +173,17 @@ class Cairn:
             if c.sealed_at_or_before(self.request("GET", base).json(), last):
                 return
             time.sleep(0.2)
+
+
+class Images:
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def build(self, dockerfile: str, files: dict[str, bytes | str] | None = None, *, timeout_seconds: int | None = None, timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS) -> ImageBuilt:
+        """Has a worker build ``dockerfile`` with ``files`` (path → bytes or text) as its context, offline (every FROM an
+        image on that worker), cached by digest (``image_build.cached``); answers the image by id, as a RunSpec names it."""
+        body = c.image_build_body(dockerfile, files, timeout_seconds)
+        return ImageBuilt.model_validate(self._c.request("POST", "/v1/images/builds", json=body, timeout=timeout).json())
 
 
 class Runs:

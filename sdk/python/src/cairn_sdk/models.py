@@ -102,6 +102,16 @@ class HarborSubmitAccepted(Model):
     worker_id: str
 
 
+class ImageBuilt(Model):
+    """An image a worker built from a Dockerfile, or found built (``POST /v1/images/builds``, docs/adr/0038)."""
+
+    image: str
+    tag: str
+    image_build: ImageBuild
+    duration_ms: int
+    worker_id: str
+
+
 class QueueSpot(Model):
     """Where work waiting in the placement queue stands: ``position`` of ``length``, what it waits for (docs/sandboxes.md)."""
 
@@ -462,6 +472,7 @@ OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "Error": ErrorBody,
     "SubmitAccepted": SubmitAccepted,
     "HarborSubmitAccepted": HarborSubmitAccepted,
+    "ImageBuilt": ImageBuilt,
     "Run": Run,
     "RunList": RunList,
     "CancelAccepted": CancelAccepted,
