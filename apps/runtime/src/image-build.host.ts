@@ -25,6 +25,8 @@ export interface ImageBuildPorts {
   /** The context's bytes, pulled from the caller. */
   pull: (op: ImageBuildOp) => Promise<Uint8Array>;
   workerId: string;
+  /** CAIRN_BUILD_ENABLED: false, every build is refused E_FORBIDDEN. */
+  enabled?: boolean;
   maxContextBytes: number;
   maxTimeoutSeconds: number;
   now?: () => number;
@@ -38,6 +40,7 @@ export interface ImageBuildPorts {
  * given to a build: no build arguments, no secret mounts, nothing from the worker's environment.
  */
 export async function serveImageBuild(op: ImageBuildOp, ports: ImageBuildPorts): Promise<BuiltImage> {
+  if (ports.enabled === false) throw new CairnError('E_FORBIDDEN', `worker ${ports.workerId} builds no images (CAIRN_BUILD_ENABLED=0)`);
   const now = ports.now?.() ?? Date.now();
   if (Date.parse(op.expires_at) <= now) throw new CairnError('E_TIMEOUT', 'the image build waited past its caller\'s deadline: nothing was built');
   if (op.bytes > ports.maxContextBytes) {
@@ -153,6 +156,7 @@ export class ImageBuildHost implements OnApplicationBootstrap, BeforeApplication
         announce: () => this.worker.heartbeatNow(),
         pull: (o) => pullBuildContext(this.nc, o),
         workerId: this.config.CAIRN_WORKER_ID,
+        enabled: this.config.CAIRN_BUILD_ENABLED,
         maxContextBytes: this.config.CAIRN_BUILD_MAX_CONTEXT_BYTES,
         maxTimeoutSeconds: this.config.CAIRN_BUILD_TIMEOUT_SECONDS,
       });

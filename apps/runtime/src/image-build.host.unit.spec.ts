@@ -60,6 +60,12 @@ describe('an image build as the worker serves it', () => {
     expect(calls).toMatchObject({ pulled: 0, built: [] });
   });
 
+  it('given a worker that builds no images (CAIRN_BUILD_ENABLED=0), then it is E_FORBIDDEN and nothing is fetched or built', async () => {
+    const { value, calls } = ports({ enabled: false });
+    await expect(serveImageBuild(OP, value)).rejects.toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining('CAIRN_BUILD_ENABLED') as unknown });
+    expect(calls).toMatchObject({ pulled: 0, built: [] });
+  });
+
   it('given an op past its caller\'s deadline, then it is E_TIMEOUT and nothing is fetched or built', async () => {
     const { value, calls } = ports();
     await expect(serveImageBuild({ ...OP, expires_at: new Date(NOW - 1).toISOString() }, value)).rejects.toMatchObject({ code: 'E_TIMEOUT' });

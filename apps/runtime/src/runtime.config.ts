@@ -226,6 +226,14 @@ export function runtimeConfigSchema(host: HostFacts) {
       /** Operations on this worker's sandbox sessions served at once (each session's one at a time). */
       CAIRN_SANDBOX_OP_CONCURRENCY: positiveInt(256).default(16),
       /**
+       * `0`: this worker builds no image for the gateway (docs/adr/0038): each build sent to it is refused
+       * E_FORBIDDEN. A build's RUN steps run in the engine's build containers, not in Cairn's sandbox.
+       */
+      CAIRN_BUILD_ENABLED: z
+        .enum(['0', '1', 'true', 'false'], 'CAIRN_BUILD_ENABLED is 0 or 1')
+        .default('1')
+        .transform((value) => value === '1' || value === 'true'),
+      /**
        * Image builds this worker serves for the gateway (docs/adr/0038), one at a time: the Dockerfile and
        * context together at most this many bytes (more is E_TOO_LARGE, refused before a byte is fetched) …
        */
