@@ -262,6 +262,21 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   }, 120_000);
 
+  it('an image build works under them: the gateway sends it to the worker, serves the context in chunks, and gets the answer (ADR 0038)', async () => {
+    const label = `nats-auth-${process.pid}-${Date.now()}`;
+    const { Cairn } = await import('@cairn/sdk');
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    try {
+      // Over one 512 KiB chunk, so the worker asks for two.
+      const built = await client.images.build(`FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${label}\nCOPY blob.bin /opt/blob.bin\n`, [{ path: 'blob.bin', content: new Uint8Array(600 * 1024).fill(7) }]);
+      expect(built).toMatchObject({ workerId: stack.names.workerId, imageBuild: { cached: false } });
+    } finally {
+      for (const image of await docker.listImages({ filters: { label: [`io.cairn.test=${label}`] } })) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+    }
+  }, 120_000);
+
   it('refused no service anything while it worked: the server logged no violation by a cairn-* connection', async () => {
     const log = await nats.logTail(nats.nodes[0]!.name, 1_000_000);
     const violations = log.split('\n').filter((line) => /violation/i.test(line) && !/probe-/.test(line));

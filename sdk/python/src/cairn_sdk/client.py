@@ -15,8 +15,6 @@ from . import _common as c
 from .errors import CairnError, cairn_error, error_from_body
 from .jcs import parse_json
 from .models import (
-    HarborSubmitAccepted,
-    ImageBuilt,
     ApprovalAccepted,
     CancelAccepted,
     EventPage,
@@ -25,7 +23,9 @@ from .models import (
     ExecStreamError,
     ExecStreamResult,
     FileWritten,
+    HarborSubmitAccepted,
     Health,
+    ImageBuilt,
     Key,
     KeyCreated,
     KeyList,
