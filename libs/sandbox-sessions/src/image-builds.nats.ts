@@ -34,7 +34,7 @@ export interface ImageBuilderConfig {
   staleAfterMs?: number;
   /** How long past the build's time limit the caller waits for the answer; default 60 s. */
   graceMs?: number;
-  /** The build's time limit when the request names none: what the caller assumes the worker's is; default 600 s. */
+  /** The build's time limit when the request names none (the worker's CAIRN_BUILD_TIMEOUT_SECONDS may give less); default 600 s. */
   defaultTimeoutSeconds?: number;
 }
 
@@ -120,7 +120,8 @@ export class ImageBuilder {
       requested_by: request.requestedBy,
       reply_to: replyTo,
       expires_at: new Date(Date.now() + waitMs).toISOString(),
-      ...(request.timeoutSeconds === undefined ? {} : { timeout_seconds: request.timeoutSeconds }),
+      // Always named: the worker then stops the build by the time this caller stops waiting for it.
+      timeout_seconds: timeoutSeconds,
       dockerfile_bytes: packed.dockerfileBytes,
       files: packed.files,
       bytes: payload.byteLength,
