@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { isNatsService, natsInboxPrefix } from '@cairn/config';
 import { EVENT_TYPES, isCairnError } from '@cairn/contracts';
 import { connectNats, natsAuthenticatorFromFile, natsPublicKeyOf } from '@cairn/evidence-log';
+import { Cairn } from '@cairn/sdk';
 import { startNatsServers } from '@cairn/testing';
 import type { NatsServers } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -264,7 +265,6 @@ describe('per-service NATS users on a server that enforces them', () => {
 
   it('an image build works under them: the gateway sends it to the worker, serves the context in chunks, and gets the answer (ADR 0038)', async () => {
     const label = `nats-auth-${process.pid}-${Date.now()}`;
-    const { Cairn } = await import('@cairn/sdk');
     const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
     const { createDockerClient } = await import('@cairn/sandbox-docker');
     const docker = createDockerClient();
