@@ -31,16 +31,18 @@ const PYTHON = `${REPO}.venv/bin/python`;
 const BASH_SHIM = '#!/bin/sh\n# Inspect\'s bash() tool runs `bash --login -c`: here that is busybox\'s ash.\nexec /bin/ash "$@"\n';
 
 /**
- * A Harbor task over REST runs on an image already there whose /logs, /tests and /solution link into
- * the sandbox's writable places (docs/missions.md): the SDK's Harbor test runs on one of its own.
+ * The base of the SDK's Harbor tasks: a worker builds each task's environment on it (docs/adr/0038).
+ * Labelled with the run's suffix, which the images built from it inherit: all of them are removed at
+ * the end. It is made ready for Harbor tasks the older way (ADR 0034's links), which a build replaces.
  */
 const HARBOR_READY = `USER 0:0\nRUN ["/bin/sh", "-c", "${HARBOR_PREBUILT_LINKS}"]\n`;
+const TEST_LABEL = 'io.cairn.test';
 
-async function buildInspectImage(tag: string, harborTag: string): Promise<void> {
+async function buildInspectImage(tag: string, harborTag: string, label: string): Promise<void> {
   const docker = createDockerClient();
   await ensureBusyboxImage({ docker });
   await buildImage(docker, tag, `FROM ${BUSYBOX_IMAGE_TAG}\nCOPY bash /bin/bash\n`, { bash: BASH_SHIM });
-  await buildImage(docker, harborTag, `FROM ${BUSYBOX_IMAGE_TAG}\n${HARBOR_READY}`, {});
+  await buildImage(docker, harborTag, `FROM ${BUSYBOX_IMAGE_TAG}\nLABEL ${TEST_LABEL}=${label}\n${HARBOR_READY}`, {});
 }
 
 async function buildImage(docker: ReturnType<typeof createDockerClient>, tag: string, dockerfile: string, files: Record<string, string>): Promise<void> {
@@ -68,13 +70,13 @@ async function main(): Promise<number> {
   const suffix = uniqueName('t').toLowerCase().replace(/[^a-z0-9_.-]/g, '-');
   const image = `cairn/inspect-busybox:${suffix}`;
   const harborImage = `cairn/harbor-busybox:${suffix}`;
-  await buildInspectImage(image, harborImage);
+  await buildInspectImage(image, harborImage, suffix);
   // The default policy, with the eval's image and the Harbor tasks' allowed too.
   const policyFile = join(scratch, 'policy.json');
   await writeFile(policyFile, JSON.stringify({ ...DEFAULT_POLICY, images: { allow: [...DEFAULT_POLICY.images.allow, { name: image }, { name: harborImage }] } }));
   // Room for the Inspect checks' sandboxes (one per check) beside the SDK tests' own.
   const stack = await startBenchStack('pysdk', { CAIRN_WORKER_SLOTS: '6', CAIRN_POLICY_FILE: policyFile }).catch(async (error: unknown) => {
-    await cleanUp([image, harborImage], scratch);
+    await cleanUp([image, harborImage], scratch, suffix);
     throw error;
   });
   process.stderr.write(`[python] stack ${stack.stackId} at ${stack.url} (up in ${Math.round(performance.now() - started)} ms)\n`);
@@ -93,13 +95,15 @@ async function main(): Promise<number> {
     });
   } finally {
     await stack.close();
-    await cleanUp([image, harborImage], scratch);
+    await cleanUp([image, harborImage], scratch, suffix);
     process.stderr.write(`[python] done in ${Math.round((performance.now() - started) / 1000)} s\n`);
   }
 }
 
-async function cleanUp(images: readonly string[], scratch: string): Promise<void> {
-  for (const image of images) {
+async function cleanUp(images: readonly string[], scratch: string, label: string): Promise<void> {
+  // The images the workers built from the Harbor base first (they carry its label), then the named ones.
+  const built = await createDockerClient().listImages({ filters: { label: [`${TEST_LABEL}=${label}`] } }).catch(() => []);
+  for (const image of [...built.map((b) => b.Id).filter((id) => !images.includes(id)), ...images]) {
     await createDockerClient()
       .getImage(image)
       .remove({ force: true })

@@ -103,7 +103,8 @@ beforeAll(async () => {
     'tests/test.sh': TEST_SH,
     'solution/solve.sh': '#!/bin/sh\ntrue\n',
   });
-  stack = await TestStack.create('harbor-e2e');
+  // A worker that builds contexts of at most 96 KiB: the REST test's oversized one is refused by the worker itself.
+  stack = await TestStack.create('harbor-e2e', { CAIRN_BUILD_MAX_CONTEXT_BYTES: String(96 * 1024) });
   expect((await stack.up()).outcome).toBe('started');
 }, 240_000);
 
@@ -209,7 +210,7 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
 
   beforeAll(async () => {
     restRoot = await mkdtemp(join(tmpdir(), 'cairn-harbor-rest-'));
-    // An image made ready for Harbor tasks once, by the operator: the gateway builds nothing.
+    // An image made ready for Harbor tasks by an operator before workers built tasks' environments (ADR 0034): still usable as a base.
     const file = join(restRoot, 'Dockerfile.ready');
     await writeFile(file, `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker}\nUSER 0:0\nRUN ["/bin/sh", "-c", "ln -sfn /out/harbor-logs /logs && ln -sfn /work/harbor/tests /tests && ln -sfn /work/harbor/solution /solution"]\n`);
     const built = await cairnJson<{ image: { tag: string; id: string } }>(['images', 'build', '--file', file]);
@@ -217,11 +218,12 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
     readyImage = `${built.json.image.tag}@${built.json.image.id}`;
   }, 120_000);
 
-  it('runs a task sent through the SDK with its oracle: the same mapping as cairn run, its reward 1 the grade; the same key answers the same run', async () => {
+  it('builds a task on an image made ready for Harbor tasks before (its /tests link is replaced by the tests): the same mapping as cairn run, its reward 1 the grade; the same key answers the same run', async () => {
     const dir = await writeTask('rest-passing', {
       'task.toml': TASK_TOML,
       'instruction.md': 'Write 42 into /work/answer.txt.\n',
-      'environment/Dockerfile': `# made ready once: docs/missions.md\nFROM ${readyImage}\n`,
+      // By its tag: the engine's builder takes no image id in a FROM.
+      'environment/Dockerfile': `# made ready once: docs/missions.md\nFROM ${readyImage.split('@')[0]!}\n`,
       'tests/test.sh': TEST_SH,
       'solution/solve.sh': '#!/bin/sh\necho 42 > /work/answer.txt\n',
     }, restRoot);
@@ -229,17 +231,86 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
     const submission = await harborTaskSubmission(dir, { oracle: true });
     expect(submission.files.map((f) => f.path)).toEqual(['task.toml', 'instruction.md', 'environment/Dockerfile', 'tests/test.sh', 'solution/solve.sh']);
     const first = await client.runs.submitHarborTask(submission, { idempotencyKey: `harbor-rest-${marker}` });
-    expect(first).toMatchObject({ state: 'SUBMITTED', duplicate: false });
+    expect(first).toMatchObject({ state: 'SUBMITTED', duplicate: false, workerId: stack.names.workerId });
     const again = await client.runs.submitHarborTask(submission, { idempotencyKey: `harbor-rest-${marker}` });
-    expect(again).toMatchObject({ runId: first.runId, duplicate: true });
+    expect(again).toMatchObject({ runId: first.runId, duplicate: true, image: first.image, imageBuild: { imageId: first.imageBuild.imageId, cached: true } });
     const run = await stack.waitForRun(first.runId, (r) => r.sealed || ['FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED'].includes(r.state), 120_000);
     expect(run).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, name: 'harbor: rest-passing' });
     const chain = await receipts(first.runId);
-    const submitted = chain.find((r) => r.type === 'run.submitted') as unknown as { spec: { image: string; files: { path: string }[]; checks: { kind: string }[] } };
-    expect(submitted.spec.image).toBe(readyImage);
-    expect(submitted.spec.files.map((f) => f.path)).toEqual(['/work/harbor/instruction.md', '/work/harbor/solution/solve.sh', '/work/harbor/tests/test.sh']);
+    const submitted = chain.find((r) => r.type === 'run.submitted') as unknown as { spec: { image: string; files: { path: string }[]; imageBuild: { bases: { id: string }[] } } };
+    expect(submitted.spec.image).toBe(first.image);
+    expect(submitted.spec.imageBuild.bases.map((b) => b.id)).toEqual([readyImage.split('@')[1]]);
+    expect(submitted.spec.files.map((f) => f.path)).toEqual(['/work/harbor/instruction.md', '/work/harbor/solution/solve.sh']);
     expect(chain.filter((r) => r.type === 'step.completed').map((r) => r.exit_code)).toEqual([0, 0, 0]);
   }, 180_000);
+
+  it('has a worker build a Dockerfile with a RUN line and a context: the run seals with reward 1 on the image the chain records, a second submit is cached (no second build), and the agent step cannot change /tests', async () => {
+    const label = `${marker}-worker-built`;
+    const dockerfile = `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker} io.cairn.test.case=${label}\nCOPY note.txt /opt/note.txt\nUSER 0:0\nRUN ["/bin/sh", "-c", "cp /opt/note.txt /opt/note.copy"]\n`;
+    // Reward 1 only when the answer is there and the build's RUN line ran.
+    const testSh = ['#!/bin/sh', `if [ "$(cat /work/answer.txt 2>/dev/null)" = "42" ] && [ "$(cat /opt/note.copy)" = "${label}" ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi`, ''].join('\n');
+    // The tampering agent writes no answer and tries to make the verifier give 1 anyway.
+    const tamper = ['#!/bin/sh', 'for t in /tests/test.sh /tests; do', '  if (printf "#!/bin/sh\\necho 1 > /logs/verifier/reward.txt\\n" > /tests/test.sh) 2>/dev/null || rm -rf "$t" 2>/dev/null; then echo "changed $t"; else echo "refused $t"; fi', 'done', 'exit 0', ''].join('\n');
+    const common = { 'task.toml': TASK_TOML, 'instruction.md': 'Write 42 into /work/answer.txt.\n', 'environment/Dockerfile': dockerfile, 'environment/note.txt': label, 'tests/test.sh': testSh };
+    const passingDir = await writeTask('rest-built', { ...common, 'solution/solve.sh': '#!/bin/sh\necho 42 > /work/answer.txt\n' }, restRoot);
+    const tamperDir = await writeTask('rest-tamper', { ...common, 'solution/solve.sh': tamper }, restRoot);
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    const builtHere = async () => (await docker.listImages({ filters: { label: [`io.cairn.test.case=${label}`] } })).map((i) => i.Id);
+
+    const first = await client.runs.submitHarborTask(await harborTaskSubmission(passingDir, { oracle: true }));
+    expect(first).toMatchObject({ duplicate: false, workerId: stack.names.workerId, imageBuild: { cached: false, bases: [{ ref: 'cairn/sandbox-busybox:1' }] } });
+    expect(first.image).toMatch(/^cairn\/built:[0-9a-f]{16}@sha256:[0-9a-f]{64}$/);
+    expect(first.image.endsWith(`@${first.imageBuild.imageId}`)).toBe(true);
+    expect(await builtHere()).toEqual([first.imageBuild.imageId]);
+    // The same task under another key: a new run on the same image, found built.
+    const second = await client.runs.submitHarborTask(await harborTaskSubmission(passingDir, { oracle: true }));
+    expect(second).toMatchObject({ duplicate: false, image: first.image, imageBuild: { imageId: first.imageBuild.imageId, digest: first.imageBuild.digest, cached: true } });
+    expect(second.runId).not.toBe(first.runId);
+    expect(await builtHere()).toEqual([first.imageBuild.imageId]);
+
+    for (const accepted of [first, second]) {
+      const run = await stack.waitForRun(accepted.runId, (r) => r.sealed || ['FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED'].includes(r.state), 120_000);
+      expect(run).toMatchObject({ state: 'SEALED', score: 1, maxScore: 1, name: 'harbor: rest-built' });
+      const chain = await receipts(accepted.runId);
+      const submitted = chain.find((r) => r.type === 'run.submitted') as unknown as { spec: { image: string; files: { path: string }[]; imageBuild: { imageId: string; digest: string } } };
+      expect(submitted.spec.image).toBe(first.image);
+      expect(submitted.spec.imageBuild).toMatchObject({ imageId: first.imageBuild.imageId, digest: first.imageBuild.digest, cached: accepted === first ? false : true });
+      // The tests are in the image, not among the input files the agent's /work holds.
+      expect(submitted.spec.files.map((f) => f.path)).toEqual(['/work/harbor/instruction.md', '/work/harbor/solution/solve.sh']);
+      const created = chain.find((r) => r.type === 'sandbox.created') as unknown as { image_digest: string };
+      expect(created.image_digest).toBe(first.imageBuild.imageId);
+    }
+
+    const tampered = await client.runs.submitHarborTask(await harborTaskSubmission(tamperDir, { oracle: true }));
+    const run = await stack.waitForRun(tampered.runId, (r) => r.sealed || ['FAILED', 'ROLLBACK', 'REJECTED', 'CANCELLED'].includes(r.state), 120_000);
+    // The agent's step ran and exited 0, and the verifier still ran the task's own test.sh: reward 0.
+    expect(run).toMatchObject({ state: 'SEALED', score: 0, maxScore: 1 });
+    const steps = (await receipts(tampered.runId)).filter((r) => r.type === 'step.completed').map((r) => r.exit_code);
+    expect(steps).toEqual([0, 0, 0]);
+    const stdout = await stack.api(`/v1/runs/${tampered.runId}/steps/1/stdout`);
+    expect(stdout.status).toBe(200);
+    expect(await stdout.text()).toBe('refused /tests/test.sh\nrefused /tests\n');
+  }, 300_000);
+
+  it('builds an image through POST /v1/images/builds (the SDK\'s images.build): by a worker, cached by digest, a FROM no worker has refused E_INPUT', async () => {
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const label = `${marker}-images-build`;
+    const dockerfile = `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker} io.cairn.test.case=${label}\nCOPY bin/hello.sh /opt/hello.sh\nUSER 0:0\nRUN ["/opt/hello.sh"]\n`;
+    const files = [{ path: 'bin/hello.sh', content: '#!/bin/sh\necho hello > /opt/hello.txt\n', mode: 0o755 }];
+    const built = await client.images.build(dockerfile, files);
+    expect(built).toMatchObject({ workerId: stack.names.workerId, imageBuild: { cached: false, bases: [{ ref: 'cairn/sandbox-busybox:1' }] } });
+    expect(built.image).toBe(`${built.tag}@${built.imageBuild.imageId}`);
+    const again = await client.images.build(dockerfile, files);
+    expect(again).toMatchObject({ image: built.image, imageBuild: { cached: true, digest: built.imageBuild.digest } });
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const found = await createDockerClient().listImages({ filters: { label: [`io.cairn.test.case=${label}`] } });
+    expect(found.map((i) => i.Id)).toEqual([built.imageBuild.imageId]);
+    await expect(client.images.build(`FROM docker.io/library/${marker}:latest\nRUN true\n`)).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('not an image on this engine') as unknown });
+    // Over the worker's context limit (96 KiB here): refused by it, nothing fetched.
+    await expect(client.images.build('FROM cairn/sandbox-busybox:1\n', [{ path: 'blob.bin', content: new Uint8Array(100 * 1024) }])).rejects.toMatchObject({ code: 'E_TOO_LARGE' });
+  }, 120_000);
 
   it('refuses hostile and bad uploads with the precise code, and makes no run and no image', async () => {
     const runsBefore = await runCount();
@@ -248,7 +319,7 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
     const good = [
       { path: 'task.toml', content: b64(TASK_TOML) },
       { path: 'instruction.md', content: b64('x\n') },
-      { path: 'environment/Dockerfile', content: b64(`FROM ${readyImage}\n`) },
+      { path: 'environment/Dockerfile', content: b64(`FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${marker}\nRUN ["/bin/sh", "-c", "true"]\n`) },
       { path: 'tests/test.sh', content: b64(TEST_SH), mode: 0o755 },
       { path: 'solution/solve.sh', content: b64('#!/bin/sh\ntrue\n'), mode: 0o755 },
     ];
@@ -258,7 +329,10 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
       ['a symlink', { files: [...good, { path: 'tests/link', content: b64('/etc/shadow'), mode: 0o120777 }], oracle: true }, 400, 'E_INPUT', 'only regular files'],
       ['too many files', { files: [...good, ...Array.from({ length: 260 }, (_, i) => ({ path: `tests/f${i}`, content: '' }))], oracle: true }, 400, 'E_INPUT', 'files'],
       ['a bad task.toml', { files: good.map((f) => (f.path === 'task.toml' ? { path: f.path, content: b64('[environment]\ngpus = 2\n') } : f)), oracle: true }, 400, 'E_INPUT', 'environment.gpus'],
-      ['a Dockerfile to build', { files: good.map((f) => (f.path === 'environment/Dockerfile' ? { path: f.path, content: b64('FROM cairn/sandbox-busybox:1\nRUN touch /x\n') } : f)), oracle: true }, 400, 'E_INPUT', 'FROM <image>'],
+      ['a FROM of an image no worker has', { files: good.map((f) => (f.path === 'environment/Dockerfile' ? { path: f.path, content: b64(`FROM docker.io/library/${marker}:latest\nRUN touch /x\n`) } : f)), oracle: true }, 400, 'E_INPUT', `FROM docker.io/library/${marker}:latest is not an image on this engine`],
+      ['a FROM with a variable', { files: good.map((f) => (f.path === 'environment/Dockerfile' ? { path: f.path, content: b64('ARG BASE\nFROM ${BASE}\n') } : f)), oracle: true }, 400, 'E_INPUT', 'uses a variable'],
+      // Past the worker's context limit (CAIRN_BUILD_MAX_CONTEXT_BYTES, 96 KiB here) though within the upload's: the worker refuses it, fetching nothing.
+      ['a context past the worker\'s limit', { files: [...good, { path: 'environment/blob.bin', content: Buffer.alloc(100 * 1024, 7).toString('base64') }], oracle: true }, 413, 'E_TOO_LARGE', 'builds at most 98304'],
       ['neither oracle nor agent', { files: good }, 400, 'E_INPUT', 'exactly one'],
       ['an agent as a shell string', { files: good, agent: 'python3 agent.py' }, 400, 'E_INPUT', 'agent'],
       ['a file outside the task layout', { files: [...good, { path: 'notes/x', content: b64('x') }], oracle: true }, 400, 'E_INPUT', 'not part of a Harbor task'],
@@ -272,7 +346,7 @@ describe('Harbor tasks over REST (POST /v1/missions/harbor) and the TypeScript S
     const huge = await post({ files: [...good, { path: 'tests/big.bin', content: 'A'.repeat(1_200_000) }], oracle: true });
     expect({ status: huge.status, code: huge.json.code }).toEqual({ status: 413, code: 'E_TOO_LARGE' });
     // A symlink on disk is refused by the SDK before anything is sent.
-    const linked = await writeTask('rest-symlink', { 'task.toml': TASK_TOML, 'instruction.md': 'x\n', 'environment/Dockerfile': `FROM ${readyImage}\n`, 'tests/test.sh': TEST_SH }, restRoot);
+    const linked = await writeTask('rest-symlink', { 'task.toml': TASK_TOML, 'instruction.md': 'x\n', 'environment/Dockerfile': 'FROM cairn/sandbox-busybox:1\n', 'tests/test.sh': TEST_SH }, restRoot);
     await symlink('/etc/passwd', join(linked, 'tests', 'passwd'));
     await expect(harborTaskSubmission(linked, { oracle: true })).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('only files and directories') as unknown });
     expect(await runCount()).toBe(runsBefore);

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { isNatsService, natsInboxPrefix } from '@cairn/config';
 import { EVENT_TYPES, isCairnError } from '@cairn/contracts';
 import { connectNats, natsAuthenticatorFromFile, natsPublicKeyOf } from '@cairn/evidence-log';
+import { Cairn } from '@cairn/sdk';
 import { startNatsServers } from '@cairn/testing';
 import type { NatsServers } from '@cairn/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -260,6 +261,20 @@ describe('per-service NATS users on a server that enforces them', () => {
     expect(removed.code, removed.stderr).toBe(0);
     const verified = await stack.cairn(['verify', id, '--json']);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+  }, 120_000);
+
+  it('an image build works under them: the gateway sends it to the worker, serves the context in chunks, and gets the answer (ADR 0038)', async () => {
+    const label = `nats-auth-${process.pid}-${Date.now()}`;
+    const client = new Cairn({ url: stack.url, apiKey: stack.apiKey });
+    const { createDockerClient } = await import('@cairn/sandbox-docker');
+    const docker = createDockerClient();
+    try {
+      // Over one 512 KiB chunk, so the worker asks for two.
+      const built = await client.images.build(`FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${label}\nCOPY blob.bin /opt/blob.bin\n`, [{ path: 'blob.bin', content: new Uint8Array(600 * 1024).fill(7) }]);
+      expect(built).toMatchObject({ workerId: stack.names.workerId, imageBuild: { cached: false } });
+    } finally {
+      for (const image of await docker.listImages({ filters: { label: [`io.cairn.test=${label}`] } })) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+    }
   }, 120_000);
 
   it('refused no service anything while it worked: the server logged no violation by a cairn-* connection', async () => {

@@ -2,6 +2,7 @@ import type { ArtifactStore } from '@cairn/artifact-store';
 import { CommandBus, LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import { ProjectionNotices } from '@cairn/persistence';
 import { JsonLogger } from '@cairn/service-kit';
+import { ImageBuilder } from '@cairn/sandbox-sessions';
 import type { SandboxSessions } from '@cairn/sandbox-sessions';
 import type { SecretCatalog } from '@cairn/secret-store';
 import type { TransparencyLog } from '@cairn/tlog';
@@ -37,6 +38,7 @@ import { RunCommands } from './runs/run-commands.service.js';
 import { RunEventStreams } from './runs/run-event-streams.service.js';
 import { RunReadsRepository } from './runs/run-reads.repository.js';
 import { RunsController } from './runs/runs.controller.js';
+import { ImagesController } from './images/images.controller.js';
 import { SandboxOperations } from './sandboxes/sandbox-operations.service.js';
 import { SandboxReadsRepository } from './sandboxes/sandbox-reads.repository.js';
 import { GATEWAY_SANDBOX_SESSIONS } from './sandboxes/sandbox-sessions.token.js';
@@ -84,6 +86,7 @@ export class GatewayModule {
       module: GatewayModule,
       controllers: [
         RunsController,
+        ImagesController,
         OutputsController,
         SandboxesController,
         RunApprovalsController,
@@ -106,6 +109,17 @@ export class GatewayModule {
         { provide: CommandBus, useValue: resources.bus },
         { provide: WorkerRegistry, useValue: resources.registry },
         { provide: WorkerDrains, useValue: resources.drains },
+        // Image builds a worker serves (docs/adr/0038): the gateway has no engine.
+        {
+          provide: ImageBuilder,
+          useFactory: () =>
+            new ImageBuilder({
+              nc: resources.nc,
+              registry: resources.registry,
+              drains: resources.drains,
+              config: { commandSubjectPrefix: resources.bus.subjectPrefix, staleAfterMs: resources.config.CAIRN_WORKER_STALE_AFTER_MS },
+            }),
+        },
         { provide: LeaseStore, useValue: resources.leases },
         { provide: PlacementQueue, useValue: resources.queue },
         QueueSpots,

@@ -1,5 +1,5 @@
 import { CairnError, parseRunSpec } from '@cairn/contracts';
-import type { CommandOk, SubmitRunCommand } from '@cairn/contracts';
+import type { CommandOk, RunSpec, SubmitRunCommand } from '@cairn/contracts';
 import { canonicalJson, sha256Hex } from '@cairn/evidence';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { assertNoLiteralKeys } from '@cairn/secrets';
@@ -33,7 +33,7 @@ export class SubmitRunHandler {
     const claim = await this.keys.claim({
       tenant: command.tenant,
       keySha256: command.idempotency_key_sha256,
-      bodySha256: specSha256,
+      bodySha256: idempotencyBodySha256(spec),
       runId: newRunId(),
     });
     if (claim.kind === 'mismatch') {
@@ -56,4 +56,15 @@ export class SubmitRunHandler {
     const appended = await this.log.append(runId, { type: 'run.submitted', actor: INTAKE_ACTOR, tenant: command.tenant, causation: null, fields }, { expectedHeadSeq: 0 });
     return { run_id: runId, duplicate: appended.duplicate };
   }
+}
+
+/**
+ * What an Idempotency-Key is compared on: the spec, but for whether its image was built for it or
+ * found built (`imageBuild.cached`, docs/adr/0038). A Harbor task sent again under its key has its
+ * image found built the second time; it is the same request, and answers the same run.
+ */
+export function idempotencyBodySha256(spec: RunSpec): string {
+  if (spec.imageBuild === undefined) return sha256Hex(canonicalJson(spec));
+  const { cached: _cached, ...build } = spec.imageBuild;
+  return sha256Hex(canonicalJson({ ...spec, imageBuild: build }));
 }

@@ -197,6 +197,12 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
     return { reaped, lost, cancelled };
   }
 
+  /** A heartbeat now (after an image build: the registry then shows the new image without waiting a beat). */
+  async heartbeatNow(): Promise<void> {
+    this.beating = this.beating.then(() => this.heartbeat());
+    await this.beating;
+  }
+
   private async heartbeat(): Promise<void> {
     try {
       this.healthy = await this.engineAnswers(false);

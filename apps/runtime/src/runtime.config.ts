@@ -1,5 +1,5 @@
 import { ArtifactBucketConfigSchema, ArtifactStoreConfigSchema, EvidenceLogConfigSchema, loadConfig, SecretValuesConfigSchema } from '@cairn/config';
-import { CairnError, WorkerIdSchema } from '@cairn/contracts';
+import { CairnError, MAX_BUILD_CONTEXT_BYTES, MAX_BUILD_TIMEOUT_SECONDS, WorkerIdSchema } from '@cairn/contracts';
 import { OperationalConfigSchema } from '@cairn/operational';
 import { DEFAULT_DOCKER_SOCKET, DEFAULT_SANDBOX_USER, parseEgressHosts, sandboxUserProblem } from '@cairn/sandbox-docker';
 import { readFileSync } from 'node:fs';
@@ -225,6 +225,21 @@ export function runtimeConfigSchema(host: HostFacts) {
       CAIRN_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(2),
       /** Operations on this worker's sandbox sessions served at once (each session's one at a time). */
       CAIRN_SANDBOX_OP_CONCURRENCY: positiveInt(256).default(16),
+      /**
+       * `0`: this worker builds no image for the gateway (docs/adr/0038): each build sent to it is refused
+       * E_FORBIDDEN. A build's RUN steps run in the engine's build containers, not in Cairn's sandbox.
+       */
+      CAIRN_BUILD_ENABLED: z
+        .enum(['0', '1', 'true', 'false'], 'CAIRN_BUILD_ENABLED is 0 or 1')
+        .default('1')
+        .transform((value) => value === '1' || value === 'true'),
+      /**
+       * Image builds this worker serves for the gateway (docs/adr/0038), one at a time: the Dockerfile and
+       * context together at most this many bytes (more is E_TOO_LARGE, refused before a byte is fetched) …
+       */
+      CAIRN_BUILD_MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).max(MAX_BUILD_CONTEXT_BYTES).default(MAX_BUILD_CONTEXT_BYTES),
+      /** … and a build at most this long (a request may ask for less); past it the build is stopped, E_TIMEOUT. */
+      CAIRN_BUILD_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(MAX_BUILD_TIMEOUT_SECONDS).default(600),
       /** Warm sandboxes kept across every profile. */
       CAIRN_WARM_POOL_TOTAL: z.coerce.number().int().min(0).max(256).default(8),
     })

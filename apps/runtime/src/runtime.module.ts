@@ -12,6 +12,7 @@ import type { RuntimeConfig } from './runtime.config.js';
 import { ARTIFACT_STORE, LEASE_STORE, RUNTIME_SECRETS, SANDBOX_ENGINE, WORKER_REGISTRY } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
 import { SandboxEngine } from './sandbox-engine.adapter.js';
+import { ImageBuildHost } from './image-build.host.js';
 import { SandboxSessionHost } from './sandbox-session.host.js';
 import { runtimeDurableName } from './worker-id.js';
 
@@ -76,6 +77,7 @@ export function runtimeModule(config: RuntimeConfig): DynamicModule {
       },
       RuntimeWorker,
       SandboxSessionHost,
+      ImageBuildHost,
     ],
     exports: [RuntimeWorker, SandboxSessionHost],
   });

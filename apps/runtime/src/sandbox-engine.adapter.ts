@@ -1,6 +1,7 @@
 import { LocalImageTagSchema } from '@cairn/operational';
 import type { SandboxCaps, SandboxDriver, SandboxHandle } from '@cairn/sandbox';
 import {
+  buildDockerfileImage,
   bundledExecAgent,
   createDockerClient,
   DEFAULT_SANDBOX_USER,
@@ -15,7 +16,7 @@ import {
   staticResolver,
   systemResolver,
 } from '@cairn/sandbox-docker';
-import type { EgressRequest, EngineUserns, ExecAgentOptions, ProbeMode, SandboxEgress, SandboxSecretIn, SandboxUser } from '@cairn/sandbox-docker';
+import type { DockerfileBuild, DockerfileBuildOptions, EgressRequest, EngineUserns, ExecAgentOptions, ProbeMode, SandboxEgress, SandboxSecretIn, SandboxUser } from '@cairn/sandbox-docker';
 import type { SandboxSpecInput } from '@cairn/sandbox';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -148,6 +149,11 @@ export class SandboxEngine {
     const id = await imageDigest(tag, this.docker);
     this.imageIds.set(tag, { id, at: Date.now() });
     return id;
+  }
+
+  /** Builds an image from a Dockerfile on this engine, offline (docs/adr/0018, 0038): the rules of `cairn images build --file`. */
+  buildImage(options: Omit<DockerfileBuildOptions, 'docker' | 'network' | 'kindLabels'>): Promise<DockerfileBuild> {
+    return buildDockerfileImage({ ...options, docker: this.docker });
   }
 
   /** What the engine reports a started sandbox runs under, for `sandbox.created` (see sandbox-hardening.ts). */

@@ -38,6 +38,7 @@ export {
   CHUNK_INBOX,
   commandDurableOf,
   evidenceDurableOf,
+  imageBuildsDurableOf,
   natsInboxPrefix,
   natsPermissionsFor,
   OPERATOR_PERMISSIONS,

@@ -87,19 +87,25 @@ function answeredInboxes(service: NatsService): string[] {
     const theirs = SERVICE_ROUTES[other];
     if (theirs.sends.some((verb) => route.serves.includes(verb))) answered.add(other);
     if (route.sandboxOps === 'serve' && theirs.sandboxOps === 'send') answered.add(other);
+    if (route.imageBuilds === 'serve' && theirs.imageBuilds === 'send') answered.add(other);
     if (route.tlog === 'write' && theirs.tlog === 'read') answered.add(other);
   }
   answered.delete(service);
   const inboxes = [...answered].map(inboxesOf);
   // The gateway answers a worker's requests for a file's chunks, and nothing else of a worker's:
   // not the publish acks of the receipts it sees on the chains it watches.
-  if (route.sandboxOps === 'send') inboxes.push(`_INBOX_runtime.*.${CHUNK_INBOX}.>`);
+  if (route.sandboxOps === 'send' || route.imageBuilds === 'send') inboxes.push(`_INBOX_runtime.*.${CHUNK_INBOX}.>`);
   return inboxes;
 }
 
 /** The worker's durable of its sandbox ops. */
 export function sandboxOpsDurableOf(workerId: string): string {
   return `cairn-runtime-sbxop-${consumerToken(workerId)}`;
+}
+
+/** The worker's durable of its image builds (docs/adr/0038). */
+export function imageBuildsDurableOf(workerId: string): string {
+  return `cairn-runtime-imgbuild-${consumerToken(workerId)}`;
 }
 
 /** Everything a durable pull consumer's owner does with it: make it (or update its filters), read it, pull, ack. */
@@ -178,12 +184,14 @@ export function natsPermissionsFor(service: NatsService, names: StackNatsNames):
   if (route.watchesChains) subscribe.push(`${names.evidencePrefix}.>`);
 
   // Commands: the work queue, and answers on the sender's reply inbox.
-  const commands = route.sends.length > 0 || route.serves.length > 0 || route.sandboxOps !== 'none';
+  const commands = route.sends.length > 0 || route.serves.length > 0 || route.sandboxOps !== 'none' || route.imageBuilds !== undefined;
   if (commands) publish.push(`$JS.API.STREAM.INFO.${cmd}`);
   for (const verb of route.sends) publish.push(`${names.commandPrefix}.cmd.${verb}`);
   for (const verb of route.serves) publish.push(...durableGrants(cmd, commandDurableOf(verb, service)));
   if (route.sandboxOps === 'send') publish.push(`${names.commandPrefix}.cmd.sbxop.*`);
   if (route.sandboxOps === 'serve') publish.push(...durableGrants(cmd, sandboxOpsDurableOf(names.workerId)));
+  if (route.imageBuilds === 'send') publish.push(`${names.commandPrefix}.cmd.imgbuild.*`);
+  if (route.imageBuilds === 'serve') publish.push(...durableGrants(cmd, imageBuildsDurableOf(names.workerId)));
   // A command's reply subject travels in a header, so answering it is a publish, not a NATS response;
   // the gateway answers a worker's requests for a file's chunks the same way. Only into the inboxes
   // of those it answers (`answeredInboxes`), and never a forged answer into anyone else's.

@@ -2,7 +2,7 @@ import { ADMIN_EVENT_TYPES, COMMAND_VERBS, EVENT_TYPES } from '@cairn/contracts'
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { bucketStream, commandDurableOf, evidenceDurableOf, natsInboxPrefix, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
+import { bucketStream, commandDurableOf, evidenceDurableOf, imageBuildsDurableOf, natsInboxPrefix, natsPermissionsFor, permits, renderAuthorization, sandboxOpsDurableOf, subjectMatches } from './nats-permissions.js';
 import type { StackNatsNames } from './nats-permissions.js';
 import { appendersOf, INTAKE_VERBS, NATS_SERVICES, SERVICE_ROUTES, serviceRoutesMarkdown, STACK_BUCKETS, UNAPPENDED_TYPES, WEBHOOKS_VERBS } from './service-routes.js';
 
@@ -226,6 +226,21 @@ describe('natsPermissionsFor', () => {
     expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${sandboxOpsDurableOf('local-t1')}`)).toBe(false);
     expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-runtime-w2_example`)).toBe(true);
     expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.evidenceStream}.cairn-runtime-local-t1`)).toBe(false);
+  });
+
+  it('lets the gateway send image builds and only the worker they name take them (docs/adr/0038)', () => {
+    const subject = `${NAMES.commandPrefix}.cmd.imgbuild.local-t1`;
+    expect(permits(all.gateway.publish, subject)).toBe(true);
+    for (const service of NATS_SERVICES.filter((s) => s !== 'gateway')) expect(permits(all[service].publish, subject), service).toBe(false);
+    expect(permits(all.runtime.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${imageBuildsDurableOf('local-t1')}`)).toBe(true);
+    expect(permits(all.gateway.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${imageBuildsDurableOf('local-t1')}`)).toBe(false);
+    const other = natsPermissionsFor('runtime', { ...NAMES, workerId: 'w2.example' });
+    expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${imageBuildsDurableOf('local-t1')}`)).toBe(false);
+    expect(permits(other.publish, `$JS.API.CONSUMER.MSG.NEXT.${NAMES.commandStream}.${imageBuildsDurableOf('w2.example')}`)).toBe(true);
+    // The worker answers the gateway's inboxes (the build's end, its chunk requests); the gateway a worker's chunk inboxes only.
+    expect(permits(other.publish, '_INBOX_gateway.abc')).toBe(true);
+    expect(permits(all.gateway.publish, '_INBOX_runtime.w2_example.chunks.abc')).toBe(true);
+    expect(permits(all.gateway.publish, '_INBOX_runtime.w2_example.abc')).toBe(false);
   });
 
   it('writes a bucket only for the services whose row says write', () => {

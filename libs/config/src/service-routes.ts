@@ -48,6 +48,11 @@ export interface ServiceRoute {
   serves: readonly CommandVerb[];
   /** Sandbox operations (`<prefix>.cmd.sbxop.<worker id>`): sent by the gateway, served by the worker holding the session. */
   sandboxOps: 'send' | 'serve' | 'none';
+  /**
+   * Image builds from a Dockerfile (`<prefix>.cmd.imgbuild.<worker id>`, docs/adr/0038): sent by the
+   * gateway for a Harbor task over REST, served by the worker (one at a time) whose engine will run it.
+   */
+  imageBuilds?: 'send' | 'serve';
   buckets: Partial<Record<StackBucket, BucketAccess>>;
   /** The artifact object store (`OBJ_<CAIRN_ARTIFACT_BUCKET>`, ADR 0021): the runtime writes what the receipts name, readers fetch by sha256. */
   artifacts: BucketAccess | 'none';
@@ -144,6 +149,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [],
     serves: [],
     sandboxOps: 'serve',
+    imageBuilds: 'serve',
     // secrets: the sealed values of the runs it runs, opened with the private key (ADR 0028).
     buckets: { workers: 'write', leases: 'write', secrets: 'read' },
     artifacts: 'write', tlog: 'none',
@@ -165,6 +171,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
     sends: [...COMMAND_VERBS],
     serves: [],
     sandboxOps: 'send',
+    imageBuilds: 'send',
     // drains: an operator's `POST /v1/workers/:id/drain` (ADR 0026); secrets: the catalog's only writer, sealing to the public key (ADR 0028).
     buckets: { workers: 'read', leases: 'read', queue: 'read', drains: 'write', secrets: 'write' },
     artifacts: 'read',
@@ -199,6 +206,7 @@ export function serviceRoutesMarkdown(): string {
       ...(route.sends.length > 0 ? [`sends ${route.sends.map((v) => `\`${v}\``).join(', ')}`] : []),
       ...(route.serves.length > 0 ? [`serves ${route.serves.map((v) => `\`${v}\``).join(', ')}`] : []),
       ...(route.sandboxOps === 'none' ? [] : [`${route.sandboxOps === 'send' ? 'sends' : 'serves (its worker\'s)'} sandbox ops`]),
+      ...(route.imageBuilds === undefined ? [] : [`${route.imageBuilds === 'send' ? 'sends' : 'serves (its worker\'s)'} image builds`]),
     ];
     const buckets = [...STACK_BUCKETS.filter((b) => route.buckets[b] !== undefined).map((b) => `${b} (${route.buckets[b]})`), ...(route.artifacts === 'none' ? [] : [`artifacts (${route.artifacts})`])];
     return `| ${service} | ${appends} | ${reads} | ${commands.join('; ') || '—'} | ${buckets.join(', ') || '—'} |`;

@@ -212,8 +212,10 @@ export type {
   ParseEvidenceReceiptResult,
   ReceiptRejection,
 } from './evidence-event.schema.js';
-export { HarborTaskFileSchema, HarborTaskPathSchema, HarborTaskSubmissionSchema, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES } from './api/harbor.schema.js';
-export type { HarborTaskFile, HarborTaskSubmission } from './api/harbor.schema.js';
+export { HarborSubmitAcceptedSchema, HarborTaskFileSchema, HarborTaskPathSchema, HarborTaskSubmissionSchema, MAX_HARBOR_TASK_BYTES, MAX_HARBOR_TASK_FILES } from './api/harbor.schema.js';
+export type { HarborSubmitAccepted, HarborTaskFile, HarborTaskSubmission } from './api/harbor.schema.js';
+export { ImageBuildRequestSchema, ImageBuiltSchema, MAX_IMAGE_BUILD_REQUEST_BYTES, MAX_IMAGE_BUILD_REQUEST_FILES } from './api/images.schema.js';
+export type { ImageBuildRequest, ImageBuilt } from './api/images.schema.js';
 export {
   BUNDLE_FORMAT,
   CancelAcceptedSchema,
@@ -478,6 +480,20 @@ export type {
   SandboxOp,
   WriteOp,
 } from './sandbox-ops.schema.js';
+export {
+  BUILD_CHUNK_BYTES,
+  BuildContextFileSchema,
+  BuildContextPathSchema,
+  buildSubject,
+  BuiltImageSchema,
+  ImageBuildEndSchema,
+  ImageBuildOpSchema,
+  MAX_BUILD_CONTEXT_BYTES,
+  MAX_BUILD_CONTEXT_FILES,
+  MAX_BUILD_DOCKERFILE_BYTES,
+  MAX_BUILD_TIMEOUT_SECONDS,
+} from './image-build-ops.schema.js';
+export type { BuildContextFile, BuiltImage, ImageBuildEnd, ImageBuildOp } from './image-build-ops.schema.js';
 export {
   AllowedImageSchema,
   ApprovalRuleSchema,

@@ -148,11 +148,29 @@ export function harborImageAdditions(task: HarborTask): { dockerfile: string; fi
     '# Added by Cairn (docs/missions.md): the task\'s tests, and /logs and /solution in writable places.',
     // Root only to place these; every step still runs as the sandbox user, whatever USER says.
     'USER 0:0',
+    // An image made ready for Harbor tasks before builds were served over REST links /tests into /work: the copy replaces the link.
+    'RUN ["/bin/sh", "-c", "[ ! -L /tests ] || rm -f /tests"]',
     'COPY .cairn-harbor/ /',
     `RUN ["/bin/sh", "-c", "ln -sfn ${HARBOR_PATHS.logs} /logs && ln -sfn ${HARBOR_PATHS.solution} /solution"]`,
     '',
   ].join('\n');
   return { dockerfile: `${task.dockerfile.replace(/\s*$/, '')}\n${tail}`, files };
+}
+
+/**
+ * What a worker builds for a task sent over REST (docs/adr/0038): the Dockerfile with the Harbor
+ * additions, and the context — environment/'s files at its root, the tests under .cairn-harbor/ —
+ * as `cairn run <task-dir>` builds it from the directory. Modes are permission bits only.
+ */
+export function harborBuildContext(task: HarborTask): { dockerfile: string; files: { path: string; content: Uint8Array; mode: number }[] } {
+  const additions = harborImageAdditions(task);
+  // The Dockerfile is in the context too, as it is in the directory `cairn run` builds from.
+  const dockerfile = { path: 'Dockerfile', content: new TextEncoder().encode(task.dockerfile), mode: 0o644 };
+  const environment = [dockerfile, ...task.environment.map((file) => ({ path: file.path.slice('environment/'.length), content: file.content, mode: file.mode }))];
+  if (environment.some((file) => file.path === '.cairn-harbor' || file.path.startsWith('.cairn-harbor/') || file.path === '.cairn-build' || file.path.startsWith('.cairn-build/'))) {
+    throw inputError(`${task.where}/environment/: .cairn-harbor/ and .cairn-build/ are Cairn's own names in the build context`, { path: 'environment/' });
+  }
+  return { dockerfile: additions.dockerfile, files: [...environment, ...additions.files] };
 }
 
 /** The lines a Dockerfile adds to make an image ready for Harbor tasks sent over REST (docs/missions.md). */

@@ -1,4 +1,5 @@
 import { CairnError, isCairnError } from '@cairn/contracts';
+import { dockerfileBases } from '@cairn/sandbox';
 import type Docker from 'dockerode';
 import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
@@ -55,6 +56,8 @@ export interface DockerfileBuildOptions {
   kindLabels?: Readonly<Record<string, string>>;
   /** RUN steps reach the network (the stack's PostgreSQL image installs Debian's packages). Default: none. */
   network?: boolean;
+  /** The build's time limit: past it the build is stopped (its connection to the engine closed) and E_TIMEOUT thrown. */
+  timeoutMs?: number;
   onProgress?: (line: string) => void;
 }
 
@@ -83,52 +86,6 @@ function inputError(message: string, details: Record<string, unknown> = {}): Cai
 
 function sha256Hex(bytes: Uint8Array | string): string {
   return createHash('sha256').update(bytes).digest('hex');
-}
-
-/** The Dockerfile's instructions, one per logical line (continuations joined, comments and blanks dropped). */
-function instructions(dockerfile: string): string[] {
-  const out: string[] = [];
-  let current = '';
-  for (const raw of dockerfile.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (current === '' && (line === '' || line.startsWith('#'))) continue;
-    if (line.endsWith('\\')) {
-      current += `${line.slice(0, -1)} `;
-      continue;
-    }
-    current += line;
-    if (current.trim() !== '') out.push(current.trim());
-    current = '';
-  }
-  if (current.trim() !== '') out.push(current.trim());
-  return out;
-}
-
-/**
- * The images the Dockerfile's FROM lines name, in order, without the stages it defines itself
- * (`FROM build AS …` after `… AS build`) or `scratch`. A FROM with a variable (`${BASE}`) is refused:
- * which image it names would depend on build arguments, and it must be checked before the build.
- */
-export function dockerfileBases(dockerfile: string): string[] {
-  const stages = new Set<string>();
-  const bases: string[] = [];
-  let froms = 0;
-  for (const instruction of instructions(dockerfile)) {
-    const match = /^FROM\s+(.*)$/i.exec(instruction);
-    if (match === null) continue;
-    froms += 1;
-    const words = (match[1] ?? '').split(/\s+/).filter((word) => !word.startsWith('--'));
-    const ref = words[0];
-    if (ref === undefined) throw inputError(`Dockerfile: FROM names no image (${instruction})`, { instruction });
-    if (ref.includes('$')) throw inputError(`Dockerfile: FROM ${ref} uses a variable; name a local image`, { instruction });
-    const alias = words.length === 3 && words[1]?.toLowerCase() === 'as' ? words[2]?.toLowerCase() : undefined;
-    if (alias === undefined && words.length !== 1) throw inputError(`Dockerfile: cannot read ${JSON.stringify(instruction)} (FROM <image> [AS <name>])`, { instruction });
-    // An earlier stage or scratch is no image to look up.
-    if (ref.toLowerCase() !== 'scratch' && !stages.has(ref.toLowerCase()) && !bases.includes(ref)) bases.push(ref);
-    if (alias !== undefined) stages.add(alias);
-  }
-  if (froms === 0) throw inputError('Dockerfile: no FROM instruction');
-  return bases;
 }
 
 async function localImageId(docker: Docker, ref: string): Promise<string | null> {
@@ -307,19 +264,33 @@ export async function buildDockerfileImage(options: DockerfileBuildOptions): Pro
     [BUILD_DOCKERFILE_LABEL]: dockerfileSha256,
     [BUILD_BASES_LABEL]: bases.map((b) => b.id).join(','),
   };
+  const controller = new AbortController();
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), options.timeoutMs);
+  const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(new Error('the build took too long')), { once: true }));
+  stopped.catch(() => undefined);
+  let stream: NodeJS.ReadableStream | undefined;
   try {
-    const stream = await docker.buildImage(Readable.from([context]), {
-      t: tag,
-      dockerfile: DOCKERFILE_ENTRY,
-      pull: false,
-      networkmode: options.network === true ? 'default' : 'none',
-      rm: true,
-      forcerm: true,
-      labels,
-    });
-    await followBuild(stream, options.onProgress);
+    stream = await Promise.race([
+      docker.buildImage(Readable.from([context]), {
+        t: tag,
+        dockerfile: DOCKERFILE_ENTRY,
+        pull: false,
+        networkmode: options.network === true ? 'default' : 'none',
+        rm: true,
+        forcerm: true,
+        labels,
+        abortSignal: controller.signal,
+      }),
+      stopped,
+    ]);
+    await Promise.race([followBuild(stream, options.onProgress), stopped]);
   } catch (error) {
+    if (controller.signal.aborted) throw new CairnError('E_TIMEOUT', `the Dockerfile build of ${tag} took longer than its limit of ${Math.round((options.timeoutMs ?? 0) / 1000)} s: it was stopped`, { timeoutMs: options.timeoutMs });
     throw isCairnError(error) ? error : engineError(error, 'E_IMAGE_PULL', `building ${tag}`);
+  } finally {
+    clearTimeout(timer);
+    // Closing the connection is what stops the engine's build; after a finished build it is a no-op.
+    if (controller.signal.aborted) (stream as { destroy?: () => void } | undefined)?.destroy?.();
   }
   const id = await localImageId(docker, tag);
   if (id === null) throw new CairnError('E_IMAGE_PULL', `the build of ${tag} reported no image`);

@@ -70,8 +70,8 @@ export {
   BUILT_IMAGE_REPOSITORY,
   buildContextTar,
   buildDockerfileImage,
-  dockerfileBases,
 } from './dockerfile-build.js';
+export { dockerfileBases } from '@cairn/sandbox';
 export type { BaseImage, ContextFile, DockerfileBuild, DockerfileBuildOptions } from './dockerfile-build.js';
 export {
   buildStackBaseImage,

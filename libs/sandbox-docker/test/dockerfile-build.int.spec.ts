@@ -50,4 +50,16 @@ describe('images from Dockerfiles, offline', () => {
     const dockerfile = 'FROM cairn/sandbox-busybox:1\nUSER 0:0\nRUN ["/bin/sh", "-c", "test ! -e /sys/class/net/eth0"]\nRUN ["/bin/sh", "-c", "exit 3"]\n';
     await expect(buildDockerfileImage({ dockerfile, labels: testLabel })).rejects.toMatchObject({ code: 'E_IMAGE_PULL', message: expect.stringMatching(/exit 3.*non-zero code: 3/) as unknown });
   });
+  it('stops a build past its time limit (E_TIMEOUT): the engine\'s build container is gone, no image is made of it', async () => {
+    const marker = uniqueName('slow').toLowerCase();
+    // The LABEL step's layer stays behind as an untagged image (as a failed build's do): labelled for the clean-up.
+    const dockerfile = `FROM cairn/sandbox-busybox:1\nLABEL io.cairn.test=${testLabel['io.cairn.test']} io.cairn.test.case=${marker}\nRUN ["/bin/sh", "-c", "sleep 30; echo ${marker}"]\n`;
+    const started = Date.now();
+    await expect(buildDockerfileImage({ dockerfile, labels: testLabel, timeoutMs: 2000 })).rejects.toMatchObject({ code: 'E_TIMEOUT', message: expect.stringContaining('longer than its limit of 2 s') as unknown });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const building = async () => (await docker.listContainers({ all: true })).filter((c) => c.Command.includes(marker));
+    await expect.poll(building, { timeout: 20_000, interval: 250 }).toEqual([]);
+    // No image was made of it: none carries the digest label the finished build adds.
+    expect(await docker.listImages({ filters: { label: [`io.cairn.test.case=${marker}`, BUILD_DIGEST_LABEL] } })).toEqual([]);
+  }, 60_000);
 });

@@ -36,3 +36,4 @@ export {
 export type { SandboxCaps, SandboxLabels, SandboxSpec, SandboxSpecInput } from './sandbox-spec.schema.js';
 export { FILE_ROOTS, INODES_PER_MIB, memoryLimitMiB, tmpfsLayout, WRITABLE_MOUNTS } from './tmpfs-layout.js';
 export type { TmpfsMount, WritableMount } from './tmpfs-layout.js';
+export { dockerfileBases } from './dockerfile-bases.js';

@@ -1,6 +1,7 @@
 import type { ApiRouteName } from '@cairn/contracts';
 import { Keys, Operator, Secrets, Tenants, Webhooks } from './administration.js';
 import { Chains } from './chains.js';
+import { Images } from './images.js';
 import { Runs } from './runs.js';
 import { Sandboxes } from './sandboxes.js';
 import { Tlog } from './tlog.js';
@@ -23,6 +24,8 @@ import type { CairnOptions } from './transport.js';
  */
 export class Cairn {
   readonly runs: Runs;
+  /** Images built from a Dockerfile by a worker. */
+  readonly images: Images;
   readonly sandboxes: Sandboxes;
   readonly secrets: Secrets;
   readonly keys: Keys;
@@ -42,6 +45,7 @@ export class Cairn {
     this.url = http.baseUrl;
     this.chains = new Chains(http);
     this.runs = new Runs(http, this.chains);
+    this.images = new Images(http);
     this.sandboxes = new Sandboxes(http, this.chains);
     this.secrets = new Secrets(http);
     this.keys = new Keys(http);
@@ -60,6 +64,7 @@ export class Cairn {
 export const SDK_OPERATIONS: Readonly<Record<ApiRouteName, string>> = {
   submitRun: 'runs.submit',
   submitHarborTask: 'runs.submitHarborTask',
+  buildImage: 'images.build',
   listRuns: 'runs.list',
   getRun: 'runs.get',
   listEvents: 'runs.events',
@@ -123,6 +128,8 @@ export { conform, WireReceiptSchema } from './conform.js';
 export type { Validation } from './conform.js';
 export { DEFAULT_MAX_READ_BYTES, openBytes, readBytes } from './outputs.js';
 export type { Bytes, OpenedBytes, ReadOptions } from './outputs.js';
+export { Images } from './images.js';
+export type { BuildFile } from './images.js';
 export { freshIdempotencyKey, Runs } from './runs.js';
 export type { RunOutputs, WaitOptions } from './runs.js';
 export { SandboxSession, Sandboxes } from './sandboxes.js';
@@ -146,7 +153,9 @@ export type {
   ExecRequest,
   ExecResult,
   FileWrittenAnswer,
+  HarborSubmitAccepted,
   Health,
+  ImageBuilt,
   KeyCreate,
   KeyCreated,
   KeyList,

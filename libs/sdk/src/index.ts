@@ -22,6 +22,7 @@ export {
   openBytes,
   Operator,
   OUTPUT_STREAMS,
+  Images,
   readBytes,
   readNdjson,
   readSse,
@@ -43,6 +44,7 @@ export {
 } from './client.js';
 export type {
   ApiKeySource,
+  BuildFile,
   ApprovalAccepted,
   ApprovalRequest,
   Artifact,
@@ -87,6 +89,8 @@ export type {
   SecretStored,
   SseMessage,
   SseParser,
+  HarborSubmitAccepted,
+  ImageBuilt,
   StepOutputs,
   SubmitAccepted,
   TenantList,

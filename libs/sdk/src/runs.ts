@@ -15,6 +15,7 @@ import type {
   ApprovalAccepted,
   ApprovalRequest,
   CancelAccepted,
+  HarborSubmitAccepted,
   HarborTaskSubmission,
   RegradeAccepted,
   EventPage,
@@ -34,6 +35,9 @@ import { openBytes, readBytes } from './outputs.js';
 import type { Bytes, OpenedBytes, ReadOptions } from './outputs.js';
 import { route } from './transport.js';
 import type { Transport } from './transport.js';
+
+/** How long `submitHarborTask` waits by default: a worker builds the task's environment first (its limit is 10 minutes by default). */
+export const HARBOR_SUBMIT_TIMEOUT_MS = 15 * 60_000;
 
 /** A fresh Idempotency-Key: getRandomValues works outside secure contexts too, unlike randomUUID. */
 export function freshIdempotencyKey(prefix = 'sdk'): string {
@@ -88,16 +92,23 @@ export class Runs {
   }
 
   /**
-   * Submits a Harbor task directory's files (`POST /v1/missions/harbor`, docs/missions.md): the
-   * gateway maps them to a RunSpec as `cairn run <task-dir>` does. The body is checked against the
-   * contracts first (paths, counts, oracle or agent); from disk, `harborTaskSubmission(dir, …)` of
-   * `@cairn/sdk` (Node) makes it.
+   * Submits a Harbor task directory's files (`POST /v1/missions/harbor`, docs/missions.md): a worker
+   * builds its environment (environment/Dockerfile, cached by digest) and the gateway maps the task
+   * to a RunSpec as `cairn run <task-dir>` does; the answer names the image built (`imageBuild`). The
+   * body is checked against the contracts first (paths, counts, oracle or agent); from disk,
+   * `harborTaskSubmission(dir, …)` of `@cairn/sdk` (Node) makes it. A build can take minutes: the
+   * call waits up to `timeoutMs` (default 15 minutes).
    */
-  async submitHarborTask(submission: HarborTaskSubmission, options: { idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<SubmitAccepted> {
+  async submitHarborTask(submission: HarborTaskSubmission, options: { idempotencyKey?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<HarborSubmitAccepted> {
     const body = checked(HarborTaskSubmissionSchema, submission, 'Harbor task');
     const key = checked(IdempotencyKeySchema, options.idempotencyKey ?? freshIdempotencyKey(), 'Idempotency-Key');
     const { method, path } = route('submitHarborTask');
-    return this.http.json(method, path, API_COMPONENTS.SubmitAccepted, { json: body, headers: { 'idempotency-key': key }, ...signalOf(options.signal) });
+    return this.http.json(method, path, API_COMPONENTS.HarborSubmitAccepted, {
+      json: body,
+      headers: { 'idempotency-key': key },
+      timeoutMs: options.timeoutMs ?? HARBOR_SUBMIT_TIMEOUT_MS,
+      ...signalOf(options.signal),
+    });
   }
 
   async get(id: string, signal?: AbortSignal): Promise<Run> {

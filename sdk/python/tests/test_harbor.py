@@ -18,7 +18,7 @@ TEST_SH = '#!/bin/sh\nif [ "$(cat /work/answer.txt 2>/dev/null)" = "42" ]; then 
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    # The runner builds an image whose /logs, /tests and /solution are links (tools/src/python-tests.ts).
+    # The runner builds a base image of its own (tools/src/python-tests.ts); a worker builds each task's environment on it.
     name = os.environ.get("CAIRN_TEST_HARBOR_IMAGE")
     assert name, "run through `npm run test:python`, which builds the Harbor tasks' image and allows it in the stack's policy"
     return name
@@ -46,8 +46,12 @@ def test_a_task_directory_runs_with_its_oracle_and_its_reward_is_the_grade(clien
     key = f"py-harbor-{time.time_ns()}"
     accepted = client.runs.submit_harbor_task(task, oracle=True, idempotency_key=key)
     assert accepted.state == "SUBMITTED" and not accepted.duplicate
+    # A worker built the environment on the image named in FROM; sent again, it is found built.
+    assert accepted.image.startswith("cairn/built:") and accepted.image.endswith(f"@{accepted.image_build.image_id}")
+    assert [base.ref for base in accepted.image_build.bases] == [image]
     again = client.runs.submit_harbor_task(task, oracle=True, idempotency_key=key)
     assert again.run_id == accepted.run_id and again.duplicate
+    assert again.image == accepted.image and again.image_build.cached
     run = client.runs.wait(accepted.run_id, timeout=120)
     assert (run.state, run.score, run.max_score, run.name) == ("SEALED", 1, 1, "harbor: py-passing")
     # An agent that does nothing: sealed, reward 0.
@@ -88,3 +92,17 @@ def test_hostile_or_bad_tasks_are_refused_and_make_no_run(client: Cairn, image: 
         client.runs.submit_harbor_task(bad_toml, agent="python3 agent.py")  # type: ignore[arg-type]
     assert refused.value.code == "E_INPUT"
     assert len(client.runs.list(limit=200).items) == before
+
+
+def test_a_worker_builds_an_image_from_a_dockerfile_once_per_digest(client: Cairn, image: str) -> None:
+    # FROM the labelled base: the image built inherits the label, and the runner removes it.
+    dockerfile = f'FROM {image}\nCOPY note.txt /opt/note.txt\nRUN ["/bin/sh", "-c", "cp /opt/note.txt /opt/note.copy"]\n'
+    note = f"py-images-{time.time_ns()}"
+    built = client.images.build(dockerfile, {"note.txt": note})
+    assert built.image == f"{built.tag}@{built.image_build.image_id}" and built.tag.startswith("cairn/built:")
+    assert not built.image_build.cached and [b.ref for b in built.image_build.bases] == [image]
+    again = client.images.build(dockerfile, {"note.txt": note})
+    assert again.image_build.cached and again.image == built.image and again.worker_id == built.worker_id
+    with pytest.raises(errors.CairnError) as refused:
+        client.images.build(f"FROM docker.io/library/{note}:latest\nRUN true\n")
+    assert refused.value.code == "E_INPUT" and "not an image on this engine" in str(refused.value)

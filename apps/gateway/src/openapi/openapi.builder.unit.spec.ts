@@ -38,6 +38,7 @@ describe('the OpenAPI document', () => {
         '/metrics',
         '/openapi.json',
         '/v1/health',
+        '/v1/images/builds',
         '/v1/keys',
         '/v1/keys/{id}/revoke',
         '/v1/keys/{id}/rotate',

@@ -1,5 +1,6 @@
 import { API_ROUTES, CairnError, CancelRequestSchema, RegradeRequestSchema, DEFAULT_EVENTS_PAGE, IdempotencyKeySchema, ListEventsQuerySchema, ListRunsQuerySchema, parseRunSpec, RunIdSchema, StreamEventsQuerySchema } from '@cairn/contracts';
-import type { CancelAccepted, CancelRequest, EventPage, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, RunSpec, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import type { CancelAccepted, CancelRequest, EventPage, HarborSubmitAccepted, ListEventsQuery, ListRunsQuery, ProofBundle, RegradeAccepted, RegradeRequest, Run, RunList, RunSpec, StreamEventsQuery, SubmitAccepted } from '@cairn/contracts';
+import { ImageBuilder } from '@cairn/sandbox-sessions';
 import { Body, Controller, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
@@ -8,7 +9,7 @@ import type { GatewayConfig } from '../gateway.config.js';
 import { GATEWAY_CONFIG } from '../gateway.tokens.js';
 import { ApiRoute } from '../http/api-route.decorator.js';
 import { resumeAfter } from './last-event-id.js';
-import { harborSpecOf } from './harbor-submission.js';
+import { harborSpecOf, harborUploadOf, imageBuildOf } from './harbor-submission.js';
 import { buildProofBundle } from './proof-bundle.builder.js';
 import { RunCommands } from './run-commands.service.js';
 import { RunEventStreams } from './run-event-streams.service.js';
@@ -32,6 +33,7 @@ export class RunsController {
     private readonly commands: RunCommands,
     private readonly streams: RunEventStreams,
     private readonly queue: QueueSpots,
+    private readonly images: ImageBuilder,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
@@ -57,9 +59,10 @@ export class RunsController {
   }
 
   /**
-   * A Harbor task directory as a run (docs/adr/0034): the files are checked and mapped here by the
-   * mapping the CLI uses, synchronously, so a bad task is E_INPUT and nothing is published. The
-   * gateway has no engine, so no image is built: the environment is an image already there.
+   * A Harbor task directory as a run (docs/adr/0034, 0038): the files are checked and mapped here by
+   * the mapping the CLI uses, so a bad task is E_INPUT and nothing is published; a worker builds its
+   * environment (the gateway has no engine) — once per digest — and the run is submitted on that
+   * image, with the build recorded, as the CLI submits it.
    */
   @ApiRoute(API_ROUTES.submitHarborTask)
   async submitHarborTask(
@@ -67,9 +70,20 @@ export class RunsController {
     @Headers('idempotency-key') key: string | undefined,
     @Body() body: unknown,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<SubmitAccepted> {
+  ): Promise<HarborSubmitAccepted> {
     const idempotency = idempotencyKey(key);
-    return this.accept(principal, idempotency, harborSpecOf(body), reply);
+    const upload = harborUploadOf(body);
+    const built = await this.images.build({
+      tenant: principal.tenant,
+      requestedBy: `key:${principal.keyId}`,
+      dockerfile: upload.build.dockerfile,
+      files: upload.build.files,
+      bases: upload.build.bases,
+      ...(upload.build.timeoutSeconds === undefined ? {} : { timeoutSeconds: upload.build.timeoutSeconds }),
+    });
+    const spec = harborSpecOf(upload, built);
+    const accepted = await this.accept(principal, idempotency, spec, reply);
+    return { ...accepted, ...imageBuildOf(built), workerId: built.worker_id };
   }
 
   @ApiRoute(API_ROUTES.listRuns)

@@ -5,7 +5,8 @@ import { ErrorBodySchema } from '../error-codes.js';
 import { SealKeysSchema } from '../seal-signature.schema.js';
 import { SecretGranteeSchema } from '../principal.schema.js';
 import { RunSpecSchema, SecretNameSchema } from '../run-spec.schema.js';
-import { HarborTaskSubmissionSchema } from './harbor.schema.js';
+import { HarborSubmitAcceptedSchema, HarborTaskSubmissionSchema } from './harbor.schema.js';
+import { ImageBuildRequestSchema, ImageBuiltSchema } from './images.schema.js';
 import { SandboxSpecSchema } from '../sandbox-spec.schema.js';
 import { WorkerIdSchema } from '../event-fields.schema.js';
 import type { ApiKeyScope } from '../api-key-scope.schema.js';
@@ -91,6 +92,9 @@ export const API_COMPONENTS = {
   ProofBundle: ProofBundleSchema,
   RunArtifacts: RunArtifactsSchema,
   SubmitAccepted: SubmitAcceptedSchema,
+  HarborSubmitAccepted: HarborSubmitAcceptedSchema,
+  ImageBuildRequest: ImageBuildRequestSchema,
+  ImageBuilt: ImageBuiltSchema,
   CancelRequest: CancelRequestSchema,
   CancelAccepted: CancelAcceptedSchema,
   RegradeRequest: RegradeRequestSchema,
@@ -206,16 +210,28 @@ export const API_ROUTES = {
     method: 'POST',
     path: '/v1/missions/harbor',
     summary:
-      "Submit a Harbor / Terminal-Bench task directory as a run (docs/missions.md, ADR 0034): its files as base64 JSON (at most 256 files and 768 KiB; relative paths only, no `..`, regular files only), run with the oracle (solution/solve.sh) or an agent's argv. It is mapped to a RunSpec exactly as `cairn run <task-dir>` maps it and answered like `POST /v1/runs`. No image is built here: environment/Dockerfile must be one `FROM <image>` of an image already on the workers (policy decides whether it may run). A bad task is E_INPUT naming the file or field, and nothing is published.",
+      "Submit a Harbor / Terminal-Bench task directory as a run (docs/missions.md, ADR 0034, ADR 0038): its files as base64 JSON (at most 256 files and 768 KiB; relative paths only, no `..`, regular files only), run with the oracle (solution/solve.sh) or an agent's argv. A worker builds environment/Dockerfile with environment/ as its context and the task's tests in the image's read-only root, offline (every FROM an image on that worker; cached by digest: the same task is built once), then the task is mapped to a RunSpec exactly as `cairn run <task-dir>` maps it, with the build recorded (`imageBuild`), and answered like `POST /v1/runs` plus the image. A bad task, or a FROM that is not on the worker, is E_INPUT naming the file, field or image; a context past the worker's limit E_TOO_LARGE; a build past its time limit E_TIMEOUT; nothing is published then.",
     scope: 'runs:write',
     status: 202,
-    response: 'SubmitAccepted',
+    response: 'HarborSubmitAccepted',
     requestBody: { component: 'HarborTaskSubmission', required: true },
     headers: {
       'Idempotency-Key': { schema: IdempotencyKeySchema, required: true, description: 'The same key with the same task answers the same run; with another task 422.' },
     },
     responseHeaders: { Location: '/v1/runs/<run id>' },
-    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_TIMEOUT', 'E_IMAGE_PULL', 'E_RUNTIME_ABSENT', 'E_IDEMPOTENCY_MISMATCH', 'E_UNAVAILABLE'],
+  },
+  buildImage: {
+    operationId: 'buildImage',
+    method: 'POST',
+    path: '/v1/images/builds',
+    summary:
+      "Build an image from a Dockerfile and its context on a worker (docs/missions.md, ADR 0038), as `cairn images build --file` builds on its host: every FROM an image on that worker (none is pulled), RUN steps without network, no secret given, cached by digest (`imageBuild.cached`: found built, not built again), tagged `cairn/built:<digest prefix>` (no other tag), labelled with what it was built from. The files as base64 JSON (at most 256 files and 768 KiB with the Dockerfile). Answers the image by id (`image`, as a RunSpec names it; the default policy admits `cairn/built` only so) and the worker that has it. A FROM the worker does not have is E_INPUT naming it; a context past the worker's limit E_TOO_LARGE; a build past its time limit E_TIMEOUT; a failing RUN E_IMAGE_PULL; no live worker E_RUNTIME_ABSENT. The build is in the image's labels and the worker's log; it is on no chain until a run uses it.",
+    scope: 'runs:write',
+    status: 200,
+    response: 'ImageBuilt',
+    requestBody: { component: 'ImageBuildRequest', required: true },
+    errors: ['E_INPUT', 'E_TOO_LARGE', 'E_TIMEOUT', 'E_IMAGE_PULL', 'E_RUNTIME_ABSENT', 'E_UNAVAILABLE'],
   },
   listRuns: {
     operationId: 'listRuns',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ArgvSchema, JobNameSchema } from '../run-spec.schema.js';
+import { RunIdSchema } from '../envelope.js';
+import { ArgvSchema, ImageBuildSchema, ImageRefSchema, JobNameSchema } from '../run-spec.schema.js';
 
 /*
  * A Harbor / Terminal-Bench task directory sent over REST (`POST /v1/missions/harbor`, docs/adr/0034):
@@ -59,3 +60,21 @@ export const HarborTaskSubmissionSchema = z
     });
   });
 export type HarborTaskSubmission = z.infer<typeof HarborTaskSubmissionSchema>;
+
+/**
+ * The answer to `POST /v1/missions/harbor` (docs/adr/0038): `POST /v1/runs`'s, plus the image a worker
+ * built for the task (or found built: `imageBuild.cached`) — the run's `image` and `imageBuild` as
+ * submitted — and the worker that has it.
+ */
+export const HarborSubmitAcceptedSchema = z.strictObject({
+  runId: RunIdSchema,
+  state: z.literal('SUBMITTED'),
+  /** True when this Idempotency-Key had created the run before: nothing new happened. */
+  duplicate: z.boolean(),
+  /** `cairn/built:<tag>@<image id>`: the run's image, pinned by id. */
+  image: ImageRefSchema,
+  imageBuild: ImageBuildSchema,
+  /** The worker that built it: its engine alone has the image, so the run is placed there. */
+  workerId: z.string().min(1).max(128),
+});
+export type HarborSubmitAccepted = z.infer<typeof HarborSubmitAcceptedSchema>;

@@ -274,6 +274,8 @@ class SseParser:
 #: A Harbor task sent over REST (``POST /v1/missions/harbor``): at most this many files and decoded bytes.
 MAX_HARBOR_TASK_FILES = 256
 MAX_HARBOR_TASK_BYTES = 768 * 1024
+#: How long ``submit_harbor_task`` waits by default: a worker builds the task's environment first (at most 10 minutes by default).
+HARBOR_SUBMIT_TIMEOUT_SECONDS = 900.0
 _HARBOR_PARTS = ("environment", "tests", "solution")
 
 
@@ -318,4 +320,18 @@ def harbor_task_body(task_dir: str | os.PathLike[str], *, oracle: bool, agent: l
         body["agent"] = list(agent or [])
     if job is not None:
         body["job"] = job
+    return body
+
+
+def image_build_body(dockerfile: str, files: dict[str, bytes | str] | None, timeout_seconds: int | None) -> dict[str, Any]:
+    """The body of ``POST /v1/images/builds``: the Dockerfile's text, the context's files (path → bytes or
+    UTF-8 text; a path ending in ``.sh`` is sent executable), the build's time limit."""
+    body: dict[str, Any] = {"dockerfile": dockerfile}
+    if files:
+        body["files"] = [
+            {"path": path, "content": base64.b64encode(content.encode("utf-8") if isinstance(content, str) else content).decode("ascii"), "mode": 0o755 if path.endswith(".sh") else 0o644}
+            for path, content in sorted(files.items())
+        ]
+    if timeout_seconds is not None:
+        body["timeoutSeconds"] = timeout_seconds
     return body

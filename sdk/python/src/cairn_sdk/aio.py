@@ -24,7 +24,9 @@ from .models import (
     ExecStreamError,
     ExecStreamResult,
     FileWritten,
+    HarborSubmitAccepted,
     Health,
+    ImageBuilt,
     Key,
     KeyCreated,
     KeyList,
@@ -68,6 +70,7 @@ class AsyncCairn:
         self._retries = retries
         self._http = httpx.AsyncClient(base_url=conn.url, headers=c.default_headers(conn.api_key), timeout=timeout, transport=transport)
         self.runs = AsyncRuns(self)
+        self.images = AsyncImages(self)
         self.sandboxes = AsyncSandboxes(self)
         self.secrets = AsyncSecrets(self)
         self.keys = AsyncKeys(self)
@@ -161,6 +164,16 @@ class AsyncCairn:
             await asyncio.sleep(0.2)
 
 
+class AsyncImages:
+    def __init__(self, client: AsyncCairn) -> None:
+        self._c = client
+
+    async def build(self, dockerfile: str, files: dict[str, bytes | str] | None = None, *, timeout_seconds: int | None = None, timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS) -> ImageBuilt:
+        """Has a worker build an image (see ``Cairn.images.build``)."""
+        body = c.image_build_body(dockerfile, files, timeout_seconds)
+        return ImageBuilt.model_validate((await self._c.request("POST", "/v1/images/builds", json=body, timeout=timeout)).json())
+
+
 class AsyncRuns:
     def __init__(self, client: AsyncCairn) -> None:
         self._c = client
@@ -170,12 +183,20 @@ class AsyncRuns:
         return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/runs", json=spec, headers={"idempotency-key": key})).json())
 
     async def submit_harbor_task(
-        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
-    ) -> SubmitAccepted:
+        self,
+        task_dir: str | os.PathLike[str],
+        *,
+        oracle: bool = False,
+        agent: list[str] | None = None,
+        job: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS,
+    ) -> HarborSubmitAccepted:
         """Submits a Harbor task directory as a run (see ``Cairn.runs.submit_harbor_task``)."""
         body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
         key = idempotency_key or c.new_idempotency_key()
-        return SubmitAccepted.model_validate((await self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})).json())
+        response = await self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key}, timeout=timeout)
+        return HarborSubmitAccepted.model_validate(response.json())
 
     async def get(self, run_id: str) -> Run:
         return Run.model_validate((await self._c.request("GET", f"/v1/runs/{c.segment(run_id)}")).json())

@@ -23,7 +23,9 @@ from .models import (
     ExecStreamError,
     ExecStreamResult,
     FileWritten,
+    HarborSubmitAccepted,
     Health,
+    ImageBuilt,
     Key,
     KeyCreated,
     KeyList,
@@ -67,6 +69,7 @@ class Cairn:
         self._retries = retries
         self._http = httpx.Client(base_url=conn.url, headers=c.default_headers(conn.api_key), timeout=timeout, transport=transport)
         self.runs = Runs(self)
+        self.images = Images(self)
         self.sandboxes = Sandboxes(self)
         self.secrets = Secrets(self)
         self.keys = Keys(self)
@@ -172,6 +175,17 @@ class Cairn:
             time.sleep(0.2)
 
 
+class Images:
+    def __init__(self, client: Cairn) -> None:
+        self._c = client
+
+    def build(self, dockerfile: str, files: dict[str, bytes | str] | None = None, *, timeout_seconds: int | None = None, timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS) -> ImageBuilt:
+        """Has a worker build ``dockerfile`` with ``files`` (path → bytes or text) as its context, offline (every FROM an
+        image on that worker), cached by digest (``image_build.cached``); answers the image by id, as a RunSpec names it."""
+        body = c.image_build_body(dockerfile, files, timeout_seconds)
+        return ImageBuilt.model_validate(self._c.request("POST", "/v1/images/builds", json=body, timeout=timeout).json())
+
+
 class Runs:
     def __init__(self, client: Cairn) -> None:
         self._c = client
@@ -183,16 +197,25 @@ class Runs:
         return SubmitAccepted.model_validate(response.json())
 
     def submit_harbor_task(
-        self, task_dir: str | os.PathLike[str], *, oracle: bool = False, agent: list[str] | None = None, job: str | None = None, idempotency_key: str | None = None
-    ) -> SubmitAccepted:
+        self,
+        task_dir: str | os.PathLike[str],
+        *,
+        oracle: bool = False,
+        agent: list[str] | None = None,
+        job: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float = c.HARBOR_SUBMIT_TIMEOUT_SECONDS,
+    ) -> HarborSubmitAccepted:
         """Submits a Harbor task directory (task.toml, instruction.md, environment/, tests/, solution/) as a run,
-        with its oracle (``oracle=True``: solution/solve.sh) or an agent's argv. The gateway maps it as
-        ``cairn run <task-dir>`` does; environment/Dockerfile must be one ``FROM <image>`` of an image already
-        there (docs/missions.md). A bad task is E_INPUT, here or from the gateway, and no run is made."""
+        with its oracle (``oracle=True``: solution/solve.sh) or an agent's argv. A worker builds
+        environment/Dockerfile (every FROM an image on it; cached by digest) with the tests in the image's
+        read-only root, and the gateway maps the task as ``cairn run <task-dir>`` does (docs/missions.md); the
+        answer names the image (``image_build``). A build can take minutes: the call waits up to ``timeout``
+        seconds. A bad task is E_INPUT, here or from the gateway, and no run is made."""
         body = c.harbor_task_body(task_dir, oracle=oracle, agent=agent, job=job)
         key = idempotency_key or c.new_idempotency_key()
-        response = self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key})
-        return SubmitAccepted.model_validate(response.json())
+        response = self._c.request("POST", "/v1/missions/harbor", json=body, headers={"idempotency-key": key}, timeout=timeout)
+        return HarborSubmitAccepted.model_validate(response.json())
 
     def get(self, run_id: str) -> Run:
         return Run.model_validate(self._c.request("GET", f"/v1/runs/{c.segment(run_id)}").json())

@@ -74,6 +74,44 @@ class SubmitAccepted(Model):
     duplicate: bool
 
 
+class ImageBase(Model):
+    """A base image a build used: as its FROM names it, and its id."""
+
+    ref: str
+    id: str
+
+
+class ImageBuild(Model):
+    """An image built from a Dockerfile (docs/missions.md): the RunSpec's ``imageBuild``; ``cached`` when it was found built."""
+
+    digest: str
+    dockerfile_sha256: str
+    bases: list[ImageBase]
+    image_id: str
+    cached: bool
+
+
+class HarborSubmitAccepted(Model):
+    """A Harbor task accepted (``POST /v1/missions/harbor``): the run, and the image a worker built for it (docs/adr/0038)."""
+
+    run_id: str
+    state: Literal["SUBMITTED"]
+    duplicate: bool
+    image: str
+    image_build: ImageBuild
+    worker_id: str
+
+
+class ImageBuilt(Model):
+    """An image a worker built from a Dockerfile, or found built (``POST /v1/images/builds``, docs/adr/0038)."""
+
+    image: str
+    tag: str
+    image_build: ImageBuild
+    duration_ms: int
+    worker_id: str
+
+
 class QueueSpot(Model):
     """Where work waiting in the placement queue stands: ``position`` of ``length``, what it waits for (docs/sandboxes.md)."""
 
@@ -433,6 +471,8 @@ class Health(Model):
 OPENAPI_COMPONENTS: dict[str, type[BaseModel]] = {
     "Error": ErrorBody,
     "SubmitAccepted": SubmitAccepted,
+    "HarborSubmitAccepted": HarborSubmitAccepted,
+    "ImageBuilt": ImageBuilt,
     "Run": Run,
     "RunList": RunList,
     "CancelAccepted": CancelAccepted,
