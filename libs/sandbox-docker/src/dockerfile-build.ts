@@ -228,6 +228,10 @@ async function followBuild(stream: NodeJS.ReadableStream, onProgress: ((line: st
  * image here (else `E_INPUT`, before anything is built), nothing is pulled, RUN steps get no
  * network. The same Dockerfile and context (the same digest) give back the image built before.
  */
+/** What one RUN step of a build may use: memory (no swap beyond it) and CPUs, as a quota. */
+export const BUILD_STEP_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
+export const BUILD_STEP_CPUS = 1;
+
 export async function buildDockerfileImage(options: DockerfileBuildOptions): Promise<DockerfileBuild> {
   const started = performance.now();
   const docker = options.docker ?? createDockerClient();
@@ -276,6 +280,11 @@ export async function buildDockerfileImage(options: DockerfileBuildOptions): Pro
         dockerfile: DOCKERFILE_ENTRY,
         pull: false,
         networkmode: options.network === true ? 'default' : 'none',
+        // Each RUN step's container is capped as a sandbox's would be (a build serves remote callers too, ADR 0038).
+        memory: BUILD_STEP_MEMORY_BYTES,
+        memswap: BUILD_STEP_MEMORY_BYTES,
+        cpuperiod: 100_000,
+        cpuquota: 100_000 * BUILD_STEP_CPUS,
         rm: true,
         forcerm: true,
         labels,

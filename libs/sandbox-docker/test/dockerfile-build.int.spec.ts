@@ -1,6 +1,6 @@
 import { uniqueName } from '@cairn/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILD_BASES_LABEL, BUILD_DIGEST_LABEL, buildDockerfileImage, createDockerClient, ensureBusyboxImage, IMAGE_LABEL } from '../src/index.js';
+import { BUILD_BASES_LABEL, BUILD_DIGEST_LABEL, BUILD_STEP_CPUS, BUILD_STEP_MEMORY_BYTES, buildDockerfileImage, createDockerClient, ensureBusyboxImage, IMAGE_LABEL } from '../src/index.js';
 
 const docker = createDockerClient();
 const testLabel = { 'io.cairn.test': uniqueName('dockerfile-build') };
@@ -50,6 +50,16 @@ describe('images from Dockerfiles, offline', () => {
     const dockerfile = 'FROM cairn/sandbox-busybox:1\nUSER 0:0\nRUN ["/bin/sh", "-c", "test ! -e /sys/class/net/eth0"]\nRUN ["/bin/sh", "-c", "exit 3"]\n';
     await expect(buildDockerfileImage({ dockerfile, labels: testLabel })).rejects.toMatchObject({ code: 'E_IMAGE_PULL', message: expect.stringMatching(/exit 3.*non-zero code: 3/) as unknown });
   });
+  it('caps every RUN step as a sandbox is capped: 2 GiB of memory, one CPU (cgroup v2 or v1)', async () => {
+    // The build succeeds only if its step's cgroup says so.
+    const [memory, quota] = [String(BUILD_STEP_MEMORY_BYTES), String(100_000 * BUILD_STEP_CPUS)];
+    const check =
+      `if [ -e /sys/fs/cgroup/memory.max ]; then test "$(cat /sys/fs/cgroup/memory.max)" = "${memory}" && test "$(cat /sys/fs/cgroup/cpu.max)" = "${quota} 100000"; ` +
+      `else test "$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)" = "${memory}" && test "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)" = "${quota}"; fi`;
+    const dockerfile = `FROM cairn/sandbox-busybox:1\nRUN ["/bin/sh", "-c", ${JSON.stringify(`${check} && echo ${uniqueName('capped')} > /tmp/capped`)}]\n`;
+    await expect(buildDockerfileImage({ dockerfile, labels: testLabel })).resolves.toMatchObject({ cached: false });
+  });
+
   it('stops a build past its time limit (E_TIMEOUT): the engine\'s build container is gone, no image is made of it', async () => {
     const marker = uniqueName('slow').toLowerCase();
     // The LABEL step's layer stays behind as an untagged image (as a failed build's do): labelled for the clean-up.
