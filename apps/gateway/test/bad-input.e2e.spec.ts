@@ -319,6 +319,8 @@ describe('commands: argv arrays only (I-3), no NUL, paths only where a sandbox w
     ['an input file at the Docker socket', { ...SPEC, files: [{ path: '/var/run/docker.sock', content: 'x' }] }, 'files[0].path:'],
     ['an output at the Docker socket', { ...SPEC, outputs: ['/var/run/docker.sock'] }, 'outputs[0]:'],
     ['an output of the whole root', { ...SPEC, outputs: ['/'] }, 'outputs[0]:'],
+    ['retries over the frozen 3', { ...SPEC, retries: 4 }, 'retries:'],
+    ['retries as a string', { ...SPEC, retries: '1' }, 'retries:'],
   ])('E_INPUT for %s', async (_what, body, mentions) => {
     await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
   });
