@@ -28,6 +28,7 @@ import {
   sandboxCaps,
   sandboxCreatedFields,
   sandboxDestroyedFields,
+  stepApprovalKey,
   stepCompletedFields,
   stepStartedFields,
   unstoredStepFields,
@@ -475,7 +476,7 @@ export class RunExecution {
       reason: approval.reason,
       expires_at: new Date(heldAt + seconds * 1000).toISOString(),
     };
-    if (!(await this.appendOwn('progress', 'approval.requested', fields, approval.approval_id))) {
+    if (!(await this.appendOwn('progress', 'approval.requested', fields, stepApprovalKey(approval.approval_id, this.deps.scheduled.attempt)))) {
       return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
     }
     logger.write('info', 'step held for approval', { run_id: this.runId, step: approval.step_index, approval_id: approval.approval_id, expires_at: fields.expires_at });
