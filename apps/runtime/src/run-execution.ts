@@ -222,6 +222,9 @@ export class RunExecution {
           image: prepared.imageId,
           caps: sandboxCaps(plan.caps),
           labels: { workerId: this.workerId, chainId: this.runId },
+          // `cairn-<run>-<attempt>` (ADR 0035): a lost attempt's container, left to its worker's
+          // reaper on a shared engine, never takes the name the next attempt's sandbox needs.
+          instance: this.deps.scheduled.attempt,
           // A step held for approval keeps its sandbox: its PID 1 must outlive the holds too.
           lifetimeSeconds: sandboxLifetimeSeconds(plan.steps) + this.holdSecondsAtMost(),
         },
