@@ -97,6 +97,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
       'sandbox.destroyed',
       'run.executed',
       'run.failed',
+      'run.retried',
       'run.rolled_back',
       'run.cancelled',
       'approval.rejected',
