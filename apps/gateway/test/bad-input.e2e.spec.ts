@@ -365,6 +365,10 @@ describe('ids and names: look-alike and control characters', () => {
     await expectRefused(() => http(base, method, path, { key: keys.writer }), 400, 'E_INPUT', 'id');
   });
 
+  it.each(['0', '5', '1.5', 'one', '-1'])("E_INPUT for a step output's attempt=%s (ADR 0035: 1 to 4, a whole number), naming attempt", async (attempt) => {
+    await expectRefused(() => http(base, 'GET', `/v1/runs/${liveRunId}/steps/0/stdout?attempt=${attempt}`, { key: keys.writer }), 400, 'E_INPUT', 'attempt');
+  });
+
   it('E_INPUT for the look-alike of a real run id (a fullwidth ｒ, which NFKC would fold to r): it is not that run', async () => {
     const lookAlikeOfLive = `\uff52${liveRunId.slice(1)}`;
     expect(lookAlikeOfLive.normalize('NFKC')).toBe(liveRunId);
