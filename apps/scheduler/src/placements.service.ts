@@ -2,7 +2,7 @@ import { CairnError, isCairnError } from '@cairn/contracts';
 import type { CapacityResource, ErrorCode, EvidenceReceipt, EvidenceReceiptOf, GrantedCaps, QueueWait } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved } from '@cairn/evidence-log';
-import { readSandboxChain, readValidRunChain, splitAttempts } from '@cairn/lifecycle';
+import { readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
 import type { ValidRunChain } from '@cairn/lifecycle';
 import { LeaseStore, PlacementQueue, WorkerDrains, WorkerRegistry, withDrains } from '@cairn/operational';
 import type { LeaseRecord, QueueEntry, RegisteredWorker } from '@cairn/operational';
@@ -376,9 +376,13 @@ function wantOf(runId: string, tenant: string, caps: GrantedCaps, image: string,
   return { ...reservationFor(runId, caps), image, tenant, enqueuedAt, runnableSeq, deadlineAt, attempt };
 }
 
-/** The attempt a placement on this chain is: 1 + the attempts lost to their worker (ADR 0035). */
+/**
+ * The attempt a placement on this chain is (its lease `<run>:<attempt>`): 1, or the one after the
+ * attempt the last `run.retried` gave back (ADR 0035), so a lease id is never used twice.
+ */
 export function placementAttempt(receipts: readonly EvidenceReceipt[]): number {
-  return splitAttempts(receipts).attempt;
+  const retried = receipts.findLast((r): r is EvidenceReceiptOf<'run.retried'> => r.type === 'run.retried');
+  return retried === undefined ? 1 : retried.attempt + 1;
 }
 
 function wantOfEntry(entry: QueueEntry): Want {
