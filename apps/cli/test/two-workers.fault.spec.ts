@@ -295,10 +295,19 @@ describe('fault: two workers, one in a network namespace reaching NATS only over
   });
 
   it('with retries: 1, kill -9 of the worker mid-run gives the run back and places it again on the other, which seals it; one run.retried; the lost worker writes nothing after; every invariant holds', async () => {
+    // On its own feet whatever the case before left: one B running, registered, and not drained.
+    for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+    await Promise.all(started.map((p) => p.exited));
     let b = startWorkerB();
+    await poll('B registered', async () => (await workers()).find((w) => w.workerId === workerB && w.healthy));
+    const undrained = await stack.cairn(['workers', 'undrain', workerB, '--json']);
+    expect(undrained.code, undrained.stdout + undrained.stderr).toBe(0);
+    let listed: Worker[] = [];
     await poll('both workers eligible', async () => {
-      const listed = await workers();
+      listed = await workers();
       return [workerA, workerB].every((id) => listed.find((w) => w.workerId === id)?.status === 'eligible') ? listed : null;
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n--- workers\n${JSON.stringify(listed.map((w) => ({ id: w.workerId, status: w.status, runs: w.runs })))}`);
     });
     // One short run on each, both opted into one retry: the one on B is lost.
     const argv = ['sh', '-c', 'echo started; sleep 2; echo done'];
