@@ -37,6 +37,16 @@ describe('readRunSpec', () => {
     await expect(readRunSpec(path)).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringMatching(/bad\.yaml: invalid RunSpec: steps\[0\]\.argv: .*not a shell string/) as string });
   });
 
+  it('reads retries as a number, and refuses one quoted as a string or over 3, naming retries (E_INPUT)', async () => {
+    const path = join(dir, 'retries.yaml');
+    await writeFile(path, 'name: r\nretries: 1\nsteps:\n  - argv: [echo, hi]\n');
+    expect(await readRunSpec(path)).toMatchObject({ retries: 1 });
+    for (const bad of ['"1"', '4', '-1', '1.5']) {
+      await writeFile(path, `name: r\nretries: ${bad}\nsteps:\n  - argv: [echo, hi]\n`);
+      await expect(readRunSpec(path)).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringMatching(/retries\.yaml: invalid RunSpec: retries: /) as string });
+    }
+  });
+
   it('refuses what is not YAML, or not there', async () => {
     expect(() => parseSpecText('a: [1,\n', 'x.yaml')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: expect.stringContaining('x.yaml is not valid YAML') as string }) as Error);
     expect(() => parseSpecText('{"a":', 'x.json')).toThrow(expect.objectContaining({ code: 'E_INPUT', message: expect.stringContaining('not valid JSON') as string }) as Error);

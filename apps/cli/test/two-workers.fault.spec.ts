@@ -24,6 +24,9 @@ import { TestStack } from './stack.harness.js';
  * E_WORKER_LOST, sealed) while A goes on sealing runs; B restarts and reaps what it left; then B
  * is drained (`cairn workers drain`): new runs all go to A, B's running run finishes, and the drain
  * outlives B's restart. Every invariant (L, D, C, T, R, P) is checked over the whole log.
+ * Then the same kill with a RunSpec of `retries: 1` (ADR 0035): the run is given back
+ * (`run.retried`), placed again on A as attempt 2 and sealed; B, restarted, reaps its attempt's
+ * sandbox and writes nothing on the chain; the invariants hold again.
  */
 
 const RUNTIME_MAIN = fileURLToPath(new URL('../../runtime/dist/main.js', import.meta.url));
@@ -80,11 +83,11 @@ async function workerWith(id: string, check: (w: Worker) => boolean): Promise<Wo
   return poll(`worker ${id} as expected`, async () => (await workers()).find((w) => w.workerId === id && check(w)));
 }
 
-async function submit(name: string, argv: string[]): Promise<string> {
+async function submit(name: string, argv: string[], extra: Record<string, unknown> = {}): Promise<string> {
   const response = await stack.api('/v1/runs', {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify({ name, steps: [{ argv }], caps: CAPS }),
+    body: JSON.stringify({ name, steps: [{ argv }], caps: CAPS, ...extra }),
   });
   expect(response.status, await response.clone().text()).toBe(202);
   const { runId } = (await response.json()) as { runId: string };
@@ -101,6 +104,43 @@ async function placedOn(runId: string): Promise<string> {
     const scheduled = items.find((r) => r.type === 'run.scheduled');
     return scheduled === undefined ? null : (scheduled.worker_id ?? scheduled.fields?.worker_id ?? null);
   });
+}
+
+/** Each placement of a run (`run.scheduled`), in order: the worker and the attempt. */
+async function placementsOf(runId: string): Promise<{ worker: string; attempt: number }[]> {
+  const response = await stack.api(`/v1/runs/${runId}/events?after=0&limit=1000`);
+  expect(response.status).toBe(200);
+  type Scheduled = { type: string; worker_id?: string; attempt?: number; fields?: { worker_id?: string; attempt?: number } };
+  return ((await response.json()) as { items: Scheduled[] }).items
+    .filter((r) => r.type === 'run.scheduled')
+    .map((r) => ({ worker: r.worker_id ?? r.fields?.worker_id ?? '', attempt: r.attempt ?? r.fields?.attempt ?? 0 }));
+}
+
+/** The fault checker over the whole log: every invariant holds, and every run acknowledged is on it. */
+async function expectInvariantsHold(): Promise<void> {
+  const nc = await connect({ servers: nats.urls });
+  try {
+    const report = await checkStack(
+      {
+        nc,
+        natsUrl: nats.urls,
+        evidenceStream: stack.names.evidenceStream,
+        subjectPrefix: `cairn.${stack.stackId}.evidence`,
+        workerIds: [workerA, workerB],
+        leasesBucket: stack.names.leasesBucket,
+        queueBucket: queueBucketFor(stack.names.leasesBucket),
+        databaseUrl: stack.database.url,
+        databaseServerUrl: testDatabaseUrl(),
+      },
+      { acknowledged: submitted },
+      clock,
+    );
+    console.log(formatReport(report));
+    expect(report.ok, formatReport(report)).toBe(true);
+    expect(Object.keys(report.chains).filter((id) => id.startsWith('run_')).sort()).toEqual([...submitted].sort());
+  } finally {
+    await nc.close();
+  }
 }
 
 async function typesOf(runId: string): Promise<string[]> {
@@ -251,28 +291,59 @@ describe('fault: two workers, one in a network namespace reaching NATS only over
     expect(await stack.waitForRun(onB, (r) => r.sealed, 60_000)).toMatchObject({ state: 'FAILED', errorCode: 'E_WORKER_LOST', sealed: true });
     await stack.expectCleanAndVerifiable(onB);
 
-    const nc = await connect({ servers: nats.urls });
-    try {
-      const report = await checkStack(
-        {
-          nc,
-          natsUrl: nats.urls,
-          evidenceStream: stack.names.evidenceStream,
-          subjectPrefix: `cairn.${stack.stackId}.evidence`,
-          workerIds: [workerA, workerB],
-          leasesBucket: stack.names.leasesBucket,
-          queueBucket: queueBucketFor(stack.names.leasesBucket),
-          databaseUrl: stack.database.url,
-          databaseServerUrl: testDatabaseUrl(),
-        },
-        { acknowledged: submitted },
-        clock,
-      );
-      console.log(formatReport(report));
-      expect(report.ok, formatReport(report)).toBe(true);
-      expect(Object.keys(report.chains).filter((id) => id.startsWith('run_')).sort()).toEqual([...submitted].sort());
-    } finally {
-      await nc.close();
-    }
+    await expectInvariantsHold();
+  });
+
+  it('with retries: 1, kill -9 of the worker mid-run gives the run back and places it again on the other, which seals it; one run.retried; the lost worker writes nothing after; every invariant holds', async () => {
+    // On its own feet whatever the case before left: one B running, registered, and not drained.
+    for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+    await Promise.all(started.map((p) => p.exited));
+    let b = startWorkerB();
+    await poll('B registered', async () => (await workers()).find((w) => w.workerId === workerB && w.healthy));
+    const undrained = await stack.cairn(['workers', 'undrain', workerB, '--json']);
+    expect(undrained.code, undrained.stdout + undrained.stderr).toBe(0);
+    let listed: Worker[] = [];
+    await poll('both workers eligible', async () => {
+      listed = await workers();
+      return [workerA, workerB].every((id) => listed.find((w) => w.workerId === id)?.status === 'eligible') ? listed : null;
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n--- workers\n${JSON.stringify(listed.map((w) => ({ id: w.workerId, status: w.status, runs: w.runs })))}`);
+    });
+    // One short run on each, both opted into one retry: the one on B is lost.
+    const argv = ['sh', '-c', 'echo started; sleep 2; echo done'];
+    // A claim on what the step printed: sealed SUPPORTS only when the attempt that ran it to the end printed it.
+    const opted = { retries: 1, claim: { statement: 'the step ran to its end', checks: [{ id: 'done', source: 'steps[0].stdout', op: 'contains', value: 'done' }] } };
+    const runs = await Promise.all([submit('retried one', argv, opted), submit('retried two', argv, opted)]);
+    const places = await Promise.all(runs.map(placedOn));
+    expect([...places].sort()).toEqual([workerA, workerB].sort());
+    const onB = runs[places.indexOf(workerB)]!;
+    const onA = runs[places.indexOf(workerA)]!;
+    await poll(`step.started on ${onB}`, async () => ((await typesOf(onB)).includes('step.started') ? true : null));
+
+    b.child.kill('SIGKILL');
+    expect((await b.exited).signal).toBe('SIGKILL');
+    expect(await stack.waitForRun(onA, (r) => r.sealed, 60_000)).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS', errorCode: null });
+    // Its lease lapses: run.retried, not run.failed; attempt 2 goes to A (B is stale by then) and seals.
+    const sealed = await stack.waitForRun(onB, (r) => r.sealed, 90_000);
+    expect(sealed).toMatchObject({ state: 'SEALED', verdict: 'SUPPORTS', errorCode: null });
+    expect(await placementsOf(onB)).toEqual([
+      { worker: workerB, attempt: 1 },
+      { worker: workerA, attempt: 2 },
+    ]);
+    const types = await typesOf(onB);
+    expect(types.filter((t) => t === 'run.retried')).toHaveLength(1);
+    expect(types).not.toContain('run.failed');
+    // Attempt 1's step never completed; attempt 2's did, once.
+    expect(types.filter((t) => t === 'step.completed')).toHaveLength(1);
+
+    // B back: its reconcile reaps the sandbox of its lost attempt and writes nothing on the chain (the fence).
+    b = startWorkerB();
+    await workerWith(workerB, (w) => w.status === 'eligible');
+    await poll('B to reap what it left', async () => ((await containersOf(workerB)).length === 0 ? true : null));
+    expect(await typesOf(onB)).toEqual(types);
+    b.child.kill('SIGTERM');
+    expect(await b.exited).toEqual({ code: 0, signal: null });
+    await stack.expectCleanAndVerifiable(onB);
+    await expectInvariantsHold();
   });
 });

@@ -319,6 +319,8 @@ describe('commands: argv arrays only (I-3), no NUL, paths only where a sandbox w
     ['an input file at the Docker socket', { ...SPEC, files: [{ path: '/var/run/docker.sock', content: 'x' }] }, 'files[0].path:'],
     ['an output at the Docker socket', { ...SPEC, outputs: ['/var/run/docker.sock'] }, 'outputs[0]:'],
     ['an output of the whole root', { ...SPEC, outputs: ['/'] }, 'outputs[0]:'],
+    ['retries over the frozen 3', { ...SPEC, retries: 4 }, 'retries:'],
+    ['retries as a string', { ...SPEC, retries: '1' }, 'retries:'],
   ])('E_INPUT for %s', async (_what, body, mentions) => {
     await expectRefused(() => submitJson(body), 400, 'E_INPUT', mentions);
   });
@@ -361,6 +363,10 @@ describe('ids and names: look-alike and control characters', () => {
     ['POST', '/v1/runs/run_abc%2F..%2F..%2Fcancel/cancel'],
   ] as const)('E_INPUT for a run id with a look-alike or control character: %s %s', async (method, path) => {
     await expectRefused(() => http(base, method, path, { key: keys.writer }), 400, 'E_INPUT', 'id');
+  });
+
+  it.each(['0', '5', '1.5', 'one', '-1'])("E_INPUT for a step output's attempt=%s (ADR 0035: 1 to 4, a whole number), naming attempt", async (attempt) => {
+    await expectRefused(() => http(base, 'GET', `/v1/runs/${liveRunId}/steps/0/stdout?attempt=${attempt}`, { key: keys.writer }), 400, 'E_INPUT', 'attempt');
   });
 
   it('E_INPUT for the look-alike of a real run id (a fullwidth ｒ, which NFKC would fold to r): it is not that run', async () => {

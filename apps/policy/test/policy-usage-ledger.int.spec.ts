@@ -146,6 +146,29 @@ describe('policy usage ledger: a tenant quota of 1, decided from the log', () =>
     expect(await decision(await submitted('led1', 'after the cancel'))).toMatchObject({ decision: 'allow' });
   });
 
+  it('given an admitted run whose attempt 1 is lost and retried (ADR 0035), then it still counts once in flight, back in the queue, until its attempt 2 has run', async () => {
+    const tenant = 'led-retry';
+    const first = await submitted(tenant, 'retried');
+    expect(await decision(first)).toMatchObject({ decision: 'allow' });
+    let head = (await chain(first)).at(-1)!.seq;
+    const append = async (type: 'run.scheduled' | 'sandbox.created' | 'run.retried' | 'sandbox.destroyed' | 'run.executed', fields: Record<string, unknown>, causedBy: number, actor = 'runtime') => {
+      head = (await log.append(first, { type, actor, tenant, causation: `${first}:${causedBy}`, key: `${type}-${head}`, fields })).receipt.seq;
+      return head;
+    };
+    const caps = { wall_seconds: 60, memory_mib: 256, pids: 64, disk_mib: 256, cpus: 1 };
+    const sandbox = (attempt: number, worker: string) => ({ container_name: `cairn-${first}-${attempt}`, worker_id: worker, driver: 'docker', image: 'cairn/sandbox-busybox:1', image_digest: null, caps, network: 'none' });
+    const placed1 = await append('run.scheduled', { worker_id: 'w-b', lease_id: `${first}:1`, lease_expires_at: new Date(Date.now() + 8000).toISOString(), attempt: 1 }, head, 'scheduler');
+    await append('sandbox.created', sandbox(1, 'w-b'), placed1);
+    const retried = await append('run.retried', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w-b', lease_id: `${first}:1`, message: 'worker w-b lost', retries_left: 0 }, placed1, 'scheduler');
+    // Back in the queue: still the one run in flight the quota allows, not none and not two.
+    expect(await decision(await submitted(tenant, 'while it waits'))).toMatchObject({ decision: 'deny', error_code: 'E_BUDGET', reasons: ['tenant: this would be run 2 in flight of the 1 allowed at once'] });
+    const placed2 = await append('run.scheduled', { worker_id: 'w-a', lease_id: `${first}:2`, lease_expires_at: new Date(Date.now() + 8000).toISOString(), attempt: 2 }, retried, 'scheduler');
+    await append('sandbox.created', sandbox(2, 'w-a'), placed2);
+    await append('sandbox.destroyed', { container_name: `cairn-${first}-2`, verified_gone: true, reason: 'completed' }, placed2);
+    await append('run.executed', { steps_completed: 1, exit_codes: [0], artifact_hashes: {}, duration_ms: 10 }, placed2);
+    expect(await decision(await submitted(tenant, 'after it ran'))).toMatchObject({ decision: 'allow' });
+  });
+
   it('given a ledger rebuilt from the log beside the live one, then both count the same runs for every run decided', async () => {
     const logger = new JsonLogger('policy', 'error');
     const rebuilt = new UsageLedgerService(config, nc, log, logger);

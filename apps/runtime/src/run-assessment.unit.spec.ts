@@ -294,6 +294,37 @@ describe('stopCauseOf: a running run, and what the chain says now', () => {
   });
 });
 
+describe('a cancel and a retried attempt (ADR 0035)', () => {
+  const retry = (chain: Chain) =>
+    chain.add('run.retried', { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w-b', lease_id: 'lease-1', message: 'worker w-b lost', retries_left: 0 }, 'scheduler');
+  /** Attempt 1 on w-b, its sandbox up; a cancel asked `when` (during attempt 1, or while the run waits for attempt 2); attempt 2 on w1, its sandbox up. */
+  const cancelledAcross = (when: 'during attempt 1' | 'in the queue') => {
+    const chain = new Chain().submitted({ retries: 1 }).allowed();
+    chain.scheduled('w-b', 1);
+    chain.created();
+    let request: EvidenceReceipt;
+    if (when === 'during attempt 1') {
+      request = chain.add('run.cancel_requested', { requested_by: 'key:k1', reason: 'stop it' });
+      retry(chain);
+    } else {
+      retry(chain);
+      request = chain.add('run.cancel_requested', { requested_by: 'key:k1', reason: 'stop it' });
+    }
+    const placement = chain.scheduled('w1', 2);
+    return { chain, request, placement };
+  };
+
+  it.each(['during attempt 1', 'in the queue'] as const)('given a cancel asked %s, when attempt 2 is about to run or has run, then it stops and answers that request: the cancel is not lost with the attempt', (when) => {
+    const { chain, request, placement } = cancelledAcross(when);
+    expect(lastPlacementOn(chain.receipts, 'w1')).toEqual(placement);
+    expect(stopCauseOf(chain.receipts)).toEqual({ kind: 'cancelled' });
+    chain.created();
+    expect(stopCauseOf(chain.receipts)).toEqual({ kind: 'cancelled' });
+    expect(decideEnding(chain.receipts, 'executed')).toEqual({ kind: 'cancelled', request });
+    expect(decideEnding(chain.receipts, 'stopped')).toEqual({ kind: 'cancelled', request });
+  });
+});
+
 describe('decideEnding: the last receipt this worker appends', () => {
   const ran = () => {
     const chain = new Chain().submitted().allowed();

@@ -28,6 +28,7 @@ import {
   sandboxCaps,
   sandboxCreatedFields,
   sandboxDestroyedFields,
+  stepApprovalKey,
   stepCompletedFields,
   stepStartedFields,
   unstoredStepFields,
@@ -221,6 +222,9 @@ export class RunExecution {
           image: prepared.imageId,
           caps: sandboxCaps(plan.caps),
           labels: { workerId: this.workerId, chainId: this.runId },
+          // `cairn-<run>-<attempt>` (ADR 0035): a lost attempt's container, left to its worker's
+          // reaper on a shared engine, never takes the name the next attempt's sandbox needs.
+          instance: this.deps.scheduled.attempt,
           // A step held for approval keeps its sandbox: its PID 1 must outlive the holds too.
           lifetimeSeconds: sandboxLifetimeSeconds(plan.steps) + this.holdSecondsAtMost(),
         },
@@ -475,7 +479,7 @@ export class RunExecution {
       reason: approval.reason,
       expires_at: new Date(heldAt + seconds * 1000).toISOString(),
     };
-    if (!(await this.appendOwn('progress', 'approval.requested', fields, approval.approval_id))) {
+    if (!(await this.appendOwn('progress', 'approval.requested', fields, stepApprovalKey(approval.approval_id, this.deps.scheduled.attempt)))) {
       return { kind: 'stopped', cause: this.stopCause ?? { kind: 'cancelled' } };
     }
     logger.write('info', 'step held for approval', { run_id: this.runId, step: approval.step_index, approval_id: approval.approval_id, expires_at: fields.expires_at });

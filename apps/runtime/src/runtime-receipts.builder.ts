@@ -190,6 +190,16 @@ export function runExecutedFields(
   return fields;
 }
 
+/**
+ * The key of a step approval's `approval.requested` in `attempt` (ADR 0035): its approval id, and
+ * for an attempt after the first the attempt too, so the request the next attempt asks again is
+ * its own receipt, never taken for the lost attempt's. (Its causation, the attempt's own
+ * `run.scheduled`, differs as well: the key says it without relying on that.)
+ */
+export function stepApprovalKey(approvalId: string, attempt: number): string {
+  return attempt <= 1 ? approvalId : `${approvalId}@attempt-${attempt}`;
+}
+
 export function runFailedFields(code: ErrorCode, message: string, stepIndex?: number): EventFields<'run.failed'> {
   const fields: EventFields<'run.failed'> = { error_code: code, message: boundedText(message, MAX_MESSAGE_CHARS) };
   if (stepIndex !== undefined) fields.step_index = stepIndex;

@@ -14,6 +14,7 @@ import {
   runCancelledFields,
   sandboxCreatedFields,
   sandboxDestroyedFields,
+  stepApprovalKey,
   stepCompletedFields,
   stepStartedFields,
 } from './runtime-receipts.builder.js';
@@ -48,6 +49,14 @@ function result(overrides: Partial<ExecResult> = {}): ExecResult {
     ...overrides,
   };
 }
+
+describe('stepApprovalKey', () => {
+  it('given a step approval, when asked in attempt 1 and again in attempt 2, then attempt 1 keeps its id as the key and attempt 2 has its own', () => {
+    expect(stepApprovalKey('apr-step-1', 1)).toBe('apr-step-1');
+    expect(stepApprovalKey('apr-step-1', 2)).toBe('apr-step-1@attempt-2');
+    expect(new Set([1, 2, 3].map((attempt) => stepApprovalKey('apr-step-1', attempt))).size).toBe(3);
+  });
+});
 
 describe('caps', () => {
   it('go between the receipts’ snake_case and the sandbox port unchanged', () => {

@@ -19,7 +19,7 @@ import type { SandboxEngine } from './sandbox-engine.adapter.js';
 export interface ReconcileReport {
   /** Containers of this worker reaped (verified gone). */
   reaped: string[];
-  /** Runs failed E_WORKER_LOST. */
+  /** Runs lost here: failed E_WORKER_LOST, or given back to the queue (`run.retried`) when their RunSpec opted into retries. */
   lost: string[];
   /** Runs lost with a cancel pending: answered with `run.cancelled`. */
   cancelled: string[];
@@ -190,7 +190,7 @@ export class RuntimeWorker implements OnModuleInit, BeforeApplicationShutdown {
       if (assessment.kind !== 'lost') continue;
       const ctx = new ReactionContext(placement, this.service, this.log, () => undefined);
       const settled = await settleLostRun(ctx, { workerId: this.workerId, leaseId: placement.lease_id, verifiedGone, leases: this.leases });
-      if (settled === 'failed') lost.push(chainId);
+      if (settled === 'failed' || settled === 'retried') lost.push(chainId);
       if (settled === 'cancelled') cancelled.push(chainId);
     }
     if (reaped.length > 0 || lost.length > 0 || cancelled.length > 0) this.logger.write('warn', 'reconciled at start', { worker_id: this.workerId, reaped, lost, cancelled });

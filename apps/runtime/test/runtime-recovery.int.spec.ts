@@ -93,6 +93,48 @@ describe('reconcile at start', () => {
   });
 });
 
+describe('reconcile at start, a run with retries (ADR 0035)', () => {
+  it('gives a run with a retry left back with run.retried keyed retried-1; the lease scan finding the same loss stores nothing more', async () => {
+    const workerId = world.newWorkerId('retry');
+    const lost = await world.submitRun(spec({ retries: 1 }), { workerId });
+    const lostName = await crashedAfterCreate(lost, workerId, true);
+
+    const runtime = await world.startRuntime(workerId);
+    try {
+      expect(runtime.app.get(RuntimeWorker).reconcileReport.lost).toEqual([lost.runId]);
+      const chain = await world.receipts(lost.runId);
+      expect(chain.map((r) => r.type)).toEqual(['run.submitted', 'policy.decided', 'run.scheduled', 'sandbox.created', 'sandbox.destroyed', 'run.retried']);
+      expect(ofType(chain, 'sandbox.destroyed')[0]).toMatchObject({ container_name: lostName, reason: 'reaped' });
+      expect(ofType(chain, 'run.retried')[0]).toMatchObject({
+        actor: 'runtime',
+        causation: `${lost.runId}:3`,
+        attempt: 1,
+        error_code: 'E_WORKER_LOST',
+        worker_id: workerId,
+        lease_id: lost.scheduled.lease_id,
+        retries_left: 0,
+      });
+      expect(foldRun(chain)).toMatchObject({ state: 'SUBMITTED', placed: false });
+      expect(verifyChain(chain).ok).toBe(true);
+      expect(await world.leases.get(lost.runId)).toBeNull();
+      // The scheduler's lease scan, finding the same loss, appends the same logical event: it is the one stored.
+      const again = await world.log.append(lost.runId, {
+        type: 'run.retried',
+        actor: 'scheduler',
+        tenant: lost.scheduled.tenant,
+        causation: `${lost.runId}:3`,
+        key: 'retried-1',
+        fields: { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: workerId, lease_id: lost.scheduled.lease_id, message: 'lease expired', retries_left: 0 },
+      });
+      expect(again.duplicate).toBe(true);
+      expect(again.receipt.seq).toBe(ofType(chain, 'run.retried')[0]!.seq);
+      expect(await world.receipts(lost.runId)).toHaveLength(chain.length);
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
+
 describe('a placement delivered again after its sandbox was created', () => {
   it('fails the run E_WORKER_LOST through the reactor, never running a step', async () => {
     const workerId = world.newWorkerId('redeliver');

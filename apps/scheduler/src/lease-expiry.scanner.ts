@@ -1,11 +1,11 @@
-import { assertUnreachable, eventId } from '@cairn/contracts';
+import { eventId } from '@cairn/contracts';
 import type { EvidenceReceiptOf, ReceiptEnvelope } from '@cairn/contracts';
 import type { EvidenceLog } from '@cairn/evidence-log';
 import { isHeadMoved, isNotAReceipt } from '@cairn/evidence-log';
-import { CANCEL_ANSWER_KEY, isTerminal, pendingCancelRequest, readSandboxChain, readValidRunChain } from '@cairn/lifecycle';
+import { CANCEL_ANSWER_KEY, isTerminal, lostWorkerRecord, pendingCancelRequest, readSandboxChain, readValidRunChain, retriesOf } from '@cairn/lifecycle';
 import { LeaseStore } from '@cairn/operational';
 import type { LeaseRecord } from '@cairn/operational';
-import { isExpired, onLeaseExpired } from '@cairn/scheduling';
+import { isExpired } from '@cairn/scheduling';
 import { EVIDENCE_LOG, JsonLogger, PeriodicTask, recordChainBreak, SERVICE_CONFIG, SERVICE_LOGGER, SERVICE_NAME } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
@@ -14,13 +14,15 @@ import type { SchedulerConfig } from './scheduler.config.js';
 /** States in which a run's worker is (or is about to be) running it: losing the worker loses the run. */
 const HELD_BY_WORKER = new Set(['SCHEDULED', 'RUNNING', 'AWAITING_APPROVAL']);
 
-export type LeaseVerdict = 'failed' | 'cancelled' | 'released' | 'kept';
+export type LeaseVerdict = 'failed' | 'retried' | 'cancelled' | 'released' | 'kept';
 
 /**
  * Every `CAIRN_LEASE_SCAN_INTERVAL_MS`, looks for expired leases. The run of an expired lease that
  * its worker held (scheduled, running, or paused for a step approval) is failed with
- * `E_WORKER_LOST`, caused by its `run.scheduled`; a step is never run twice unasked. One with a
- * cancel pending is cancelled instead (`run.cancelled` `E_WORKER_LOST`). Leases of runs that have
+ * `E_WORKER_LOST`, caused by its `run.scheduled`; a step is never run twice unasked — unless its
+ * RunSpec opted into retries and some are left: then `run.retried` gives it back to the queue
+ * (ADR 0035), and the scheduler places the next attempt. One with a cancel pending is cancelled
+ * instead (`run.cancelled` `E_WORKER_LOST`), whatever retries it has. Leases of runs that have
  * ended or moved past their worker, and leases never announced, are released.
  */
 @Injectable()
@@ -87,7 +89,7 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
         await this.cancelLostRun(lease, view.tenant, cancel, headSeq);
         return 'cancelled';
       }
-      return await this.failLostRun(lease, view.tenant, scheduled, headSeq);
+      return await this.failLostRun(lease, view.tenant, scheduled, headSeq, retriesOf(receipts));
     } catch (error) {
       if (!isHeadMoved(error)) throw error;
       this.logger.write('info', 'an expired lease\'s chain moved while it was settled; scanning again later', { run_id: lease.run_id });
@@ -131,7 +133,8 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
       return 'released';
     }
     try {
-      return await this.failLostRun(lease, view.tenant, scheduled, view.headSeq);
+      // A sandbox session is never retried: its state lives in the sandbox that was lost.
+      return await this.failLostRun(lease, view.tenant, scheduled, view.headSeq, 0);
     } catch (error) {
       if (!isHeadMoved(error)) throw error;
       return 'kept';
@@ -165,31 +168,29 @@ export class LeaseExpiryScanner implements OnApplicationBootstrap, OnModuleDestr
     this.logger.write('warn', 'worker lost with a cancel pending: run cancelled', { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id });
   }
 
-  private async failLostRun(lease: LeaseRecord, tenant: string, scheduled: EvidenceReceiptOf<'run.scheduled'>, headSeq: number): Promise<LeaseVerdict> {
-    const expiry = onLeaseExpired({ lease });
-    switch (expiry.action) {
-      case 'fail':
-        await this.log.append(
-          lease.run_id,
-          {
-            type: 'run.failed',
-            actor: this.service,
-            tenant,
-            causation: eventId(lease.run_id, scheduled.seq),
-            key: `lease-expired-${lease.attempt}`,
-            fields: { error_code: expiry.error_code, message: expiry.reason.slice(0, 2000) },
-          },
-          { expectedHeadSeq: headSeq },
-        );
-        await this.leases.delete(lease.run_id, lease.lease_id);
-        this.logger.write('warn', 'worker lost: run failed', { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id });
-        return 'failed';
-      case 'reoffer':
-        // Only a RunSpec that opts into retries is re-offered, and RunSpecs cannot opt in yet.
-        this.logger.write('error', 'a re-offer was asked for but is not supported; the lease is kept', { run_id: lease.run_id });
-        return 'kept';
-      default:
-        return assertUnreachable(expiry, 'lease expiry');
-    }
+  /**
+   * `run.failed` `E_WORKER_LOST`, or `run.retried` while the RunSpec's retries allow another attempt
+   * (keyed `retried-<attempt>`, as the runtime's restart keys it, so the two store one).
+   */
+  private async failLostRun(lease: LeaseRecord, tenant: string, scheduled: EvidenceReceiptOf<'run.scheduled'>, headSeq: number, retries: number): Promise<LeaseVerdict> {
+    const lost = `worker ${lease.worker_id} lost: lease ${lease.lease_id} (attempt ${lease.attempt}) expired at ${lease.expires_at}`;
+    const record = lostWorkerRecord(retries, lease, lost);
+    await this.log.append(
+      lease.run_id,
+      {
+        type: record.type,
+        actor: this.service,
+        tenant,
+        causation: eventId(lease.run_id, scheduled.seq),
+        key: record.type === 'run.retried' ? record.key : `lease-expired-${lease.attempt}`,
+        fields: record.fields,
+      },
+      { expectedHeadSeq: headSeq },
+    );
+    // The lost attempt's lease only: the next attempt's, if the scheduler placed it already, stays.
+    await this.leases.delete(lease.run_id, lease.lease_id);
+    const message = record.type === 'run.retried' ? `worker lost: run retried (${record.fields.retries_left} retries left after the next attempt)` : 'worker lost: run failed';
+    this.logger.write('warn', message, { run_id: lease.run_id, worker_id: lease.worker_id, lease_id: lease.lease_id, attempt: lease.attempt });
+    return record.type === 'run.retried' ? 'retried' : 'failed';
   }
 }

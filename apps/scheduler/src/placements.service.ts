@@ -25,6 +25,8 @@ interface Want extends QueuedRequest {
   /** Epoch ms a sandbox create stops waiting; null: a run, which waits until it is placed. */
   deadlineAt: number | null;
   runnableSeq: number;
+  /** The attempt its lease is for: 1, or the next after a `run.retried` (ADR 0035). */
+  attempt: number;
 }
 
 /** What the first look at a newcomer decided. */
@@ -81,7 +83,14 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
    * to `headSeq`): placed, queued, or failed on the record. `leased` hears of a lease written for it
    * before it is announced (the reaction gives it back should the chain end first).
    */
-  async admit(ctx: ReactionContext, decided: EvidenceReceiptOf<'policy.decided'>, headSeq: number, waitSeconds: number | null, leased: (leaseId: string) => void): Promise<void> {
+  async admit(
+    ctx: ReactionContext,
+    decided: EvidenceReceiptOf<'policy.decided'>,
+    headSeq: number,
+    waitSeconds: number | null,
+    leased: (leaseId: string) => void,
+    attempt = 1,
+  ): Promise<void> {
     const runId = ctx.chainId;
     const { caps, image } = decided;
     if (caps === undefined || image === undefined) {
@@ -94,7 +103,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
     }
     const now = Date.now();
     const runnableSince = Date.parse(ctx.receipt.ts);
-    const want = wantOf(runId, ctx.receipt.tenant, caps, image, runnableSince, ctx.receipt.seq, waitSeconds === null ? null : runnableSince + waitSeconds * 1000);
+    const want = wantOf(runId, ctx.receipt.tenant, caps, image, runnableSince, ctx.receipt.seq, waitSeconds === null ? null : runnableSince + waitSeconds * 1000, attempt);
     const admission = await this.gate.run(() => this.decideNewcomer(want, runId.startsWith('sbx_') && waitSeconds === null, now));
     switch (admission.kind) {
       case 'leased': {
@@ -192,7 +201,7 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** A newcomer, inside the gate: placed when it fits behind what is queued, else queued or failed. */
   private async decideNewcomer(want: Want, failIfFull: boolean, now: number): Promise<Admission> {
-    const holding = await this.heldLease(want.runId, now);
+    const holding = await this.heldLease(want.runId, now, want.attempt);
     if (holding !== null) return { kind: 'leased', lease: holding };
     const [{ workers, live }, entries] = await Promise.all([this.snapshot(now), this.queue.list()]);
     const plan = this.plan(workers, live, [...entries.filter((e) => e.chain_id !== want.runId).map(wantOfEntry), want], now);
@@ -237,20 +246,28 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
     return { workers: withDrains(workers, drains), live: leases.filter((lease) => !isExpired(lease, now)) };
   }
 
-  /** The live lease a chain holds already (a redelivery); an expired one nobody announced is removed. */
-  private async heldLease(runId: string, now: number): Promise<LeaseRecord | null> {
+  /**
+   * The live lease of this attempt a chain holds already (a redelivery). An expired one nobody
+   * announced is removed, and so is one of an earlier attempt (ADR 0035): that attempt was retried,
+   * so its worker may write nothing more (the lease fence, ADR 0019).
+   */
+  private async heldLease(runId: string, now: number, attempt: number): Promise<LeaseRecord | null> {
     if (!(await this.leases.list()).some((lease) => lease.run_id === runId)) return null;
     const held = await this.leases.get(runId);
-    if (held !== null && !isExpired(held, now)) return held;
+    if (held !== null && !isExpired(held, now) && held.attempt >= attempt) return held;
     if (held !== null) await this.leases.delete(runId, held.lease_id);
     return null;
   }
 
-  /** A lease on `workerId` (attempt 1: a lost worker fails the run, re-offers come later), or the one the chain holds. */
-  private async leaseOn(want: QueuedRequest, workerId: string, now: number, live: readonly LeaseRecord[]): Promise<LeaseRecord | null> {
+  /** A lease on `workerId` for the wanted attempt, or the one the chain holds for it. */
+  private async leaseOn(want: Want, workerId: string, now: number, live: readonly LeaseRecord[]): Promise<LeaseRecord | null> {
     const holding = live.find((lease) => lease.run_id === want.runId);
-    if (holding !== undefined) return (await this.heldLease(want.runId, now)) ?? null;
-    const granted = grantLease(want.runId, workerId, now, this.config.CAIRN_LEASE_TTL_MS, 1);
+    if (holding !== undefined) {
+      // This attempt's (a redelivery) is kept; an earlier attempt's is removed, and a new one written.
+      const held = await this.heldLease(want.runId, now, want.attempt);
+      if (held !== null || holding.attempt >= want.attempt) return held;
+    }
+    const granted = grantLease(want.runId, workerId, now, this.config.CAIRN_LEASE_TTL_MS, want.attempt);
     const reservation = { runId: want.runId, memoryMiB: want.memoryMiB, cpus: want.cpus, diskMiB: want.diskMiB, ...(want.pids === undefined ? {} : { pids: want.pids }) };
     const { lease, created } = await this.leases.create({ ...granted, reservation });
     if (!created && isExpired(lease, now)) {
@@ -333,12 +350,19 @@ export class Placements implements OnApplicationBootstrap, OnModuleDestroy {
 /**
  * The allowing decision to place the run by, or null when this receipt does not call for a
  * placement: the run is placed already, has ended, or (on a grant) still waits for another approval.
+ * A `run.retried` (ADR 0035) calls for the next attempt's placement, by the same decision, while it
+ * is the chain's last and the run waits in SUBMITTED with that attempt not placed yet.
  */
 export function runnableDecision(receipt: EvidenceReceipt, chain: ValidRunChain): EvidenceReceiptOf<'policy.decided'> | null {
   const { receipts, view } = chain;
-  if (view === null || view.sealed || receipts.some((r) => r.type === 'run.scheduled')) return null;
+  if (view === null || view.sealed) return null;
   const decided = receipts.find((r): r is EvidenceReceiptOf<'policy.decided'> => r.type === 'policy.decided');
-  if (decided === undefined) return null;
+  if (decided === undefined || decided.decision === 'deny') return null;
+  if (receipt.type === 'run.retried') {
+    const last = receipts.findLast((r) => r.type === 'run.retried');
+    return last?.seq === receipt.seq && view.state === 'SUBMITTED' && !view.placed ? decided : null;
+  }
+  if (receipts.some((r) => r.type === 'run.scheduled')) return null;
   if (receipt.type === 'policy.decided') {
     return receipt.decision === 'allow' && view.state === 'SUBMITTED' ? decided : null;
   }
@@ -348,8 +372,17 @@ export function runnableDecision(receipt: EvidenceReceipt, chain: ValidRunChain)
   return pending.length === 0 ? decided : null;
 }
 
-function wantOf(runId: string, tenant: string, caps: GrantedCaps, image: string, enqueuedAt: number, runnableSeq: number, deadlineAt: number | null): Want {
-  return { ...reservationFor(runId, caps), image, tenant, enqueuedAt, runnableSeq, deadlineAt };
+function wantOf(runId: string, tenant: string, caps: GrantedCaps, image: string, enqueuedAt: number, runnableSeq: number, deadlineAt: number | null, attempt: number): Want {
+  return { ...reservationFor(runId, caps), image, tenant, enqueuedAt, runnableSeq, deadlineAt, attempt };
+}
+
+/**
+ * The attempt a placement on this chain is (its lease `<run>:<attempt>`): 1, or the one after the
+ * attempt the last `run.retried` gave back (ADR 0035), so a lease id is never used twice.
+ */
+export function placementAttempt(receipts: readonly EvidenceReceipt[]): number {
+  const retried = receipts.findLast((r): r is EvidenceReceiptOf<'run.retried'> => r.type === 'run.retried');
+  return retried === undefined ? 1 : retried.attempt + 1;
 }
 
 function wantOfEntry(entry: QueueEntry): Want {
@@ -361,6 +394,7 @@ function wantOfEntry(entry: QueueEntry): Want {
     enqueuedAt: entry.enqueued_at,
     runnableSeq: entry.runnable_seq,
     deadlineAt: entry.deadline_at,
+    attempt: entry.attempt ?? 1,
   };
 }
 
@@ -375,6 +409,8 @@ function entryOf(want: Want, waitingFor: QueueWait): QueueEntry {
     image: want.image,
     reservation: { runId, memoryMiB, cpus, diskMiB, ...(pids === undefined ? {} : { pids }) },
     waiting_for: waitingFor,
+    // Absent for a first attempt, as every entry written before retries existed.
+    ...(want.attempt === 1 ? {} : { attempt: want.attempt }),
   };
 }
 

@@ -5,7 +5,7 @@ import type { ReactionContext, ReactorHandler } from '@cairn/service-kit';
 import { JsonLogger, SERVICE_LOGGER } from '@cairn/service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import { ApprovalDeadlines } from './approval-deadlines.store.js';
-import { Placements, runnableDecision } from './placements.service.js';
+import { placementAttempt, Placements, runnableDecision } from './placements.service.js';
 
 /** Receipts after which a run holds nothing on its worker any more: its lease is released. */
 const RELEASING = new Set(['run.executed', 'run.failed', 'run.rolled_back', 'run.cancelled', 'run.sealed']);
@@ -15,8 +15,9 @@ const RELEASING_SANDBOX = new Set([...RELEASING, 'sandbox.destroyed']);
 export { PLACEMENT_GATE } from './placements.service.js';
 
 /**
- * Reacts to `policy.decided` allow (and to the `approval.granted` that releases a held run) by
- * placing the run on a worker (`Placements`): the lease goes to the lease store first, then
+ * Reacts to `policy.decided` allow (and to the `approval.granted` that releases a held run, and
+ * to the `run.retried` that gives a lost attempt back, ADR 0035: the next attempt, with its own
+ * lease `<run>:<n+1>`) by placing the run on a worker (`Placements`): the lease goes to the lease store first, then
  * `run.scheduled` onto the chain. No room anywhere queues it in the placement queue — the receipt
  * is acknowledged, so a full fleet never holds up the receipts behind it — or, for a sandbox
  * create that did not ask to wait, fails it at once (`E_CAPACITY`). A crash between the two writes
@@ -27,7 +28,7 @@ export { PLACEMENT_GATE } from './placements.service.js';
  */
 @Injectable()
 export class SchedulingHandler implements ReactorHandler {
-  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.requested', 'approval.granted', 'approval.rejected', ...RELEASING_SANDBOX]);
+  readonly types: ReadonlySet<string> = new Set(['policy.decided', 'approval.requested', 'approval.granted', 'approval.rejected', 'run.retried', ...RELEASING_SANDBOX]);
 
   constructor(
     private readonly leases: LeaseStore,
@@ -68,7 +69,7 @@ export class SchedulingHandler implements ReactorHandler {
       }
       const decided = runnableDecision(receipt, chain);
       if (decided !== null) {
-        await this.placements.admit(ctx, decided, headSeq, null, (leaseId) => (unannounced = leaseId));
+        await this.placements.admit(ctx, decided, headSeq, null, (leaseId) => (unannounced = leaseId), placementAttempt(chain.receipts));
       } else if (unannounced !== null && chain.view !== null && (chain.view.sealed || isTerminal(chain.view.state))) {
         // The lease this reaction wrote lost the race to the run's end: it was never announced.
         if (await this.leases.delete(ctx.chainId, unannounced)) this.logger.write('info', 'unannounced lease released: the run ended first', { run_id: ctx.chainId });

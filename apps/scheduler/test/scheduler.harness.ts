@@ -41,7 +41,7 @@ export interface SchedulerWorld {
   config(overrides?: Record<string, string>): SchedulerConfig;
   chain(runId: string): Promise<ReceiptEnvelope[]>;
   /** A run as intake and policy leave it: `run.submitted` then `policy.decided`. */
-  decidedRun(options?: { decision?: 'allow' | 'hold' | 'deny'; image?: string; caps?: GrantedCaps; tenant?: string }): Promise<string>;
+  decidedRun(options?: { decision?: 'allow' | 'hold' | 'deny'; image?: string; caps?: GrantedCaps; tenant?: string; retries?: number }): Promise<string>;
   dispose(): Promise<void>;
 }
 
@@ -88,7 +88,7 @@ export async function createSchedulerWorld(name: string, extraStreams: string[] 
     async decidedRun(options = {}) {
       const runId = `run_${uniqueName('sch').toLowerCase()}`;
       const tenant = options.tenant ?? 'acme';
-      const spec: RunSpec = { name: 'scheduled', steps: [{ argv: ['true'] }] };
+      const spec: RunSpec = { name: 'scheduled', steps: [{ argv: ['true'] }], ...(options.retries === undefined ? {} : { retries: options.retries }) };
       await log.append(runId, {
         type: 'run.submitted',
         actor: 'intake',

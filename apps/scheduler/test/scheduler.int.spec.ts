@@ -144,6 +144,34 @@ describe('the scheduler', () => {
     expect((await world.chain(runId)).filter((r) => r.type === 'run.failed')).toHaveLength(1);
   });
 
+  it('gives a run with retries: 1 whose worker is lost back as run.retried, places attempt 2 on a lease of its own, and fails it E_WORKER_LOST when that worker is lost too', async () => {
+    const runId = await world.decidedRun({ retries: 1 });
+    const first = await scheduledOf(runId);
+    const retried = await until('run.retried', async () => (await world.chain(runId)).find((r) => r.type === 'run.retried'), TTL_MS + 10_000);
+    expect(retried).toMatchObject({
+      actor: 'scheduler',
+      seq: first.seq + 1,
+      causation: `${runId}:${first.seq}`,
+      attempt: 1,
+      error_code: 'E_WORKER_LOST',
+      worker_id: first.worker_id,
+      lease_id: leaseId(runId, 1),
+      retries_left: 0,
+    });
+    const second = await until('attempt 2 placed', async () => (await world.chain(runId)).find((r) => r.type === 'run.scheduled' && r.seq > retried.seq));
+    expect(second).toMatchObject({ actor: 'scheduler', seq: retried.seq + 1, causation: `${runId}:${retried.seq}`, attempt: 2, lease_id: leaseId(runId, 2) });
+    expect(await world.leases.get(runId)).toMatchObject({ lease_id: leaseId(runId, 2), attempt: 2 });
+    // Nobody renews attempt 2 either: its one retry is used, so the run fails.
+    const failed = await until('run.failed', async () => (await world.chain(runId)).find((r) => r.type === 'run.failed'), TTL_MS + 10_000);
+    expect(failed).toMatchObject({ seq: second.seq + 1, causation: `${runId}:${second.seq}`, error_code: 'E_WORKER_LOST' });
+    expect(failed.message).toMatch(/all 1 retries are used$/);
+    await until('the lease deleted', async () => ((await world.leases.get(runId)) === null ? true : null));
+    await sleep(600);
+    const chain = await world.chain(runId);
+    expect(chain.filter((r) => r.type === 'run.retried')).toHaveLength(1);
+    expect(chain.filter((r) => r.type === 'run.scheduled')).toHaveLength(2);
+  });
+
   it('never fails a run whose worker keeps renewing its lease', async () => {
     // The runs placed above are renewed by their fake runtimes: none was failed.
     const leases = await world.leases.list();

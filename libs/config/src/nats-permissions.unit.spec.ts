@@ -22,8 +22,8 @@ const all = Object.fromEntries(NATS_SERVICES.map((s) => [s, natsPermissionsFor(s
 const STREAMS = [NAMES.evidenceStream, NAMES.commandStream, ...STACK_BUCKETS.map((b) => bucketStream(NAMES.buckets[b]))];
 
 describe('the service table against the contracts', () => {
-  it('names an appender for every receipt type but the three nobody writes yet (run.retried: ADR 0035, not wired yet)', () => {
-    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'run.retried', 'run.rolled_back']);
+  it('names an appender for every receipt type but the two nobody writes yet', () => {
+    expect([...UNAPPENDED_TYPES].sort()).toEqual(['admin.policy_changed', 'run.rolled_back']);
     for (const type of EVENT_TYPES) expect(appendersOf(type).length > 0 || UNAPPENDED_TYPES.includes(type), type).toBe(true);
     for (const service of NATS_SERVICES) for (const type of SERVICE_ROUTES[service].appends) expect(EVENT_TYPES, `${service} ${type}`).toContain(type);
   });

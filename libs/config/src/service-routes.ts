@@ -102,6 +102,7 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
       'sandbox.destroyed',
       'run.executed',
       'run.failed',
+      'run.retried',
       'run.rolled_back',
       'run.cancelled',
       'approval.rejected',
@@ -116,7 +117,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
   },
   scheduler: {
     // alert.raised: a chain broken by a message that is not a receipt (recordChainBreak, ADR 0033).
-    appends: ['run.scheduled', 'run.failed', 'run.cancelled', 'approval.rejected', 'alert.raised'],
+    // run.retried: its lease scan found the worker lost and the RunSpec has retries left (ADR 0035).
+    appends: ['run.scheduled', 'run.retried', 'run.failed', 'run.cancelled', 'approval.rejected', 'alert.raised'],
     evidence: 'durable',
     watchesChains: false,
     ...NO_COMMANDS,
@@ -132,6 +134,8 @@ export const SERVICE_ROUTES: { readonly [S in NatsService]: ServiceRoute } = {
       'sandbox.destroyed',
       'run.executed',
       'run.failed',
+      // A restart that finds a placement of its own it never finished, with retries left (ADR 0035).
+      'run.retried',
       'run.cancelled',
       'approval.requested',
       'approval.rejected',

@@ -11,3 +11,9 @@ export const FROZEN_CAPS = Object.freeze({
   jobMinutes: 90,
 } as const);
 export type FrozenCaps = typeof FROZEN_CAPS;
+
+/**
+ * The most attempts after the first a RunSpec may opt into (`retries`, ADR 0035): only a lost
+ * worker is retried. Policy may lower it (`retries.max`), never raise it.
+ */
+export const MAX_RUN_RETRIES = 3;

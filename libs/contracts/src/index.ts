@@ -42,7 +42,7 @@ export {
   WorkChainIdSchema,
 } from './envelope.js';
 export type { ChainId, Envelope, ReceiptEnvelope, UnsequencedBody } from './envelope.js';
-export { FROZEN_CAPS } from './frozen-caps.constants.js';
+export { FROZEN_CAPS, MAX_RUN_RETRIES } from './frozen-caps.constants.js';
 export type { FrozenCaps } from './frozen-caps.constants.js';
 export {
   FINAL_RUN_STATES,
@@ -237,6 +237,7 @@ export {
   RunListSchema,
   RunSchema,
   StreamEventsQuerySchema,
+  StepOutputQuerySchema,
   SubmitAcceptedSchema,
   TraceIdSchema,
   WorkerListSchema,
@@ -262,6 +263,7 @@ export type {
   Run,
   RunList,
   StreamEventsQuery,
+  StepOutputQuery,
   SubmitAccepted,
   TraceId,
   Worker,

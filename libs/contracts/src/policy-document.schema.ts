@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CairnError } from './error-codes.js';
-import { FROZEN_CAPS } from './frozen-caps.constants.js';
+import { FROZEN_CAPS, MAX_RUN_RETRIES } from './frozen-caps.constants.js';
 import { ImageRefSchema, inputIssues } from './run-spec.schema.js';
 import type { InputIssue } from './run-spec.schema.js';
 
@@ -179,6 +179,11 @@ export const PolicyDocumentSchema = z
     network: NetworkPolicySchema,
     approvals: z.strictObject({ rules: z.array(ApprovalRuleSchema).max(256) }),
     budgets: BudgetsSchema,
+    /**
+     * The most `retries` a RunSpec may ask for (ADR 0035), at most the frozen 3; absent is 3. A run
+     * asking for more is refused (`E_POLICY_DENIED`), never clamped.
+     */
+    retries: z.strictObject({ max: z.number().int().min(0).max(MAX_RUN_RETRIES, `a policy may only lower the frozen retries ${MAX_RUN_RETRIES}`) }).optional(),
   })
   .superRefine((policy, ctx) => {
     for (const name of CAP_NAMES) {

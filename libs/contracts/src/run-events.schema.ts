@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ActorSchema, Sha256HexSchema, TimestampSchema } from './envelope.js';
 import { CapacityResourceSchema, ErrorCodeSchema } from './error-codes.js';
+import { MAX_RUN_RETRIES } from './frozen-caps.constants.js';
 import {
   ApprovalIdSchema,
   ArtifactHashesSchema,
@@ -382,7 +383,7 @@ export const RunRetriedSchema = eventBodySchema('run.retried', {
   lease_id: LeaseIdSchema,
   message: textSchema(2048),
   /** Attempts still allowed after the next one. */
-  retries_left: z.number().int().min(0).max(3),
+  retries_left: z.number().int().min(0).max(MAX_RUN_RETRIES),
 });
 
 export const RunRolledBackSchema = eventBodySchema('run.rolled_back', {

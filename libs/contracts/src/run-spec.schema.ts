@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CairnError } from './error-codes.js';
+import { MAX_RUN_RETRIES } from './frozen-caps.constants.js';
 import { NO_CONTROL_CHARS, storableText } from './text-rules.js';
 
 /*
@@ -377,6 +378,11 @@ export const RunSpecSchema = z
     claim: ClaimSchema.optional(),
     gate: GateSpecSchema.optional(),
     imageBuild: ImageBuildSchema.optional(),
+    /**
+     * Attempts after the first when the worker holding the run is lost (ADR 0035), 0–3; absent is 0.
+     * A step's own failure, a cap, a secret seen, a cancel or a refusal is never retried.
+     */
+    retries: z.number().int().min(0).max(MAX_RUN_RETRIES).optional(),
   })
   .superRefine((spec, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

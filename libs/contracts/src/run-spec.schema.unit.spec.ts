@@ -55,6 +55,11 @@ describe('RunSpec: accepted', () => {
     expect(parseRunSpec(JSON.parse(JSON.stringify(parsed)))).toEqual(full);
   });
 
+  it('accepts retries 0 to 3 as given; absent stays absent (0)', () => {
+    for (const retries of [0, 1, 2, 3]) expect(parseRunSpec({ ...minimal, retries }).retries).toBe(retries);
+    expect(parseRunSpec(minimal)).not.toHaveProperty('retries');
+  });
+
   it('accepts caps above the frozen maxima: refusing them is policy’s job, not the schema’s', () => {
     const over = { ...minimal, caps: { wallSeconds: FROZEN_CAPS.wallSeconds + 1, memoryMiB: FROZEN_CAPS.memoryMiB * 2 } };
     expect(parseRunSpec(over).caps).toEqual(over.caps);
@@ -87,6 +92,10 @@ describe('RunSpec: refused with E_INPUT naming the field', () => {
     ['an unknown encoding', { ...minimal, files: [{ path: '/work/a', content: 'x', encoding: 'latin1' }] }, /files\[0\]\.encoding/],
     ['a negative memory cap', { ...minimal, caps: { memoryMiB: -1 } }, /caps\.memoryMiB/],
     ['a fractional pid cap', { ...minimal, caps: { pids: 1.5 } }, /caps\.pids/],
+    ['retries over the frozen 3', { ...minimal, retries: 4 }, /^invalid RunSpec: retries: /],
+    ['negative retries', { ...minimal, retries: -1 }, /^invalid RunSpec: retries: /],
+    ['fractional retries', { ...minimal, retries: 1.5 }, /^invalid RunSpec: retries: /],
+    ['retries as a string', { ...minimal, retries: '1' }, /^invalid RunSpec: retries: /],
     ['network as a bare host list', { ...minimal, network: ['pypi.org:443'] }, /network/],
     ['an egress entry without a port', { ...minimal, network: { egress: ['pypi.org'] } }, /network\.egress\[0\]/],
     ['an egress port out of range', { ...minimal, network: { egress: ['pypi.org:70000'] } }, /network\.egress\[0\]: the port is 1\.\.65535/],

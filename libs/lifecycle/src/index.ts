@@ -19,7 +19,7 @@ export {
 } from './run-transitions.js';
 export { evolveSandbox, foldSandbox, readSandboxChain, sandboxAwaitsSeal, sandboxFinalState } from './evolve-sandbox.js';
 export type { SandboxChain, SandboxReceipt, SandboxView } from './evolve-sandbox.js';
-export { attemptOf, splitAttempts } from './run-attempt.js';
-export type { LostAttempt, RunAttempts } from './run-attempt.js';
+export { attemptOf, lostWorkerRecord, retriesOf, splitAttempts } from './run-attempt.js';
+export type { LostAttempt, LostPlacement, LostWorkerRecord, RunAttempts } from './run-attempt.js';
 export { regradePath } from './run-regrade.js';
 export type { RegradePath } from './run-regrade.js';

@@ -1,11 +1,18 @@
 import type { EvidenceReceipt, EvidenceReceiptOf, RunState } from '@cairn/contracts';
 import type { RunView } from './evolve-run.js';
+import { attemptOf } from './run-attempt.js';
 import { isTerminal } from './run-transitions.js';
 
 type Requested = EvidenceReceiptOf<'approval.requested'>;
 
-/** Approvals requested on the chain and not decided (granted or rejected) since, in request order. */
-export function pendingApprovals(receipts: readonly EvidenceReceipt[]): Requested[] {
+/**
+ * Approvals requested in the run's current attempt (or before its first placement) and not decided
+ * (granted or rejected) since, in request order. A step approval is for one execution (ADR 0035): one
+ * requested or granted in an attempt lost to its worker neither waits nor counts in the next, which
+ * asks again under the same approval id.
+ */
+export function pendingApprovals(all: readonly EvidenceReceipt[]): Requested[] {
+  const receipts = attemptOf(all);
   const decided = new Set<string>();
   for (const r of receipts) if (r.type === 'approval.granted' || r.type === 'approval.rejected') decided.add(r.approval_id);
   const seen = new Set<string>();

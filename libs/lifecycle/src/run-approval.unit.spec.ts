@@ -121,6 +121,55 @@ describe('approvalPath: what a decision does to a run', () => {
   });
 });
 
+describe('a step approval across two attempts (ADR 0035)', () => {
+  /** Attempt 1 placed on w-b, its sandbox up and step 0 held for approval (`decide` it or not), then lost. */
+  const lostWhileHeld = (c: RunChain, decide: 'granted' | 'undecided') => {
+    c.add('run.submitted', FIELDS.submitted());
+    c.add('policy.decided', FIELDS.policy('allow'));
+    c.add('run.scheduled', { ...FIELDS.scheduled(), worker_id: 'w-b', lease_id: 'l1', attempt: 1 });
+    c.add('sandbox.created', { ...FIELDS.sandboxCreated(), worker_id: 'w-b' });
+    c.add('approval.requested', requested('step-0', 'step', '2026-01-01T00:00:06.000Z'));
+    if (decide === 'granted') {
+      c.add('approval.granted', { approval_id: 'step-0', approved_by: APPROVER });
+      c.add('step.started', FIELDS.stepStarted());
+    }
+    c.add('run.retried', { ...FIELDS.retried(1, 0), worker_id: 'w-b', lease_id: 'l1' });
+  };
+  const heldAgain = (c: RunChain) => {
+    c.add('run.scheduled', { ...FIELDS.scheduled(), worker_id: 'w-a', lease_id: 'l2', attempt: 2 });
+    c.add('sandbox.created', { ...FIELDS.sandboxCreated(), worker_id: 'w-a' });
+    c.add('approval.requested', requested('step-0', 'step', '2026-01-03T00:00:00.000Z'));
+  };
+
+  it('given step 0 granted in the lost attempt, when the next attempt asks again, then its own request is pending and a grant decides it', () => {
+    const { receipts, view } = given((c) => {
+      lostWhileHeld(c, 'granted');
+      heldAgain(c);
+    });
+    const again = receipts.at(-1)!;
+    expect(view.state).toBe('AWAITING_APPROVAL');
+    expect(pendingApprovals(receipts).map((r) => r.seq)).toEqual([again.seq]);
+    const path = approvalPath(view, receipts, { actor: APPROVER, decision: 'approve' });
+    expect(path.kind === 'grant' && path.requests.map((r) => r.seq)).toEqual([again.seq]);
+    // Its deadline is its own: the lost attempt's passed long ago.
+    expect(expiredApprovals(view, receipts, Date.parse('2026-01-02T00:00:00.000Z'))).toEqual([]);
+    expect(expiredApprovals(view, receipts, Date.parse('2026-01-03T00:00:00.000Z')).map((r) => r.seq)).toEqual([again.seq]);
+  });
+
+  it('given step 0 undecided when its attempt was lost, when read before and after the next attempt asks, then nothing of the lost attempt waits or expires', () => {
+    const lost = given((c) => lostWhileHeld(c, 'undecided'));
+    expect(lost.view.state).toBe('SUBMITTED');
+    expect(pendingApprovals(lost.receipts)).toEqual([]);
+    expect(approvalPath(lost.view, lost.receipts, { actor: APPROVER, decision: 'approve' }).kind).toBe('nothing_pending');
+    const again = given((c) => {
+      lostWhileHeld(c, 'undecided');
+      heldAgain(c);
+    });
+    expect(pendingApprovals(again.receipts).map((r) => r.seq)).toEqual([again.receipts.at(-1)!.seq]);
+    expect(expiredApprovals(again.view, again.receipts, Date.parse('2026-01-02T00:00:00.000Z'))).toEqual([]);
+  });
+});
+
 describe('a step held for approval, in the lifecycle', () => {
   const heldStep = (c: RunChain) => {
     c.add('run.submitted', FIELDS.submitted());

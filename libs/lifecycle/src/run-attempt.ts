@@ -1,3 +1,5 @@
+import { MAX_RUN_RETRIES } from '@cairn/contracts';
+
 /**
  * A run's attempts on its one chain (ADR 0035). A lost worker's attempt ends with `run.retried`
  * and the next one starts with the next `run.scheduled`; nothing is deleted, so a reader of "the
@@ -49,4 +51,50 @@ export function splitAttempts<R extends Typed>(receipts: readonly R[]): RunAttem
 export function attemptOf<R extends Typed>(receipts: readonly R[]): R[] {
   const { shared, current } = splitAttempts(receipts);
   return [...shared, ...current];
+}
+
+/** The lost attempt's placement, as its `run.scheduled` names it. */
+export interface LostPlacement {
+  readonly attempt: number;
+  readonly worker_id: string;
+  readonly lease_id: string;
+}
+
+/**
+ * How the loss of `placement`'s worker goes on the record (ADR 0035): `run.retried` while the
+ * RunSpec's `retries` (absent: 0) allow another attempt, keyed `retried-<attempt>` so that the
+ * scheduler's lease scan and the runtime's restart store one between them; else `run.failed`
+ * `E_WORKER_LOST`. Anything but a whole number 0–3 of retries is none (policy refused it anyway).
+ * Both are caused by the lost attempt's `run.scheduled`.
+ */
+export type LostWorkerRecord =
+  | {
+      readonly type: 'run.retried';
+      readonly key: string;
+      readonly fields: { attempt: number; error_code: 'E_WORKER_LOST'; worker_id: string; lease_id: string; message: string; retries_left: number };
+    }
+  | { readonly type: 'run.failed'; readonly fields: { error_code: 'E_WORKER_LOST'; message: string } };
+
+const MAX_MESSAGE = 2000;
+
+export function lostWorkerRecord(retries: unknown, placement: LostPlacement, lost: string): LostWorkerRecord {
+  const allowed = typeof retries === 'number' && Number.isInteger(retries) && retries >= 0 && retries <= MAX_RUN_RETRIES ? retries : 0;
+  if (placement.attempt <= allowed) {
+    const retries_left = allowed - placement.attempt;
+    const message = `${lost}; attempt ${placement.attempt + 1} of ${allowed + 1} is placed next (${retries_left} more left after it)`;
+    return {
+      type: 'run.retried',
+      key: `retried-${placement.attempt}`,
+      fields: { attempt: placement.attempt, error_code: 'E_WORKER_LOST', worker_id: placement.worker_id, lease_id: placement.lease_id, message: message.slice(0, MAX_MESSAGE), retries_left },
+    };
+  }
+  const why = allowed === 0 ? 'the run did not opt into retries' : `all ${allowed} retries are used`;
+  return { type: 'run.failed', fields: { error_code: 'E_WORKER_LOST', message: `${lost}; ${why}`.slice(0, MAX_MESSAGE) } };
+}
+
+/** The `retries` the run's RunSpec asked for (absent: 0), from its `run.submitted`. */
+export function retriesOf(receipts: readonly { readonly type: string }[]): number {
+  const submitted = receipts.find((r) => r.type === 'run.submitted') as { spec?: { retries?: unknown } } | undefined;
+  const retries = submitted?.spec?.retries;
+  return typeof retries === 'number' ? retries : 0;
 }

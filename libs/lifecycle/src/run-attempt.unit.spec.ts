@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { foldRun } from './evolve-run.js';
-import { attemptOf, splitAttempts } from './run-attempt.js';
+import { attemptOf, lostWorkerRecord, retriesOf, splitAttempts } from './run-attempt.js';
 import { FIELDS, RunChain } from './run-chain.fixture.js';
 
 /** Submitted, allowed, placed on `worker` as `attempt`, a sandbox and one started step. */
@@ -158,5 +158,58 @@ describe('evolveRun: run.retried (ADR 0035)', () => {
     expect(foldRun(chain.receipts)).toMatchObject({ state: 'RUNNING', placed: true });
     chain.add('run.retried', FIELDS.retried(2, 0));
     expect(foldRun(chain.receipts)).toMatchObject({ state: 'SUBMITTED', errorCode: null, placed: false });
+  });
+});
+
+describe('lostWorkerRecord', () => {
+  const lost = 'worker w-1 lost: lease run_abc:1 (attempt 1) expired';
+  const placement = (attempt: number) => ({ attempt, worker_id: 'w-1', lease_id: `run_abc:${attempt}` });
+
+  it('given a run that did not opt into retries, when its worker is lost, then it fails E_WORKER_LOST saying so', () => {
+    expect(lostWorkerRecord(undefined, placement(1), lost)).toEqual({
+      type: 'run.failed',
+      fields: { error_code: 'E_WORKER_LOST', message: `${lost}; the run did not opt into retries` },
+    });
+  });
+
+  it('given retries 2, when attempts 1, 2 and 3 are lost in turn, then 1 and 2 are retried keyed by attempt (1, then 0 left) and 3 fails', () => {
+    const first = lostWorkerRecord(2, placement(1), lost);
+    expect(first).toEqual({
+      type: 'run.retried',
+      key: 'retried-1',
+      fields: { attempt: 1, error_code: 'E_WORKER_LOST', worker_id: 'w-1', lease_id: 'run_abc:1', message: `${lost}; attempt 2 of 3 is placed next (1 more left after it)`, retries_left: 1 },
+    });
+    expect(lostWorkerRecord(2, placement(2), lost)).toMatchObject({ type: 'run.retried', key: 'retried-2', fields: { attempt: 2, retries_left: 0 } });
+    const third = lostWorkerRecord(2, placement(3), lost);
+    expect(third).toMatchObject({ type: 'run.failed', fields: { error_code: 'E_WORKER_LOST' } });
+    expect(third.fields.message).toMatch(/all 2 retries are used$/);
+  });
+
+  it.each([
+    ['zero', 0],
+    ['negative', -1],
+    ['fractional', 1.5],
+    ['over the frozen 3', 4],
+    ['a string', '1'],
+    ['not a number', Number.NaN],
+  ])('given %s retries, when the worker is lost, then it is no opt-in and the run fails', (_what, retries) => {
+    expect(lostWorkerRecord(retries, placement(1), lost).type).toBe('run.failed');
+  });
+
+  it('given a very long loss message, when recorded, then it fits the receipt (2000 characters)', () => {
+    expect(lostWorkerRecord(1, placement(1), 'x'.repeat(5000)).fields.message).toHaveLength(2000);
+    expect(lostWorkerRecord(0, placement(1), 'x'.repeat(5000)).fields.message).toHaveLength(2000);
+  });
+});
+
+describe('retriesOf', () => {
+  it('given a chain, when read, then it is the submitted spec\'s retries, 0 when absent', () => {
+    const chain = new RunChain();
+    chain.add('run.submitted', FIELDS.submitted());
+    expect(retriesOf(chain.receipts)).toBe(0);
+    const opted = new RunChain();
+    opted.add('run.submitted', { ...FIELDS.submitted(), spec: { ...FIELDS.submitted().spec, retries: 2 } });
+    expect(retriesOf(opted.receipts)).toBe(2);
+    expect(retriesOf([])).toBe(0);
   });
 });

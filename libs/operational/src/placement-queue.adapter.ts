@@ -21,6 +21,8 @@ export const QueueEntrySchema = z
     image: ImageRefSchema,
     reservation: ReservationSchema,
     waiting_for: QueueWaitSchema,
+    /** The attempt its placement is (ADR 0035: after a `run.retried`, the next one); absent: 1. */
+    attempt: z.number().int().min(1).optional(),
   })
   .refine((entry) => entry.reservation.runId === entry.chain_id, { message: 'the reservation is for another chain', path: ['reservation', 'runId'] });
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;

@@ -1,4 +1,4 @@
-import { assertUnreachable, CAP_NAMES, frozenCap, hasScope, inputIssues, mayUseSecret, PolicyDocumentSchema, SecretNameSchema } from '@cairn/contracts';
+import { assertUnreachable, CAP_NAMES, frozenCap, hasScope, inputIssues, MAX_RUN_RETRIES, mayUseSecret, PolicyDocumentSchema, SecretNameSchema } from '@cairn/contracts';
 import type { CapName, GrantedCaps, NetworkPolicy, NetworkSpec, PolicyDecision, PolicyDocument, RunSpec, SubmitterPrincipal } from '@cairn/contracts';
 import { matchApprovalRules } from './approval-rules.js';
 import { egressNotAllowed } from './egress-allowlist.js';
@@ -11,7 +11,7 @@ import { policyVersion } from './policy-version.js';
 import { checkTenantBudget, hasTenantQuota } from './tenant-budget.js';
 
 /** The parts of a RunSpec that policy reads. */
-export type PolicySpec = Pick<RunSpec, 'image' | 'job' | 'steps' | 'caps' | 'network' | 'secrets'>;
+export type PolicySpec = Pick<RunSpec, 'image' | 'job' | 'steps' | 'caps' | 'network' | 'secrets' | 'retries'>;
 
 /** A secret the tenant's store holds, and who may use it besides admin keys (`key:<id>`, `scope:<scope>`). */
 export interface SecretAccess {
@@ -128,6 +128,7 @@ export function decidePolicy(spec: PolicySpec, context: PolicyContext): PolicyOu
 
   const image = decideImage(spec, context, denied);
   const caps = decideCaps(spec, policy, denied);
+  decideRetries(spec.retries ?? 0, policy, denied);
   const network = decideNetwork(policy.network, spec.network ?? 'none', denied);
   const secrets = decideSecrets(spec.secrets ?? [], context.secrets, context.submitter, denied);
 
@@ -297,6 +298,13 @@ function decideCaps(spec: PolicySpec, policy: PolicyDocument, denied: string[]):
     }
   });
   return caps;
+}
+
+/** `retries` over the policy's maximum (or the frozen one) is refused like a cap, never lowered to fit. */
+function decideRetries(retries: number, policy: PolicyDocument, denied: string[]): void {
+  const max = Math.min(policy.retries?.max ?? MAX_RUN_RETRIES, MAX_RUN_RETRIES);
+  if (!Number.isInteger(retries) || retries < 0) denied.push(`retries ${retries} is not a whole number 0–${MAX_RUN_RETRIES}`);
+  else if (retries > max) denied.push(`retries ${retries} exceeds the maximum ${max} (${max === MAX_RUN_RETRIES ? 'frozen maximum' : 'policy maximum'})`);
 }
 
 /**

@@ -137,6 +137,28 @@ describe('decidePolicy: caps are refused over the maximum, never clamped (I-6)',
     }
   });
 
+  it('given retries up to the frozen 3, when decided under a policy without retries.max, then 3 is allowed and 4 denied naming retries', () => {
+    expect(decide(spec({ retries: 3 })).decision).toBe('allow');
+    const over = decide(spec({ retries: 4 }));
+    expect(over.error_code).toBe('E_POLICY_DENIED');
+    expect(over.reasons).toEqual(['retries 4 exceeds the maximum 3 (frozen maximum)']);
+  });
+
+  it('given a policy that lowers retries.max to 1, when a run asks for 1 and 2, then 1 is allowed and 2 refused, not clamped', () => {
+    const policy = policyWith((p) => (p.retries = { max: 1 }));
+    expect(decide(spec({ retries: 1 }), { policy }).decision).toBe('allow');
+    const over = decide(spec({ retries: 2 }), { policy });
+    expect(over.decision).toBe('deny');
+    expect(over.reasons).toEqual(['retries 2 exceeds the maximum 1 (policy maximum)']);
+  });
+
+  it('given a policy whose retries.max raises the frozen 3, when any run is decided, then it is denied: the policy is invalid', () => {
+    const policy = policyWith((p) => (p.retries = { max: 4 }));
+    const outcome = decide(spec(), { policy });
+    expect(outcome.decision).toBe('deny');
+    expect(outcome.reasons.join('\n')).toMatch(/policy is invalid at retries\.max: a policy may only lower the frozen retries 3/);
+  });
+
   it('given a policy that tries to raise the frozen caps, when a run asks for more than the frozen caps, then it is still denied', () => {
     const raising = policyWith((p) => {
       p.caps.max.memoryMiB = 65_536;

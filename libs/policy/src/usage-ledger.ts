@@ -9,8 +9,9 @@ import type { RunUsageRecord } from './budget-usage.js';
 
 /**
  * The receipt types the ledger folds: a run's or a sandbox session's start (`run.submitted`,
- * `sandbox.requested`), what policy granted, its sandbox's creation and teardown, and every receipt
- * that ends its time in flight. Policy's fold skips every other type by its subject, unparsed.
+ * `sandbox.requested`), what policy granted, its sandbox's creation and teardown, a lost attempt
+ * given back to the queue (`run.retried`, ADR 0035), and every receipt that ends its time in
+ * flight. Policy's fold skips every other type by its subject, unparsed.
  */
 export const USAGE_RECEIPT_TYPES = [
   'run.submitted',
@@ -20,6 +21,7 @@ export const USAGE_RECEIPT_TYPES = [
   'sandbox.destroyed',
   'run.executed',
   'run.failed',
+  'run.retried',
   'run.rolled_back',
   'run.cancelled',
   'approval.rejected',
@@ -88,6 +90,11 @@ export function evolveUsageEntry(entry: UsageEntry | undefined, receipt: Evidenc
       const rejected = !sandbox && beforeRun && (receipt.error_code === 'E_BUDGET' || receipt.error_code === 'E_POLICY_DENIED');
       return { ...next, state: rejected ? 'REJECTED' : 'FAILED' };
     }
+    case 'run.retried':
+      // Back in the queue (ADR 0035), still one run in flight, its first sandbox's start kept: the
+      // time already used stays counted, and the next attempt's sandbox adds to it. Until then the
+      // interval ends here (not "now"), though the lost sandbox may run on until it is reaped.
+      return inFlight && !sandbox ? { ...next, state: 'SUBMITTED' } : next;
     case 'run.rolled_back':
       return inFlight ? { ...next, state: 'ROLLBACK' } : next;
     case 'run.cancelled':

@@ -50,6 +50,25 @@ describe('evolveUsageEntry: a run', () => {
     expect(evolveUsageEntry(held, receipt('run.failed', 'run_h', 3, at(0), { error_code: 'E_WORKER_LOST' }), 3)).toMatchObject({ state: 'FAILED' });
   });
 
+  it('given a run whose attempt 1 was lost and retried, then it is one run back in the queue with its time kept, and attempt 2 adds to that time', () => {
+    let entry = evolveUsageEntry(undefined, submitted('run_r', at(HOUR), 'nightly'), 1);
+    entry = evolveUsageEntry(entry, decided('run_r', 2, at(HOUR), 'allow'), 2);
+    entry = evolveUsageEntry(entry, receipt('sandbox.created', 'run_r', 4, at(50 * MIN), { caps: CAPS }), 3);
+    entry = evolveUsageEntry(entry, receipt('run.retried', 'run_r', 7, at(40 * MIN), { attempt: 1, error_code: 'E_WORKER_LOST' }), 4);
+    expect(entry).toMatchObject({ state: 'SUBMITTED', cpus: 2, memoryMiB: 576, startedAt: at(50 * MIN), endedAt: null });
+    // In the queue: one run in flight, its 10 minutes counted and not growing while it waits.
+    const queued = summariseUsage([entry!], 'nightly', NOW);
+    expect(queued.tenant).toMatchObject({ concurrentRuns: 1, memoryMiB: 576, cpuSecondsToday: 2 * 600 });
+    expect(queued.jobRuns).toEqual([{ runId: 'run_r', seconds: 600 }]);
+    entry = evolveUsageEntry(entry, receipt('sandbox.created', 'run_r', 9, at(30 * MIN), { caps: CAPS }), 5);
+    entry = evolveUsageEntry(entry, receipt('sandbox.destroyed', 'run_r', 11, at(20 * MIN)), 6);
+    entry = evolveUsageEntry(entry, receipt('run.executed', 'run_r', 12, at(20 * MIN)), 7);
+    expect(entry).toMatchObject({ state: 'EXECUTED', startedAt: at(50 * MIN), endedAt: at(20 * MIN) });
+    // Every attempt's time and the wait between (the lost sandbox may run on until reaped): 30 minutes, never less than the 20 the two sandboxes ran.
+    expect(summariseUsage([entry!], 'nightly', NOW).jobRuns).toEqual([{ runId: 'run_r', seconds: 1800 }]);
+    expect(summariseUsage([entry!], undefined, NOW).tenant.concurrentRuns).toBe(0);
+  });
+
   it('given a receipt of a chain it never saw start, or of another tenant, then it makes or changes nothing (fail closed: no guessed entry)', () => {
     expect(evolveUsageEntry(undefined, decided('run_x', 2, at(0), 'allow'), 5)).toBeUndefined();
     expect(evolveUsageEntry(undefined, receipt('run.submitted', 'sbx_x', 1, at(0), { spec: { name: 'x', steps: [] } }), 5)).toBeUndefined();

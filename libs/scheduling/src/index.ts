@@ -1,5 +1,5 @@
-export { grantLease, isExpired, leaseId, onLeaseExpired, renewLease } from './lease.js';
-export type { ExpiredLeaseRun, Lease, LeaseExpiry, LeaseRenewal } from './lease.js';
+export { grantLease, isExpired, leaseId, renewLease } from './lease.js';
+export type { Lease, LeaseRenewal } from './lease.js';
 export { planQueue, queueOrder, queuePositions } from './placement-queue.js';
 export type { PlanOptions, QueuedRequest, QueuePlan, WaitingFor } from './placement-queue.js';
 export {

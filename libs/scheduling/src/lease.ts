@@ -59,49 +59,6 @@ export function isExpired(lease: Lease, now: number): boolean {
   return !(now < Date.parse(lease.expires_at));
 }
 
-/** A run whose lease expired, and how many further attempts its RunSpec opted into (none by default). */
-export interface ExpiredLeaseRun {
-  lease: Lease;
-  retries?: number;
-}
-
-export type LeaseExpiry =
-  | { action: 'fail'; run_id: string; lease_id: string; attempt: number; error_code: 'E_WORKER_LOST'; reason: string }
-  | {
-      action: 'reoffer';
-      run_id: string;
-      /** The lost attempt's lease, recorded with the re-offer. */
-      lease_id: string;
-      /** The attempt the run is re-offered as. */
-      attempt: number;
-      error_code: 'E_WORKER_LOST';
-      reason: string;
-    };
-
-/**
- * What to do when the worker holding a run is lost: fail the run (`E_WORKER_LOST`) — a step is
- * never run twice unasked — unless the RunSpec opted into retries and some are left; then re-offer
- * it as the next attempt. Either way the lost attempt is recorded.
- */
-export function onLeaseExpired(run: ExpiredLeaseRun): LeaseExpiry {
-  const { lease } = run;
-  // Anything but a whole, non-negative number of retries is no opt-in at all.
-  const retries = Number.isSafeInteger(run.retries) && (run.retries ?? 0) > 0 ? (run.retries ?? 0) : 0;
-  const lost = `worker ${lease.worker_id} lost: lease ${lease.lease_id} (attempt ${lease.attempt}) expired at ${lease.expires_at}`;
-  if (lease.attempt < 1 + retries) {
-    return {
-      action: 'reoffer',
-      run_id: lease.run_id,
-      lease_id: lease.lease_id,
-      attempt: lease.attempt + 1,
-      error_code: 'E_WORKER_LOST',
-      reason: `${lost}; retry ${lease.attempt} of ${retries}`,
-    };
-  }
-  const why = retries === 0 ? 'the run did not opt into retries' : `all ${retries} retries are used`;
-  return { action: 'fail', run_id: lease.run_id, lease_id: lease.lease_id, attempt: lease.attempt, error_code: 'E_WORKER_LOST', reason: `${lost}; ${why}` };
-}
-
 function checkTtl(ttlMs: number): void {
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new CairnError('E_INTERNAL', `a lease TTL is a positive whole number of ms, not ${ttlMs}`);
 }

@@ -1,6 +1,6 @@
 import { isCairnError, LeaseIdSchema, RunScheduledSchema } from '@cairn/contracts';
 import { describe, expect, it } from 'vitest';
-import { grantLease, isExpired, leaseId, onLeaseExpired, renewLease } from './lease.js';
+import { grantLease, isExpired, leaseId, renewLease } from './lease.js';
 
 const NOW = Date.parse('2026-11-30T12:00:00.000Z');
 const TTL = 30_000;
@@ -88,39 +88,5 @@ describe('isExpired and renewLease', () => {
 
   it('given a lease, when another worker tries to renew it, then it is refused', () => {
     expect(renewLease(lease, 'w-2', NOW, TTL)).toEqual({ ok: false, reason: 'not_holder' });
-  });
-});
-
-describe('onLeaseExpired', () => {
-  const lease = grantLease('run_abc', 'w-1', NOW, TTL);
-
-  it('given a run that did not opt into retries, when its lease expires, then it fails with E_WORKER_LOST', () => {
-    expect(onLeaseExpired({ lease })).toEqual({
-      action: 'fail',
-      run_id: 'run_abc',
-      lease_id: lease.lease_id,
-      attempt: 1,
-      error_code: 'E_WORKER_LOST',
-      reason: `worker w-1 lost: lease ${lease.lease_id} (attempt 1) expired at 2026-11-30T12:00:30.000Z; the run did not opt into retries`,
-    });
-  });
-
-  it('given a run that opted into 2 retries, when leases expire in turn, then it is re-offered as attempts 2 and 3 and then fails', () => {
-    const first = onLeaseExpired({ lease, retries: 2 });
-    expect(first).toMatchObject({ action: 'reoffer', run_id: 'run_abc', lease_id: lease.lease_id, attempt: 2, error_code: 'E_WORKER_LOST' });
-    const second = grantLease('run_abc', 'w-2', NOW + TTL, TTL, first.attempt);
-    expect(onLeaseExpired({ lease: second, retries: 2 })).toMatchObject({ action: 'reoffer', attempt: 3, lease_id: leaseId('run_abc', 2) });
-    const third = grantLease('run_abc', 'w-3', NOW + 2 * TTL, TTL, 3);
-    expect(onLeaseExpired({ lease: third, retries: 2 })).toMatchObject({ action: 'fail', attempt: 3, error_code: 'E_WORKER_LOST' });
-    expect(onLeaseExpired({ lease: third, retries: 2 }).reason).toMatch(/all 2 retries are used/);
-  });
-
-  it.each([
-    ['zero', 0],
-    ['negative', -1],
-    ['fractional', 1.5],
-    ['not a number', Number.NaN],
-  ])('given a %s retry count, when the lease expires, then it is no opt-in and the run fails', (_what, retries) => {
-    expect(onLeaseExpired({ lease, retries }).action).toBe('fail');
   });
 });

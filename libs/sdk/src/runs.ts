@@ -179,9 +179,15 @@ export class Runs {
     return this.http.json('GET', path, API_COMPONENTS.RunArtifacts, signalOf(signal));
   }
 
-  /** A step's stdout or stderr, exactly as kept, checked against its sha256. */
-  async output(id: string, step: number, stream: OutputStream, options: ReadOptions = {}): Promise<Bytes> {
-    return readBytes(this.http, route('getStepOutput', { id: runId(id), index: step, stream }).path, options);
+  /**
+   * A step's stdout or stderr, exactly as kept, checked against its sha256: of the current attempt,
+   * or of `attempt` (1 the first) of a run retried after a lost worker (ADR 0035).
+   */
+  async output(id: string, step: number, stream: OutputStream, options: ReadOptions & { attempt?: number } = {}): Promise<Bytes> {
+    const { attempt, ...read } = options;
+    if (attempt !== undefined && !(Number.isSafeInteger(attempt) && attempt >= 1)) throw new CairnError('E_INPUT', `attempt must be a whole number from 1, not ${attempt}`);
+    const path = route('getStepOutput', { id: runId(id), index: step, stream }).path;
+    return readBytes(this.http, attempt === undefined ? path : `${path}?attempt=${attempt}`, read);
   }
 
   async stdout(id: string, step: number, options: ReadOptions = {}): Promise<Bytes> {

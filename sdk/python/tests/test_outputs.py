@@ -67,6 +67,8 @@ def test_a_runs_outputs_listed_and_read_back_exactly(client: Cairn, run_id: str)
     for item in listed.items:
         assert client.runs.artifact(run_id, item.path, expected_sha256=item.sha256) == FILES[item.path]
     assert client.runs.stdout(run_id, 0, expected_sha256=first.stdout.sha256) == STDOUT.encode()
+    # A run never retried is on its attempt 1: asked for by number, the same bytes (ADR 0035).
+    assert client.runs.output(run_id, 0, "stdout", attempt=1) == STDOUT.encode()
 
 
 def test_outputs_that_are_not_there_or_too_large_are_refused(client: Cairn, run_id: str) -> None:
@@ -84,6 +86,12 @@ def test_outputs_that_are_not_there_or_too_large_are_refused(client: Cairn, run_
         client.runs.output(run_id, 0, "stdin")
     with pytest.raises(errors.Input):
         client.runs.stdout(run_id, -1)
+    # An attempt the run has not had is not there; one that cannot be is refused before anything is sent.
+    with pytest.raises(errors.NotFound):
+        client.runs.output(run_id, 0, "stdout", attempt=2)
+    for bad_attempt in (0, 5, True):
+        with pytest.raises(errors.Input):
+            client.runs.output(run_id, 0, "stdout", attempt=bad_attempt)
     with pytest.raises(errors.TooLarge) as large:
         client.runs.artifact(run_id, "/out/report.json", max_bytes=4)
     assert large.value.details == {"bytes": len(FILES["/out/report.json"]), "maxBytes": 4}

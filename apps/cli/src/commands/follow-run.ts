@@ -26,13 +26,17 @@ export class StepEcho {
     private readonly output: Output,
   ) {}
 
-  async step(runId: string, receipt: Receipt): Promise<void> {
+  /**
+   * `receipt`'s step output, read from `attempt` (ADR 0035): the attempt the step ran in, which a
+   * run retried after a lost worker, followed from its start, has since left behind.
+   */
+  async step(runId: string, receipt: Receipt, attempt = 1): Promise<void> {
     const index = receipt.step_index;
     if (typeof index !== 'number') return;
     for (const stream of ['stdout', 'stderr'] as const satisfies readonly OutputStream[]) {
       const expected = receipt[`${stream}_sha256`];
       try {
-        const read = await this.client.runs.output(runId, index, stream, { maxBytes: ECHO_MAX_BYTES, ...(typeof expected === 'string' ? { expectedSha256: expected } : {}) });
+        const read = await this.client.runs.output(runId, index, stream, { maxBytes: ECHO_MAX_BYTES, attempt, ...(typeof expected === 'string' ? { expectedSha256: expected } : {}) });
         if (read.bytes.byteLength > 0) await writeAll(stream === 'stdout' ? this.streams.stdout : this.streams.stderr, read.bytes);
       } catch (error) {
         if (!isCairnError(error)) throw error;
@@ -67,12 +71,15 @@ export interface FollowedRun {
 export async function followRun(client: Cairn, runId: string, output: Output, timeoutMs: number | null, echo: StepEcho | null = null): Promise<FollowedRun> {
   const verifier = new ChainVerifier({ chainId: runId, requireNonEmpty: true });
   let view: RunView | null = null;
+  // The attempt the receipts now arriving belong to: each `run.retried` ends one (ADR 0035).
+  let attempt = 1;
   const signal = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
   for await (const receipt of client.runs.follow(runId, signal === undefined ? {} : { signal })) {
     verifier.push(receipt);
     const before = view?.state;
     view = foldReceipt(view, receipt);
-    if (echo !== null && receipt.type === 'step.completed') await echo.step(runId, receipt);
+    if (receipt.type === 'run.retried') attempt += 1;
+    if (echo !== null && receipt.type === 'step.completed') await echo.step(runId, receipt, attempt);
     const line = receiptProgressLine(receipt);
     if (line !== null) output.note(`  ${line}`);
     if (before !== undefined && view.state !== before && receipt.type !== 'run.sealed') output.note(`  state       ${view.state}`);

@@ -188,10 +188,14 @@ export interface PendingApproval {
   expiresAt: string | null;
 }
 
-/** Approvals requested on the chain and neither granted nor rejected yet. */
+/** Approvals requested on the chain and neither granted nor rejected yet; a lost attempt's step approvals wait on nothing (ADR 0035). */
 export function pendingApprovals(receipts: readonly Receipt[]): PendingApproval[] {
   const pending = new Map<string, PendingApproval>();
   for (const receipt of receipts) {
+    if (receipt.type === 'run.retried') {
+      for (const [id, approval] of pending) if (approval.scope === 'step') pending.delete(id);
+      continue;
+    }
     const id = str(receipt.approval_id);
     if (id === null) continue;
     if (receipt.type === 'approval.requested') {

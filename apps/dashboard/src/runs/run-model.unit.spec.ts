@@ -125,6 +125,18 @@ describe('the run page model', () => {
     expect(pendingApprovals(chain)).toEqual([]);
   });
 
+  it('given a step held for approval when its attempt was lost (ADR 0035), then it waits no more; the next attempt\'s request does', () => {
+    seq = 0;
+    const held = [
+      receipt('run.scheduled', { worker_id: 'w-b', attempt: 1 }),
+      receipt('approval.requested', { approval_id: 'step-0', scope: 'step', step_index: 0, reason: 'apply', expires_at: '2026-01-01T00:00:00.000Z' }),
+      receipt('run.retried', { attempt: 1 }),
+    ];
+    expect(pendingApprovals(held)).toEqual([]);
+    const again = [...held, receipt('run.scheduled', { worker_id: 'w-a', attempt: 2 }), receipt('approval.requested', { approval_id: 'step-0', scope: 'step', step_index: 0, reason: 'apply', expires_at: '2026-01-02T00:00:00.000Z' })];
+    expect(pendingApprovals(again)).toEqual([{ approvalId: 'step-0', scope: 'step', stepIndex: 0, reason: 'apply', expiresAt: '2026-01-02T00:00:00.000Z' }]);
+  });
+
   it("takes the run's artifacts from run.executed, and summarises receipts for people", () => {
     seq = 0;
     expect(artifacts([receipt('run.executed', { artifact_hashes: { '/out/r.json': A }, steps_completed: 1, exit_codes: [0] })])).toEqual({ '/out/r.json': A });

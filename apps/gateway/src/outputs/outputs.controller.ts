@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
-import { API_ROUTES, OUTPUT_PARAMS } from '@cairn/contracts';
-import type { OutputStream, RunArtifacts } from '@cairn/contracts';
-import { Controller, Param, Res } from '@nestjs/common';
+import { API_ROUTES, OUTPUT_PARAMS, StepOutputQuerySchema } from '@cairn/contracts';
+import type { OutputStream, RunArtifacts, StepOutputQuery } from '@cairn/contracts';
+import { Controller, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/api-key.store.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
@@ -33,9 +33,10 @@ export class OutputsController {
     @Param('id', RUN_ID) runId: string,
     @Param('index', STEP_INDEX) index: number,
     @Param('stream', STREAM) stream: OutputStream,
+    @Query({ schema: StepOutputQuerySchema }) query: StepOutputQuery,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    this.send(reply, API_ROUTES.getStepOutput.status, await this.outputs.stepStream(principal, runId, index, stream));
+    this.send(reply, API_ROUTES.getStepOutput.status, await this.outputs.stepStream(principal, runId, index, stream, query.attempt));
   }
 
   @ApiRoute(API_ROUTES.getRunArtifact)

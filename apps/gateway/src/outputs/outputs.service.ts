@@ -69,9 +69,9 @@ export class RunOutputsService {
     return { runId, steps, items };
   }
 
-  async stepStream(principal: Principal, runId: string, index: number, stream: OutputStream): Promise<ServedOutput> {
-    const sha = stepStreamSha(await this.runOutputs(principal, runId), runId, index, stream);
-    const what = { runId, step: index, stream, sha256: sha };
+  async stepStream(principal: Principal, runId: string, index: number, stream: OutputStream, attempt?: number): Promise<ServedOutput> {
+    const sha = stepStreamSha(await this.runOutputs(principal, runId), runId, index, stream, attempt);
+    const what = { runId, step: index, stream, sha256: sha, ...(attempt === undefined ? {} : { attempt }) };
     const artifact = await this.open(sha, what);
     return { artifact, mediaType: streamMediaType(artifact.utf8), disposition: null, what };
   }

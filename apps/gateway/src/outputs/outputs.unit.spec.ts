@@ -50,6 +50,14 @@ describe('the outputs a chain records', () => {
     expect(stepStreamSha(outputs, RUN, 0, 'stdout')).toBe(sha('d'));
     expect(stepStreamSha(outputs, RUN, 0, 'stderr')).toBe(sha('e'));
     expect(fileSha(outputs, RUN, '/out/report.txt')).toBe(sha('7'));
+    // `?attempt=`: the lost attempt's own step 0 (stdout 5…, stderr 6…); the current one by its number too.
+    expect(outputs.attempt).toBe(2);
+    expect(stepStreamSha(outputs, RUN, 0, 'stdout', 1)).toBe(sha('5'));
+    expect(stepStreamSha(outputs, RUN, 0, 'stderr', 1)).toBe(sha('6'));
+    expect(stepStreamSha(outputs, RUN, 0, 'stdout', 2)).toBe(sha('d'));
+    // Step 1 never completed in attempt 1; there is no attempt 3.
+    expect(codeOf(() => stepStreamSha(outputs, RUN, 1, 'stdout', 1))).toBe('E_NOT_FOUND');
+    expect(codeOf(() => stepStreamSha(outputs, RUN, 0, 'stdout', 3))).toBe('E_NOT_FOUND');
   });
 
   it("keeps a run that mounts secrets its submitter's and admin keys' alone; a chain with no readable submission an admin's", () => {

@@ -1,5 +1,6 @@
 import { CairnError, hasScope, parseEvidenceReceipt } from '@cairn/contracts';
 import type { EvidenceReceipt, EvidenceReceiptOf, OutputStream, Receipt } from '@cairn/contracts';
+import { splitAttempts } from '@cairn/lifecycle';
 import { recordedRunOf } from '@cairn/service-kit';
 import type { RecordedRun } from '@cairn/service-kit';
 import type { Principal } from '../auth/api-key.store.js';
@@ -19,7 +20,12 @@ export const RUN_OUTPUT_RECEIPTS = ['run.submitted', 'run.scheduled', 'step.comp
 export const EXEC_OUTPUT_RECEIPTS = ['sandbox.requested', 'sandbox.exec.completed'] as const;
 
 export interface RunOutputs {
+  /** The current attempt's outputs. */
   run: RecordedRun;
+  /** The attempt in force (1 + the attempts lost to their worker, ADR 0035). */
+  attempt: number;
+  /** The `step.completed` receipts of each attempt lost to its worker, by attempt (1 the first). */
+  lostSteps: ReadonlyMap<number, readonly EvidenceReceiptOf<'step.completed'>[]>;
   /** The key (`key:<id>`) that alone, with admin keys, may read the outputs of a run that mounts secrets; null when it mounts none. */
   holder: string | null;
 }
@@ -42,7 +48,9 @@ export function runOutputsOf(runId: string, receipts: readonly Receipt[]): RunOu
   const submitted = chain.find((r): r is EvidenceReceiptOf<'run.submitted'> => r.type === 'run.submitted');
   // No readable submission: held by nobody, so only an admin key may read (fail closed).
   const holder = submitted === undefined ? '' : (submitted.spec.secrets ?? []).length === 0 ? null : submitted.submitted_by;
-  return { run: recordedRunOf(chain), holder };
+  const attempts = splitAttempts(chain);
+  const lostSteps = new Map(attempts.lost.map((lost) => [lost.attempt, lost.receipts.filter((r): r is EvidenceReceiptOf<'step.completed'> => r.type === 'step.completed')]));
+  return { run: recordedRunOf(chain), attempt: attempts.attempt, lostSteps, holder };
 }
 
 export function execOutputsOf(sandboxId: string, receipts: readonly Receipt[]): ExecOutputs {
@@ -64,10 +72,18 @@ export function checkReader(holder: string | null, principal: Principal, chainId
   throw new CairnError('E_FORBIDDEN', `${chainId} mounts secrets: only the key that ${chainId.startsWith('sbx_') ? 'created' : 'submitted'} it, or an admin key, may read its outputs`, { chainId });
 }
 
-/** The sha256 a step's stream must hash to; E_NOT_FOUND when the step has not completed. */
-export function stepStreamSha(outputs: RunOutputs, runId: string, index: number, stream: OutputStream): string {
-  const step = outputs.run.steps.find((s) => s.step_index === index);
-  if (step === undefined) throw new CairnError('E_NOT_FOUND', `run ${runId} has no completed step ${index}`, { runId, step: index });
+/**
+ * The sha256 a step's stream must hash to, in `attempt` (absent: the current one); E_NOT_FOUND
+ * when the step has not completed in it, or the run has had no such attempt.
+ */
+export function stepStreamSha(outputs: RunOutputs, runId: string, index: number, stream: OutputStream, attempt?: number): string {
+  if (attempt !== undefined && attempt > outputs.attempt) {
+    throw new CairnError('E_NOT_FOUND', `run ${runId} has had no attempt ${attempt} (it is on attempt ${outputs.attempt})`, { runId, attempt });
+  }
+  const lost = attempt === undefined || attempt === outputs.attempt ? null : (outputs.lostSteps.get(attempt) ?? []);
+  const step = lost === null ? outputs.run.steps.find((s) => s.step_index === index) : lost.find((s) => s.step_index === index);
+  const of = lost === null ? '' : ` in its attempt ${attempt}`;
+  if (step === undefined) throw new CairnError('E_NOT_FOUND', `run ${runId} has no completed step ${index}${of}`, { runId, step: index, ...(attempt === undefined ? {} : { attempt }) });
   return stream === 'stdout' ? step.stdout_sha256 : step.stderr_sha256;
 }
 

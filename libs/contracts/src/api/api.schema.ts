@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ChainIdSchema, RunIdSchema, Sha256HexSchema, TenantIdSchema, TimestampSchema } from '../envelope.js';
 import { ErrorCodeSchema, QueueWaitSchema } from '../error-codes.js';
+import { MAX_RUN_RETRIES } from '../frozen-caps.constants.js';
 import { WorkerIdSchema } from '../event-fields.schema.js';
 import { EvidenceReceiptSchema } from '../evidence-event.schema.js';
 import { RunStateSchema, VerdictSchema } from '../run-state.schema.js';
@@ -248,6 +249,15 @@ export const StreamEventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).max(2_147_483_647).optional(),
 });
 export type StreamEventsQuery = z.infer<typeof StreamEventsQuerySchema>;
+
+/**
+ * `…/steps/:index/:stream?attempt=n`: the output of that step in attempt `n` of a run retried after
+ * a lost worker (ADR 0035), 1 the first; absent: the current attempt's.
+ */
+export const StepOutputQuerySchema = z.strictObject({
+  attempt: z.coerce.number().int().min(1).max(1 + MAX_RUN_RETRIES).optional(),
+});
+export type StepOutputQuery = z.infer<typeof StepOutputQuerySchema>;
 
 /** `Idempotency-Key`: 1–200 printable ASCII characters. */
 export const IdempotencyKeySchema = z

@@ -210,12 +210,16 @@ def checked_bytes(content: bytes, named: str, what: str) -> bytes:
     return content
 
 
-def step_output_path(run_id: str, step: int, stream: str) -> str:
+def step_output_path(run_id: str, step: int, stream: str, attempt: int | None = None) -> str:
+    """``attempt``: that attempt's output (1 the first) of a run retried after a lost worker; None, the current one's."""
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= 63:
         raise cairn_error("E_INPUT", "step: an index 0..63", {"field": "step"})
     if stream not in ("stdout", "stderr"):
         raise cairn_error("E_INPUT", "stream: stdout or stderr", {"field": "stream"})
-    return f"/v1/runs/{segment(run_id)}/steps/{step}/{stream}"
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= 4):
+        raise cairn_error("E_INPUT", "attempt: 1..4", {"field": "attempt"})
+    path = f"/v1/runs/{segment(run_id)}/steps/{step}/{stream}"
+    return path if attempt is None else f"{path}?attempt={attempt}"
 
 
 def artifact_path(run_id: str, path: str) -> str:

@@ -237,8 +237,10 @@ class AsyncRuns:
     async def stderr(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
         return await self.output(run_id, step, "stderr", expected_sha256=expected_sha256, max_bytes=max_bytes)
 
-    async def output(self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
-        return await self._c._read_bytes(c.step_output_path(run_id, step, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+    async def output(
+        self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES, attempt: int | None = None
+    ) -> bytes:
+        return await self._c._read_bytes(c.step_output_path(run_id, step, stream, attempt), expected_sha256=expected_sha256, max_bytes=max_bytes)
 
     async def artifact(self, run_id: str, path: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
         return await self._c._read_bytes(c.artifact_path(run_id, path), expected_sha256=expected_sha256, max_bytes=max_bytes)

@@ -258,8 +258,11 @@ class Runs:
     def stderr(self, run_id: str, step: int, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
         return self.output(run_id, step, "stderr", expected_sha256=expected_sha256, max_bytes=max_bytes)
 
-    def output(self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
-        return self._c._read_bytes(c.step_output_path(run_id, step, stream), expected_sha256=expected_sha256, max_bytes=max_bytes)
+    def output(
+        self, run_id: str, step: int, stream: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES, attempt: int | None = None
+    ) -> bytes:
+        """Step ``step``'s ``stream`` of the current attempt, or of ``attempt`` (1 the first) of a run retried after a lost worker."""
+        return self._c._read_bytes(c.step_output_path(run_id, step, stream, attempt), expected_sha256=expected_sha256, max_bytes=max_bytes)
 
     def artifact(self, run_id: str, path: str, *, expected_sha256: str | None = None, max_bytes: int = c.DEFAULT_MAX_READ_BYTES) -> bytes:
         """A collected file's bytes by its recorded path (``/out/report.json``), checked against its sha256
