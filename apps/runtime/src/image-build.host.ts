@@ -1,7 +1,6 @@
-import { CONSUMER_PULL_EXPIRES_MS, CHUNK_INBOX, imageBuildsDurableOf, whileLeaderless } from '@cairn/config';
+import { CONSUMER_PULL_EXPIRES_MS, imageBuildsDurableOf, whileLeaderless } from '@cairn/config';
 import { buildSubject, CairnError, ImageBuildOpSchema, isCairnError, OP_MESSAGE_HEADER } from '@cairn/contracts';
 import type { BuiltImage, ErrorBody, ImageBuildEnd, ImageBuildOp } from '@cairn/contracts';
-import { inboxOf } from '@cairn/evidence-log';
 import { CommandBus, commandBusOptionsFromConfig } from '@cairn/operational';
 import { unpackBuildContext } from '@cairn/sandbox-sessions';
 import { NATS_CONNECTION, SERVICE_CONFIG, SERVICE_LOGGER } from '@cairn/service-kit';
@@ -12,6 +11,7 @@ import { headers as natsHeaders, nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
+import { pullChunks } from './chunk-pull.js';
 import type { RuntimeConfig } from './runtime.config.js';
 import { SANDBOX_ENGINE } from './runtime.tokens.js';
 import { RuntimeWorker } from './runtime-worker.service.js';
@@ -62,24 +62,9 @@ export async function serveImageBuild(op: ImageBuildOp, ports: ImageBuildPorts):
   };
 }
 
-/**
- * Pulls an op's payload from the caller, a chunk per request, answered into an inbox of the kind
- * the gateway may publish into (`<worker's prefix>.chunks.…`, ADR 0022). Stops past the size named.
- */
-export async function pullBuildContext(nc: NatsConnection, op: ImageBuildOp): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (let index = 0; index < op.chunks; index++) {
-    const reply = inboxOf(nc, CHUNK_INBOX);
-    const msg = await nc.request(op.data_subject, new TextEncoder().encode(JSON.stringify({ index })), { timeout: 10_000, noMux: true, reply }).catch((error: unknown) => {
-      throw new CairnError('E_UNAVAILABLE', `chunk ${index} of the build context did not arrive: ${error instanceof Error ? error.message : String(error)}`);
-    });
-    size += msg.data.byteLength;
-    if (size > op.bytes) break;
-    parts.push(msg.data);
-  }
-  const content = Buffer.concat(parts);
-  return new Uint8Array(content.buffer, content.byteOffset, content.byteLength);
+/** An op's build context from the caller (chunk-pull.ts); stops past the size named. */
+export function pullBuildContext(nc: NatsConnection, op: ImageBuildOp): Promise<Uint8Array> {
+  return pullChunks(nc, op, 'the build context');
 }
 
 /**

@@ -1,9 +1,8 @@
 import type { ArtifactStore } from '@cairn/artifact-store';
 import { AnySandboxPathSchema, CairnError, isCairnError, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, SANDBOX_CHUNK_BYTES } from '@cairn/contracts';
 import type { ErrorBody, ErrorCode, EventType, ExecOp, GrantedCaps, OpEnd, ReadOp, Redaction, SandboxOp, WriteOp } from '@cairn/contracts';
-import { CHUNK_INBOX } from '@cairn/config';
 import type { AppendResult } from '@cairn/evidence-log';
-import { inboxOf, isHeadMoved } from '@cairn/evidence-log';
+import { isHeadMoved } from '@cairn/evidence-log';
 import { readSandboxChain } from '@cairn/lifecycle';
 import type { LeaseStore } from '@cairn/operational';
 import { assertSandboxPath } from '@cairn/sandbox';
@@ -14,6 +13,7 @@ import type { JsonLogger, ReactionContext } from '@cairn/service-kit';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { pullChunks } from './chunk-pull.js';
 import { AnsweredOps } from './answered-ops.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveRedactor } from './live-output.js';
@@ -369,7 +369,7 @@ export class SandboxSession {
     assertSandboxPath(op.path);
     const mode = op.mode ?? 0o644;
     if (mode > 0o777) throw new CairnError('E_INPUT', `mode of ${op.path} must be permission bits 0..0o777`, { path: op.path });
-    const content = await pullChunks(this.deps.nc, op);
+    const content = await pulledFile(this.deps.nc, op);
     const result = await this.fileCommand(putFileCommand(op.path, mode), content, 4096);
     if (result.exitCode !== 0) throw fileCommandError(op.path, result);
     const receipt = await this.appendOwn('sandbox.file.written', { path: op.path, sha256: op.sha256, bytes: op.bytes, ...(op.mode === undefined ? {} : { mode: op.mode }) }, `write-${opId}`);
@@ -553,26 +553,13 @@ class OpReply {
   }
 }
 
-/** The caller's file, chunk by chunk (one request each), checked against the size and sha256 the op names. */
-async function pullChunks(nc: NatsConnection, op: WriteOp): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (let index = 0; index < op.chunks; index++) {
-    // Answered into an inbox of its own kind (`<worker's prefix>.chunks.…`): the only inboxes of a
-    // worker the gateway may publish into, so it cannot answer anything else of the worker's (ADR 0022).
-    const reply = inboxOf(nc, CHUNK_INBOX);
-    const msg = await nc.request(op.data_subject, new TextEncoder().encode(JSON.stringify({ index })), { timeout: 10_000, noMux: true, reply }).catch((error: unknown) => {
-      throw new CairnError('E_UNAVAILABLE', `chunk ${index} of ${op.path} did not arrive: ${describe(error)}`, { path: op.path });
-    });
-    size += msg.data.byteLength;
-    if (size > op.bytes) break;
-    parts.push(msg.data);
-  }
-  const content = Buffer.concat(parts);
+/** The caller's file, chunk by chunk (chunk-pull.ts), checked against the size and sha256 the op names. */
+async function pulledFile(nc: NatsConnection, op: WriteOp): Promise<Uint8Array> {
+  const content = await pullChunks(nc, op, op.path, { path: op.path });
   if (content.byteLength !== op.bytes || createHash('sha256').update(content).digest('hex') !== op.sha256) {
     throw new CairnError('E_INPUT', `the bytes of ${op.path} do not match the size and sha256 the request named`, { path: op.path });
   }
-  return new Uint8Array(content.buffer, content.byteOffset, content.byteLength);
+  return content;
 }
 
 /** What an exec cut off by its sandbox's end had sent before, for its receipt. */

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { BUILD_CHUNK_BYTES, buildSubject, CairnError, ChunkRequestSchema, ImageBuildEndSchema, MAX_BUILD_CONTEXT_BYTES, OP_MESSAGE_HEADER } from '@cairn/contracts';
+import { BUILD_CHUNK_BYTES, buildSubject, CairnError, ImageBuildEndSchema, MAX_BUILD_CONTEXT_BYTES, OP_MESSAGE_HEADER } from '@cairn/contracts';
 import type { BuiltImage, ImageBuildOp } from '@cairn/contracts';
 import { inboxOf } from '@cairn/evidence-log';
 import type { WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import { jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { serveChunks } from './chunk-server.js';
 import { chooseBuildWorker, packBuildContext } from './image-build-context.js';
 import type { ContextFileBytes } from './image-build-context.js';
 
@@ -82,20 +83,7 @@ export class ImageBuilder {
     const subs: Subscription[] = [];
     let timer: NodeJS.Timeout | undefined;
     // The worker pulls the chunks, one request each, so nothing is sent that nobody reads.
-    subs.push(
-      this.deps.nc.subscribe(dataSubject, {
-        callback: (error, msg) => {
-          if (error !== null) return;
-          const asked = ChunkRequestSchema.safeParse(safeJson(msg.data));
-          if (!asked.success || asked.data.index >= chunks) {
-            msg.respond(new Uint8Array(0));
-            return;
-          }
-          const from = asked.data.index * BUILD_CHUNK_BYTES;
-          msg.respond(payload.subarray(from, Math.min(payload.byteLength, from + BUILD_CHUNK_BYTES)));
-        },
-      }),
-    );
+    subs.push(serveChunks(this.deps.nc, dataSubject, payload, BUILD_CHUNK_BYTES));
     const ended = new Promise<BuiltImage>((resolve, reject) => {
       subs.push(
         this.deps.nc.subscribe(replyTo, {

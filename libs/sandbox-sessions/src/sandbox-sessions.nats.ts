@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { CairnError, ChunkRequestSchema, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, OpEndSchema, opSubject, parseEvidenceReceipt, SANDBOX_CHUNK_BYTES, SandboxIdSchema } from '@cairn/contracts';
+import { CairnError, isCairnError, MAX_EXEC_STDIN_BYTES, MAX_KEPT_OUTPUT_BYTES, MAX_SANDBOX_FILE_BYTES, OP_MESSAGE_HEADER, OP_STREAM_HEADER, OpEndSchema, opSubject, parseEvidenceReceipt, SANDBOX_CHUNK_BYTES, SandboxIdSchema } from '@cairn/contracts';
 import type { ErrorCode, EvidenceReceipt, EvidenceReceiptOf, OpEnd, SandboxOp } from '@cairn/contracts';
 import { sha256Hex } from '@cairn/evidence';
 import { inboxOf } from '@cairn/evidence-log';
@@ -24,6 +24,7 @@ import type {
   SandboxReady,
   SandboxSessions,
 } from './sandbox-sessions.port.js';
+import { serveChunks } from './chunk-server.js';
 
 export interface SandboxSessionsConfig {
   /** The command bus' subject prefix (`cairn`): ops go to `<prefix>.cmd.sbxop.<worker id>`. */
@@ -303,18 +304,7 @@ class NatsSandboxSessions implements SandboxSessions {
     const chunks = Math.ceil(content.byteLength / SANDBOX_CHUNK_BYTES);
     const dataSubject = inboxOf(this.deps.nc);
     // The runtime pulls the chunks, one request each, so nothing is sent that nobody reads.
-    const serving = this.deps.nc.subscribe(dataSubject, {
-      callback: (error, msg) => {
-        if (error !== null) return;
-        const asked = ChunkRequestSchema.safeParse(safeJson(msg.data));
-        if (!asked.success || asked.data.index >= chunks) {
-          msg.respond(new Uint8Array(0));
-          return;
-        }
-        const from = asked.data.index * SANDBOX_CHUNK_BYTES;
-        msg.respond(content.subarray(from, Math.min(content.byteLength, from + SANDBOX_CHUNK_BYTES)));
-      },
-    });
+    const serving = serveChunks(this.deps.nc, dataSubject, content, SANDBOX_CHUNK_BYTES);
     this.pending.add(serving);
     try {
       const op = { kind: 'write' as const, path, bytes: content.byteLength, sha256, data_subject: dataSubject, chunks, ...(mode === undefined ? {} : { mode }) };
