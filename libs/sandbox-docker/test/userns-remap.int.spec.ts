@@ -1,7 +1,7 @@
 import type { SandboxHandle } from '@cairn/sandbox';
 import { startSecondDockerEngine, uniqueName } from '@cairn/testing';
 import type { SecondDockerEngine } from '@cairn/testing';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +35,10 @@ const run = async (argv: string[]) => {
   return { exitCode: result.exitCode, stdout: text(result.stdout), stderr: text(result.stderr) };
 };
 
+let docker0Before = false;
+
 beforeAll(async () => {
+  docker0Before = existsSync('/sys/class/net/docker0');
   engine = await startSecondDockerEngine();
   const docker = createDockerClient(engine.socketPath);
   socketRoot = await mkdtemp(join(tmpdir(), 'cairn-agent-userns-'));
@@ -56,6 +59,12 @@ afterAll(async () => {
 }, 120_000);
 
 describe('a sandbox on an engine that remaps user namespaces', () => {
+  it("leaves the host's network as it was: the machine engine's docker0 bridge is still there", () => {
+    // A dockerd with --bridge=none in the host's namespace deletes docker0 as it starts (moby's removeDefaultBridgeInterface).
+    expect(docker0Before).toBe(true);
+    expect(existsSync('/sys/class/net/docker0')).toBe(true);
+  });
+
   it('is told by `docker info` (and its data root names the ids)', async () => {
     expect(await engineUserns(createDockerClient(engine.socketPath))).toEqual({ remapped: true, base: engine.base });
     // This machine's own engine does not remap.

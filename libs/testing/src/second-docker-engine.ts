@@ -11,10 +11,10 @@ const run = promisify(execFile);
 /**
  * A second Docker engine of a test's own, user-namespace-remapped (`dockerd --userns-remap=default`),
  * beside the machine's: its own data root, exec root (and so its own containerd), socket, pid file
- * and cgroup parent, all under one temporary directory; no bridge and no iptables rules, so it
- * touches nothing of the host's network. Needs root and `dockerd`. `stop()` removes everything it
- * made: its containers, the engine and its containerd, mounts, cgroups, the directory, and the
- * `dockremap` account and its subordinate id ranges when this call created them.
+ * and cgroup parent, all under one temporary directory, and its own network namespace with no bridge
+ * and no iptables rules, so it touches nothing of the host's network (not even `docker0`). Needs
+ * root, `dockerd` and `unshare`. `stop()` removes everything it made: its containers, the engine and
+ * its containerd, mounts, cgroups, the directory, and the `dockremap` account and its subordinate id ranges when this call created them.
  */
 export interface SecondDockerEngine {
   socketPath: string;
@@ -149,9 +149,15 @@ async function start(unlock: () => Promise<void>): Promise<SecondDockerEngine> {
   await writeFile(join(dir, 'daemon.json'), '{}\n');
   const logFile = join(dir, 'dockerd.log');
   const out = openSync(logFile, 'a');
+  // In a network namespace of its own: a dockerd with `--bridge=none` deletes the host's `docker0` as
+  // it starts (moby's removeDefaultBridgeInterface), which would take the machine engine's default
+  // bridge away from under it. `unshare` execs, so the child's pid is dockerd's.
   const child = spawn(
-    'dockerd',
+    'unshare',
     [
+      '--net',
+      '--',
+      'dockerd',
       '--config-file', join(dir, 'daemon.json'),
       '--data-root', join(dir, 'data'),
       '--exec-root', join(dir, 'exec'),
