@@ -6,7 +6,7 @@ import type { WorkerDrains, WorkerRegistry } from '@cairn/operational';
 import { jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { serveChunks } from './chunk-server.js';
+import { safeJson, serveChunks } from './wire.js';
 import { chooseBuildWorker, packBuildContext } from './image-build-context.js';
 import type { ContextFileBytes } from './image-build-context.js';
 
@@ -133,10 +133,3 @@ export class ImageBuilder {
   }
 }
 
-function safeJson(data: Uint8Array): unknown {
-  try {
-    return JSON.parse(Buffer.from(data).toString('utf8'));
-  } catch {
-    return null;
-  }
-}

@@ -24,7 +24,7 @@ import type {
   SandboxReady,
   SandboxSessions,
 } from './sandbox-sessions.port.js';
-import { serveChunks } from './chunk-server.js';
+import { safeJson, serveChunks } from './wire.js';
 
 export interface SandboxSessionsConfig {
   /** The command bus' subject prefix (`cairn`): ops go to `<prefix>.cmd.sbxop.<worker id>`. */
@@ -565,13 +565,6 @@ function checkChunks(sent: number, received: number, what: string, sandboxId: st
   if (sent !== received) throw new CairnError('E_UNAVAILABLE', `${received} of ${sent} ${what} chunks arrived`, { sandboxId });
 }
 
-function safeJson(data: Uint8Array): unknown {
-  try {
-    return JSON.parse(Buffer.from(data).toString('utf8'));
-  } catch {
-    return null;
-  }
-}
 
 /** Keeps the first `limit` bytes of a stream, as chunks arrive. */
 class ByteSink {

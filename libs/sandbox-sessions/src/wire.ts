@@ -11,7 +11,7 @@ export function serveChunks(nc: NatsConnection, subject: string, content: Uint8A
   return nc.subscribe(subject, {
     callback: (error, msg) => {
       if (error !== null) return;
-      const asked = ChunkRequestSchema.safeParse(parsed(msg.data));
+      const asked = ChunkRequestSchema.safeParse(safeJson(msg.data));
       if (!asked.success || asked.data.index >= chunks) {
         msg.respond(new Uint8Array(0));
         return;
@@ -22,7 +22,8 @@ export function serveChunks(nc: NatsConnection, subject: string, content: Uint8A
   });
 }
 
-function parsed(data: Uint8Array): unknown {
+/** A message's JSON, or null when it is not JSON. */
+export function safeJson(data: Uint8Array): unknown {
   try {
     return JSON.parse(Buffer.from(data).toString('utf8'));
   } catch {
