@@ -36,6 +36,9 @@ describe('the runtime process', () => {
     const warming = await world.submitRun(spec(), { workerId });
     await world.waitForType(warming.runId, ['run.executed']);
     await until('a warm sandbox', async () => (await world.containersOf(workerId)).filter((c) => c.pool !== undefined && c.running).length === 1);
+    // Running is not claimable: the pool hands a container out once it is started, probed and booked,
+    // which the worker's record reports (its heartbeat, 300 ms here).
+    await until('the warm sandbox booked in the pool', async () => (await world.registry.get(workerId))?.pool?.size === 1);
 
     const { runId } = await world.submitRun(spec({ steps: [{ argv: ['sh', '-c', 'echo started; sleep 60'] }] }), { workerId, leaseTtlMs: 60_000 });
     const [created] = ofType(await world.waitForType(runId, ['step.started']), 'sandbox.created');
